@@ -1,0 +1,26 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+
+# spdlog and fmt strictly header-only: the plugin must not depend on libspdlog/libfmt at run time.
+# Debian's spdlog::spdlog_header_only still links the compiled libfmt, so we define our own target.
+find_path(ROCE_SPDLOG_INCLUDE_DIR spdlog/spdlog.h REQUIRED)
+find_path(ROCE_FMT_INCLUDE_DIR fmt/format.h REQUIRED)
+add_library(roce_spdlog INTERFACE)
+target_include_directories(roce_spdlog SYSTEM INTERFACE ${ROCE_SPDLOG_INCLUDE_DIR} ${ROCE_FMT_INCLUDE_DIR})
+target_compile_definitions(roce_spdlog INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY
+                           SPDLOG_NO_EXCEPTIONS=0)
+target_link_libraries(roce_spdlog INTERFACE Threads::Threads)
+
+# Only the verbs *headers* are needed at build time; the plugin dlopens libibverbs at run time
+# and vroce implements the library itself.
+find_path(ROCE_VERBS_INCLUDE_DIR infiniband/verbs.h REQUIRED)
+add_library(roce_verbs_headers INTERFACE)
+target_include_directories(roce_verbs_headers SYSTEM INTERFACE ${ROCE_VERBS_INCLUDE_DIR})
+
+if(ROCE_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+  include(Catch)
+endif()
+
+# The CUDA toolkit is optional: tools/gdr-check is built only when it is present.
+find_package(CUDAToolkit QUIET)

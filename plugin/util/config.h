@@ -1,0 +1,77 @@
+// Every setting the plugin reads, in one typed registry. Parsed once per plugin init from the
+// environment (NCCL_ROCE_* settings of our own, NCCL_IB_* settings with NCCL's meaning), validated
+// (an out-of-range value is an init error naming the variable, the value and the accepted range),
+// then immutable. util/config.cpp holds the table: name, type, default, range, documentation;
+// docs/configuration.md is generated from the same table and checked in the test suite.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace roce {
+
+enum class AddressFamily { Ipv4, Ipv6 };
+
+// Where the traffic class in force came from, for the init banner and for error messages.
+enum class TrafficClassSource { Default, CommConfig, NcclIbTc, NcclRoceDscp, NcclRoceTc };
+
+struct Config {
+  // Device and GID selection
+  std::string ib_hca;                      // NCCL_IB_HCA, e.g. "^mlx5_1", "=mlx5_0:1,mlx5_2"
+  int gid_index = -1;                      // NCCL_IB_GID_INDEX; -1 = automatic
+  AddressFamily addr_family = AddressFamily::Ipv4;  // NCCL_IB_ADDR_FAMILY (AF_INET/AF_INET6)
+  std::string addr_range;                  // NCCL_IB_ADDR_RANGE, CIDR; empty = any
+  int roce_version = 2;                    // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
+
+  // Traffic class and service level. traffic_class is set when any of NCCL_ROCE_TC,
+  // NCCL_ROCE_DSCP (tc = dscp << 2) or NCCL_IB_TC is set, in that order of precedence; otherwise
+  // the communicator's class (v10 connect config, v11 init config) applies, else 0.
+  std::optional<int> traffic_class;
+  TrafficClassSource traffic_class_source = TrafficClassSource::Default;
+  std::optional<int> service_level;        // NCCL_IB_SL (0..15)
+
+  // Queue pairs
+  int ib_timeout = 20;                     // NCCL_IB_TIMEOUT (1..31): 4.096 us * 2^timeout
+  int retry_count = 7;                     // NCCL_IB_RETRY_CNT (0..7)
+  int qps_per_connection = 1;              // NCCL_IB_QPS_PER_CONNECTION (1..16)
+  int pkey_index = 0;                      // NCCL_IB_PKEY
+  bool use_inline = true;                  // NCCL_ROCE_INLINE: CTS entries posted inline
+
+  // Memory and GPUDirect
+  bool require_gdr = false;                // NCCL_ROCE_REQUIRE_GDR: init fails without GPUDirect
+  bool gdr_flush_disable = false;          // NCCL_GDR_FLUSH_DISABLE
+  int pci_relaxed_ordering = 2;            // NCCL_IB_PCI_RELAXED_ORDERING (0 off, 1 on, 2 auto)
+  bool dmabuf_enable = true;               // NCCL_ROCE_DMABUF (0 hides DMABUF from ptrSupport)
+
+  // Plumbing
+  std::string ibverbs_lib;                 // NCCL_IBVERBS_LIB; empty = "libibverbs.so.1"
+  std::string sysfs_root = "/sys";         // NCCL_ROCE_SYSFS_ROOT (tests, containers)
+  int connect_timeout_ms = 30000;          // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
+  std::string socket_ifname;               // NCCL_SOCKET_IFNAME for the bootstrap listener
+};
+
+// One entry of the registry, for the init banner, docs and tests.
+struct SettingInfo {
+  std::string_view name;         // "NCCL_IB_TC"
+  std::string_view default_text; // "unset", "20"
+  std::string_view range_text;   // "0..255"
+  std::string_view description;
+};
+
+// All settings the plugin reads, in documentation order.
+const std::vector<SettingInfo>& settings();
+
+// Parses a configuration from a lookup function (getenv in production, a map in tests).
+// On error returns std::nullopt and sets *error to one actionable line.
+using EnvLookup = std::optional<std::string> (*)(std::string_view name, void* user);
+std::optional<Config> parse_config(EnvLookup lookup, void* user, std::string* error);
+
+// The configuration in force, loaded from the process environment by load_config().
+// load_config() is called by plugin init; it returns false (and logs why) on invalid settings.
+bool load_config();
+const Config& config();
+
+}  // namespace roce

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages that building and testing this project need.
+# Idempotent and non-interactive; prints nothing when everything is already present.
+set -euo pipefail
+
+readonly PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config
+  clang clang-format clang-tidy libclang-rt-14-dev
+  # build-time headers and header-only libraries (nothing here is linked into the plugin)
+  libibverbs-dev libspdlog-dev libfmt-dev zlib1g-dev catch2
+  # tests: Debian's own verbs programs as ABI oracles, network namespaces, captures, lint
+  ibverbs-utils iproute2 nftables tshark shellcheck valgrind python3 procps util-linux
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: sudo $0)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer for it.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

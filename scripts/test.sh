@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what is missing, configures, builds and runs the whole test suite:
+#   1. the release build with warnings as errors (preset "ci"): every test;
+#   2. the ASan+UBSan build (preset "asan-ubsan") and the TSan build (preset "tsan"): the tests
+#      labelled "sanitize".
+# Exits non-zero on any failure. Environment:
+#   ROCE_TEST_SANITIZERS=0   skip the sanitizer builds (quick local runs)
+#   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
+#   ROCE_JOBS=N              build parallelism (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=${ROCE_JOBS:-$(nproc)}
+run_sanitizers=${ROCE_TEST_SANITIZERS:-1}
+regex=${ROCE_TEST_REGEX:-}
+
+scripts/install-deps.sh
+
+status=0
+summary=()
+
+run_preset() {
+  local preset=$1; shift
+  echo "=== [$preset] configure and build"
+  cmake --preset "$preset" -G Ninja >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  echo "=== [$preset] test"
+  local args=(--preset "$preset" -j "$jobs" "$@")
+  [[ -n $regex ]] && args+=(-R "$regex")
+  local log
+  log=$(mktemp)
+  if ctest "${args[@]}" 2>&1 | tee "$log"; then :; fi
+  if ! grep -q "100% tests passed" "$log"; then
+    status=1
+  fi
+  summary+=("[$preset] $(grep -E 'tests passed|tests failed' "$log" | tail -n1)")
+  rm -f "$log"
+}
+
+run_preset ci
+if [[ $run_sanitizers != 0 ]]; then
+  run_preset asan-ubsan -L sanitize
+  run_preset tsan -L sanitize
+fi
+
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
+exit $status

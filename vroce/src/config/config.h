@@ -1,0 +1,56 @@
+// Everything vroce reads from its environment, parsed once (first use) into one immutable value.
+// Owned by config/config.cpp; consumed by device/ (devices), transport/ (time scale, faults).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vroce {
+
+// One emulated NIC: VROCE_DEVICES="vroce0=127.0.0.11,vroce1=veth0,vroce2=10.0.0.1".
+// The right-hand side is an IPv4/IPv6 address or a netdev name (its first IPv4 address).
+struct DeviceSpec {
+  std::string name;
+  std::string address_or_netdev;
+};
+
+// Fault injection applied to packets a device *sends* (so both directions are covered when both
+// ends run vroce). Probabilities are in [0, 1].
+struct FaultSpec {
+  double drop_probability = 0;
+  uint64_t drop_every = 0;             // drop every k-th data packet; 0 = off
+  std::vector<uint32_t> drop_psns;     // drop the first transmission of these PSNs
+  double duplicate_probability = 0;
+  double corrupt_probability = 0;      // flip one payload byte after the ICRC is computed
+  double reorder_probability = 0;      // hold a packet back and send it after the next one
+  uint32_t delay_us = 0;               // added to every packet
+  uint64_t seed = 1;                   // PRNG seed, so runs are repeatable
+  bool any() const {
+    return drop_probability > 0 || drop_every > 0 || !drop_psns.empty() ||
+           duplicate_probability > 0 || corrupt_probability > 0 || reorder_probability > 0 ||
+           delay_us > 0;
+  }
+};
+
+struct Config {
+  std::vector<DeviceSpec> devices;   // VROCE_DEVICES; a documented default when unset
+  uint32_t port_speed_gbps = 400;    // VROCE_PORT_GBPS: 400 -> active_speed/width of a 4x100G port
+  double time_scale = 1.0;           // VROCE_TIME_SCALE: multiplies every transport timer
+                                     // (ACK timeout, RNR timer); 0.001 makes 4 s into 4 ms
+  FaultSpec faults;                  // VROCE_FAULTS="drop=0.01,every=0,psn=5:9,dup=0,corrupt=0,
+                                     //               reorder=0,delay_us=0,seed=1"
+  std::optional<std::string> stats_file;  // VROCE_STATS_FILE: JSON counters written at exit
+  std::optional<std::string> sysfs_root;  // VROCE_SYSFS_ROOT: write a fake /sys/class/infiniband
+};
+
+// Parsed on first call; a malformed variable is reported once on stderr and the default kept.
+const Config& config();
+
+// Pure parsers, exposed for unit tests. They return std::nullopt and fill *error on bad input.
+std::optional<std::vector<DeviceSpec>> parse_device_specs(const std::string& text,
+                                                          std::string* error);
+std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* error);
+
+}  // namespace vroce

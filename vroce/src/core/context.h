@@ -1,0 +1,37 @@
+// The object behind every ibv_context vroce hands out. Users hold &vctx.context; vroce gets back
+// to the Context with to_context(). verbs_context places the public ibv_context at its end and
+// grows its extended ops upward, so the whole verbs_context must be embedded, not just ibv_context.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace vroce {
+
+class Device;
+class AsyncEventQueue;  // core/async_event_queue.h
+
+struct Context {
+  verbs_context vctx{};
+  Device* device = nullptr;                      // process-lifetime, never null once opened
+  std::unique_ptr<AsyncEventQueue> async_events;
+};
+
+inline Context* to_context(ibv_context* ctx) noexcept {
+  auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<char*>(ctx) -
+                                                offsetof(verbs_context, context));
+  return reinterpret_cast<Context*>(reinterpret_cast<char*>(vctx) - offsetof(Context, vctx));
+}
+
+// Fills the data-path entries of the ops table (post_send, post_recv, poll_cq, req_notify_cq,
+// and the stubs that must report EOPNOTSUPP/ENOSYS). Implemented by the RC data path
+// (core/ and transport/); called by ibv_open_device.
+void install_data_path_ops(ibv_context_ops& ops) noexcept;
+
+// Called by ibv_close_device before the Context is freed; returns EBUSY (and the device stays
+// open) while PDs, CQs, QPs or comp channels of this context still exist.
+int data_path_objects_alive(const Context& ctx) noexcept;
+
+}  // namespace vroce
