@@ -35,7 +35,8 @@ struct FaultSpec {
 };
 
 struct Config {
-  std::vector<DeviceSpec> devices;   // VROCE_DEVICES; a documented default when unset
+  std::vector<DeviceSpec> devices;   // VROCE_DEVICES; default when unset: vroce0..vroce7 on
+                                     // 127.0.0.11..127.0.0.18 (loopback, one address each)
   uint32_t port_speed_gbps = 400;    // VROCE_PORT_GBPS: 400 -> active_speed/width of a 4x100G port
   double time_scale = 1.0;           // VROCE_TIME_SCALE: multiplies every transport timer
                                      // (ACK timeout, RNR timer); 0.001 makes 4 s into 4 ms
@@ -43,6 +44,10 @@ struct Config {
                                      //               reorder=0,delay_us=0,seed=1"
   std::optional<std::string> stats_file;  // VROCE_STATS_FILE: JSON counters written at exit
   std::optional<std::string> sysfs_root;  // VROCE_SYSFS_ROOT: write a fake /sys/class/infiniband
+  // VROCE_TC_OVERRIDE: emulates mlx5's host-wide /sys/class/infiniband/<dev>/tc/<port>/traffic_class
+  // knob. When set, every packet leaves with this traffic class whatever the QP asked for, and the
+  // fake sysfs tree shows the file, so the plugin's override detection can be tested.
+  std::optional<uint8_t> tc_override;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.
