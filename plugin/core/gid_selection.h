@@ -1,0 +1,49 @@
+// Which GID of a RoCE port the plugin uses. Pure: works on a snapshot of the GID table, so it is
+// tested on synthetic tables without a device.
+//
+// Automatic choice: the first valid RoCEv2 entry of the wanted address family (IPv4-mapped for
+// AF_INET) inside NCCL_IB_ADDR_RANGE, skipping zero and link-local (fe80::/10) entries.
+// Override (NCCL_IB_GID_INDEX >= 0): taken as given only if the entry is valid, RoCEv2 and of the
+// wanted family; otherwise an error that names the entry's type and the index to use instead.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "util/config.h"
+
+namespace roce {
+
+enum class GidType { Unknown, RoceV1, RoceV2, Ib };
+
+struct GidTableEntry {
+  int index = 0;
+  std::array<uint8_t, 16> gid{};
+  GidType type = GidType::Unknown;
+};
+
+struct GidSelectionPolicy {
+  AddressFamily family = AddressFamily::Ipv4;
+  std::string addr_range;   // CIDR ("10.0.0.0/8", "fd00::/8"); empty = any
+  int roce_version = 2;
+  int override_index = -1;  // NCCL_IB_GID_INDEX; -1 = automatic
+};
+
+struct GidSelection {
+  int index = -1;
+  GidTableEntry entry;
+};
+
+// Returns the selected entry, or std::nullopt with *error set to one actionable line (what was
+// wanted, what the table holds, which index or setting would work).
+std::optional<GidSelection> select_gid(std::span<const GidTableEntry> table,
+                                       const GidSelectionPolicy& policy, std::string* error);
+
+// "::ffff:10.0.0.1" / "fe80::1" style text of a GID, for logs.
+std::string gid_to_string(const std::array<uint8_t, 16>& gid);
+const char* gid_type_name(GidType type);
+
+}  // namespace roce

@@ -1,0 +1,31 @@
+// NCCL_IB_HCA with NCCL's meaning: a comma-separated list of entries; a leading '^' excludes
+// (and is parsed before '='), a leading '=' asks for exact name matches (otherwise an entry is a
+// prefix), and ":<port>" limits an entry to one port. Empty or unset: every device and port.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace roce {
+
+struct HcaEntry {
+  std::string name;
+  std::optional<int> port;  // nullopt: any port
+};
+
+struct HcaFilter {
+  bool exclude = false;     // '^': the entries name what NOT to use
+  bool exact = false;       // '=': whole-name match instead of prefix
+  std::vector<HcaEntry> entries;
+
+  // True when device `name`, port `port` may be used.
+  bool matches(std::string_view name, int port) const;
+};
+
+// Parses the variable's value. Malformed input (empty entry, bad port number) returns
+// std::nullopt and sets *error to a line naming the offending entry.
+std::optional<HcaFilter> parse_hca_filter(std::string_view text, std::string* error);
+
+}  // namespace roce
