@@ -27,7 +27,7 @@ struct GidTableEntry {
 
 struct GidSelectionPolicy {
   AddressFamily family = AddressFamily::Ipv4;
-  std::string addr_range;   // CIDR ("10.0.0.0/8", "fd00::/8"); empty = any
+  std::string addr_range;  // CIDR ("10.0.0.0/8", "fd00::/8"); empty = any
   int roce_version = 2;
   int override_index = -1;  // NCCL_IB_GID_INDEX; -1 = automatic
 };

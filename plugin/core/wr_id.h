@@ -1,0 +1,45 @@
+// Work-request ids: every work request the plugin posts carries, in its 64-bit wr_id, what its
+// completion means, so a completion maps to its request by unpacking (no search):
+//   bits  0..15  index   request slot (receive, flush), send-group slot (send) or 0
+//   bits 16..23  qp      index of the QP within the connection
+//   bits 24..31  kind    WrKind
+//   bits 32..63  sq_pos  for send-queue work requests: the QP's posted-WR count including this
+//                        one, so a signaled completion retires every WR posted up to it
+#pragma once
+
+#include <cstdint>
+
+namespace roce {
+
+enum class WrKind : uint8_t {
+  Invalid = 0,
+  Recv = 1,       // zero-SGE receive consumed by the sender's WRITE WITH IMMEDIATE
+  SendGroup = 2,  // the signaled WRITE WITH IMMEDIATE that ends one matched multi-receive
+  CtsWrite = 3,   // a periodically signaled CTS write (only to retire send-queue entries)
+  Flush = 4,      // the 1-byte RDMA READ of an iflush
+};
+
+struct WrId {
+  WrKind kind = WrKind::Invalid;
+  uint8_t qp = 0;
+  uint16_t index = 0;
+  uint32_t sq_pos = 0;
+};
+
+constexpr uint64_t pack_wr_id(WrKind kind, uint8_t qp, uint16_t index,
+                              uint32_t sq_pos = 0) noexcept {
+  return uint64_t{index} | (uint64_t{qp} << 16) | (uint64_t{static_cast<uint8_t>(kind)} << 24) |
+         (uint64_t{sq_pos} << 32);
+}
+
+constexpr WrId unpack_wr_id(uint64_t wr_id) noexcept {
+  WrId id;
+  id.index = static_cast<uint16_t>(wr_id & 0xffff);
+  id.qp = static_cast<uint8_t>((wr_id >> 16) & 0xff);
+  const auto kind = static_cast<uint8_t>((wr_id >> 24) & 0xff);
+  id.kind = kind >= 1 && kind <= 4 ? static_cast<WrKind>(kind) : WrKind::Invalid;
+  id.sq_pos = static_cast<uint32_t>(wr_id >> 32);
+  return id;
+}
+
+}  // namespace roce
