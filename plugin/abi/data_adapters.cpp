@@ -1,0 +1,170 @@
+// Adapters for the data path: isend, irecv, iflush, test, irecvConsumed. The checks here are a
+// handful of compares; they run before the core so that the core sees only sizes within
+// kMaxMessageBytes (the maxP2pBytes we report) and n within 1..kMaxRecvs.
+#include <array>
+#include <cstddef>
+
+#include "abi/adapters.h"
+#include "abi/guard.h"
+#include "core/api.h"
+#include "core/data_path_limits.h"
+
+namespace roce::abi {
+namespace {
+
+ncclResult_t check_size(const char* entry, size_t size) noexcept {
+  if (size > kMaxMessageBytes) {
+    return invalid_argument(entry, "size {} exceeds maxP2pBytes {} reported by getProperties", size,
+                            kMaxMessageBytes);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t isend_checked(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                           void** request) noexcept {
+  if (send_comm == nullptr || request == nullptr) {
+    return invalid_argument("isend", "{} is NULL", send_comm == nullptr ? "sendComm" : "request");
+  }
+  *request = nullptr;
+  if (size > 0 && (data == nullptr || mhandle == nullptr)) {
+    return invalid_argument("isend", "{} is NULL for a {}-byte send",
+                            data == nullptr ? "data" : "mhandle", size);
+  }
+  if (ncclResult_t r = check_size("isend", size); r != ncclSuccess) {
+    return r;
+  }
+  return guarded("isend", [&] { return api::isend(send_comm, data, size, tag, mhandle, request); });
+}
+
+// Checks what every irecv version shares; *request is already cleared.
+ncclResult_t check_recv_arrays(const char* entry, int n, void** data, const void* sizes, int* tags,
+                               void** mhandles) noexcept {
+  if (n < 1 || n > kMaxRecvs) {
+    return invalid_argument(entry, "n {} is outside 1..maxRecvs ({})", n, kMaxRecvs);
+  }
+  if (data == nullptr || sizes == nullptr || tags == nullptr || mhandles == nullptr) {
+    return invalid_argument(entry, "{} array is NULL",
+                            data == nullptr    ? "data"
+                            : sizes == nullptr ? "sizes"
+                            : tags == nullptr  ? "tags"
+                                               : "mhandles");
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t irecv_sized(void* recv_comm, int n, void** data, const size_t* sizes, int* tags,
+                         void** mhandles, void** request) noexcept {
+  for (int i = 0; i < n; ++i) {
+    if (ncclResult_t r = check_size("irecv", sizes[i]); r != ncclSuccess) {
+      return r;
+    }
+    if (sizes[i] > 0 && (data[i] == nullptr || mhandles[i] == nullptr)) {
+      return invalid_argument("irecv", "{}[{}] is NULL for a {}-byte receive",
+                              data[i] == nullptr ? "data" : "mhandles", i, sizes[i]);
+    }
+  }
+  return guarded("irecv",
+                 [&] { return api::irecv(recv_comm, n, data, sizes, tags, mhandles, request); });
+}
+
+ncclResult_t irecv_checked(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                           void** mhandles, void** request) noexcept {
+  if (recv_comm == nullptr || request == nullptr) {
+    return invalid_argument("irecv", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
+  }
+  *request = nullptr;  // NCCL may have stored its (void*)0x1 hint here
+  if (ncclResult_t r = check_recv_arrays("irecv", n, data, sizes, tags, mhandles);
+      r != ncclSuccess) {
+    return r;
+  }
+  return irecv_sized(recv_comm, n, data, sizes, tags, mhandles, request);
+}
+
+}  // namespace
+
+ncclResult_t isend_v8(void* send_comm, void* data, int size, int tag, void* mhandle,
+                      void** request) noexcept {
+  if (size < 0) {
+    if (request != nullptr) {
+      *request = nullptr;
+    }
+    return invalid_argument("isend", "size {} is negative", size);
+  }
+  return isend_checked(send_comm, data, static_cast<size_t>(size), tag, mhandle, request);
+}
+
+ncclResult_t isend_v9(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                      void** request) noexcept {
+  return isend_checked(send_comm, data, size, tag, mhandle, request);
+}
+
+ncclResult_t isend_v10(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                       void* /*phandle*/, void** request) noexcept {
+  return isend_checked(send_comm, data, size, tag, mhandle, request);
+}
+
+ncclResult_t irecv_v8(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                      void** request) noexcept {
+  if (recv_comm == nullptr || request == nullptr) {
+    return invalid_argument("irecv", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
+  }
+  *request = nullptr;
+  if (ncclResult_t r = check_recv_arrays("irecv", n, data, sizes, tags, mhandles);
+      r != ncclSuccess) {
+    return r;
+  }
+  std::array<size_t, kMaxRecvs> wide{};
+  for (int i = 0; i < n; ++i) {
+    if (sizes[i] < 0) {
+      return invalid_argument("irecv", "sizes[{}] {} is negative", i, sizes[i]);
+    }
+    wide[static_cast<size_t>(i)] = static_cast<size_t>(sizes[i]);
+  }
+  return irecv_sized(recv_comm, n, data, wide.data(), tags, mhandles, request);
+}
+
+ncclResult_t irecv_v9(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                      void** mhandles, void** request) noexcept {
+  return irecv_checked(recv_comm, n, data, sizes, tags, mhandles, request);
+}
+
+ncclResult_t irecv_v10(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                       void** mhandles, void** /*phandles*/, void** request) noexcept {
+  return irecv_checked(recv_comm, n, data, sizes, tags, mhandles, request);
+}
+
+ncclResult_t iflush_v8(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
+                       void** request) noexcept {
+  if (recv_comm == nullptr || request == nullptr) {
+    return invalid_argument("iflush", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
+  }
+  *request = nullptr;
+  if (n < 1 || n > kMaxRecvs) {
+    return invalid_argument("iflush", "n {} is outside 1..maxRecvs ({})", n, kMaxRecvs);
+  }
+  if (data == nullptr || sizes == nullptr || mhandles == nullptr) {
+    return invalid_argument("iflush", "{} array is NULL",
+                            data == nullptr    ? "data"
+                            : sizes == nullptr ? "sizes"
+                                               : "mhandles");
+  }
+  return guarded("iflush",
+                 [&] { return api::iflush(recv_comm, n, data, sizes, mhandles, request); });
+}
+
+ncclResult_t test_v8(void* request, int* done, int* sizes) noexcept {
+  if (request == nullptr || done == nullptr) {
+    return invalid_argument("test", "{} is NULL", request == nullptr ? "request" : "done");
+  }
+  *done = 0;
+  return guarded("test", [&] { return api::test(request, done, sizes); });
+}
+
+ncclResult_t irecv_consumed_v8(void* recv_comm, int n, void* request) noexcept {
+  if (recv_comm == nullptr) {
+    return invalid_argument("irecvConsumed", "recvComm is NULL");
+  }
+  return guarded("irecvConsumed", [&] { return api::irecv_consumed(recv_comm, n, request); });
+}
+
+}  // namespace roce::abi

@@ -1,0 +1,48 @@
+// What every ncclNet adapter shares: argument checks that log one WARN naming the entry point,
+// the argument and what NCCL should have passed; and the exception barrier that turns anything
+// thrown below into an ncclResult_t (std::bad_alloc -> ncclSystemError, anything else ->
+// ncclInternalError), so no exception ever crosses into NCCL.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "nccl_net/types.h"
+#include "util/log.h"
+
+namespace roce::abi {
+
+// Logs an argument error and returns ncclInvalidArgument.
+template <typename... Args>
+ncclResult_t invalid_argument(const char* entry, fmt::format_string<Args...> format,
+                              Args&&... args) noexcept {
+  try {
+    ROCE_WARN(NCCL_NET, "{}: invalid argument: {}", entry,
+              fmt::format(format, std::forward<Args>(args)...));
+  } catch (...) {
+    ROCE_WARN(NCCL_NET, "{}: invalid argument", entry);
+  }
+  return ncclInvalidArgument;
+}
+
+// Runs body() and maps exceptions to results, with one WARN.
+template <typename Body>
+ncclResult_t guarded(const char* entry, Body&& body) noexcept {
+  try {
+    return std::forward<Body>(body)();
+  } catch (const std::bad_alloc&) {
+    ROCE_WARN(NCCL_NET, "{}: out of memory", entry);
+    return ncclSystemError;
+  } catch (const std::exception& e) {
+    ROCE_WARN(NCCL_NET, "{}: {}", entry, e.what());
+    return ncclInternalError;
+  } catch (...) {
+    ROCE_WARN(NCCL_NET, "{}: unexpected exception", entry);
+    return ncclInternalError;
+  }
+}
+
+}  // namespace roce::abi

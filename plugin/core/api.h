@@ -1,0 +1,84 @@
+// The plugin's version-neutral entry points: what every ncclNet_vN adapter in abi/ calls after
+// checking its arguments. Each function may throw (std::bad_alloc, std::runtime_error); the
+// adapters catch. Errors decided here are logged here, once, with the facts an operator needs.
+//
+// Handles given to NCCL (comms, requests, memory handles, v11 contexts) are pointers to objects
+// that start with a type tag, so a stale or foreign pointer is reported instead of used.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl_net/nccl_net.h"
+
+namespace roce::api {
+
+// Properties common to every ncclNet version; abi/ copies the fields each version has.
+struct Properties {
+  const char* name = nullptr;
+  const char* pci_path = nullptr;
+  uint64_t guid = 0;
+  int ptr_support = NCCL_PTR_HOST;
+  int reg_is_global = 1;
+  int force_flush = 0;
+  int speed = 0;  // Mb/s
+  int port = 1;
+  float latency = 0;
+  int max_comms = 0;
+  int max_recvs = 1;
+  ncclNetDeviceType device_type = NCCL_NET_DEVICE_HOST;
+  int device_version = NCCL_NET_DEVICE_INVALID_VERSION;
+  ncclNetVDeviceProps_v9_t vprops{};
+  size_t max_p2p_bytes = 0;
+  size_t max_coll_bytes = 0;
+  int max_multi_request_size = 1;
+};
+
+// Initialises the plugin once per process (later calls take a reference). Returns a failure,
+// logged once, when libibverbs is missing, no usable port exists or a setting is invalid.
+ncclResult_t init(ncclDebugLogger_t logger);
+// Drops one init reference; the last one releases devices and threads (comms still open keep
+// what they use alive).
+ncclResult_t finalize();
+
+// v11: one context per communicator, carrying its traffic class (NCCL_NET_TRAFFIC_CLASS_UNDEF
+// when the communicator sets none). init_context takes an init reference, finalize_context
+// drops it.
+ncclResult_t init_context(uint64_t comm_id, int traffic_class, void** ctx);
+ncclResult_t finalize_context(void* ctx);
+ncclResult_t set_net_attr(void* ctx, const ncclNetAttr_v11_t& attr);
+// The traffic class a v11 context carries; throws on a pointer that is not one.
+int context_traffic_class(void* ctx);
+
+ncclResult_t devices(int* ndev);
+ncclResult_t get_properties(int dev, Properties* props);
+ncclResult_t make_vdevice(int* d, const ncclNetVDeviceProps_v9_t& props);
+
+// traffic_class: the communicator's class (v10 connect config, v11 context), or
+// NCCL_NET_TRAFFIC_CLASS_UNDEF (v8, v9, and listen before v11).
+ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm);
+ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm);
+ncclResult_t accept(void* listen_comm, void** recv_comm);
+
+ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
+ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                           void** mhandle);
+ncclResult_t dereg_mr(void* comm, void* mhandle);
+
+// The data path. *request is set (nullptr: cannot post now, try again). Sizes are already
+// checked against the limits by abi/.
+ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                   void** request);
+ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,
+                   void** mhandles, void** request);
+ncclResult_t iflush(void* recv_comm, int n, void** data, const int* sizes, void** mhandles,
+                    void** request);
+ncclResult_t test(void* request, int* done, int* sizes);
+ncclResult_t irecv_consumed(void* recv_comm, int n, void* request);
+ncclResult_t get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
+
+ncclResult_t close_send(void* send_comm);
+ncclResult_t close_recv(void* recv_comm);
+ncclResult_t close_listen(void* listen_comm);
+
+}  // namespace roce::api
