@@ -1,0 +1,282 @@
+// The plugin driven through its exported tables, as NCCL drives it, over vroce. Each TEST_CASE
+// runs in its own process (catch_discover_tests), so each picks its own vroce addresses inside
+// 127.0.4.0/24 before the plugin loads vroce, and parallel ctest runs never share a device.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <latch>
+#include <string>
+#include <thread>
+
+#include "child_process.h"
+#include "plugin_driver.h"
+#include "traffic.h"
+
+using namespace roce::test;
+
+namespace {
+
+void use_devices(const std::string& spec) { setenv("VROCE_DEVICES", spec.c_str(), 1); }
+
+std::string peer_path() {
+  const char* path = std::getenv("ROCE_FABRIC_PEER");
+  return path != nullptr ? path : executable_dir() + "/fabric_peer";
+}
+
+bool any_warn_contains(const std::vector<std::string>& needles) {
+  for (const auto& line : warn_lines()) {
+    bool all = true;
+    for (const auto& n : needles) {
+      all = all && line.find(n) != std::string::npos;
+    }
+    if (all) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Listens on recv_dev, then connects (this thread) and accepts (another thread) concurrently.
+void connect_two_threads(PluginDriver& plugin, int send_dev, int recv_dev, void** send_comm,
+                         void** recv_comm) {
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(recv_dev, &handle, &listen_comm) == ncclSuccess);
+  REQUIRE(listen_comm != nullptr);
+  ncclResult_t accept_result = ncclInternalError;
+  std::thread acceptor(
+      [&] { accept_result = accept_until_ready(plugin, listen_comm, recv_comm, 30000); });
+  ncclResult_t connect_result = connect_until_ready(plugin, send_dev, &handle, send_comm, 30000);
+  acceptor.join();
+  REQUIRE(connect_result == ncclSuccess);
+  REQUIRE(accept_result == ncclSuccess);
+  REQUIRE(*send_comm != nullptr);
+  REQUIRE(*recv_comm != nullptr);
+  REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
+}
+
+// Runs the plan with the sender on another thread; the receiver closes only after the sender
+// has closed, so the sender's tail is posted while the receiver's requests are still open.
+void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uint64_t seed,
+                     const PlanShape& shape, TrafficOptions options) {
+  std::latch sender_closed(1);
+  TrafficResult sent;
+  std::thread sender([&] {
+    sent = run_sender(plugin, send_comm, seed, shape, options);
+    sender_closed.count_down();
+  });
+  TrafficOptions receiver_options = options;
+  receiver_options.before_close = [&] { sender_closed.wait(); };
+  TrafficResult received = run_receiver(plugin, recv_comm, seed, shape, receiver_options);
+  sender.join();
+  INFO("sender: " << sent.error);
+  INFO("receiver: " << received.error);
+  CHECK(sent.ok);
+  CHECK(received.ok);
+  CHECK(received.bytes == sent.bytes);
+  CHECK(received.bytes > 0);
+}
+
+void traffic_between_two_devices(Api api, const std::string& devices, int traffic_class) {
+  use_devices(devices);
+  PluginDriver plugin(plugin_path_from_env(), api);
+  REQUIRE(plugin.init(traffic_class) == ncclSuccess);
+  int ndev = 0;
+  REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+  REQUIRE(ndev == 2);
+  Properties props;
+  REQUIRE(plugin.properties(0, &props) == ncclSuccess);
+  CHECK(props.max_recvs == 8);
+  CHECK(props.reg_is_global == 1);
+  CHECK(props.device_type == NCCL_NET_DEVICE_HOST);
+  CHECK((props.ptr_support & NCCL_PTR_HOST) != 0);
+  CHECK(props.speed > 0);
+  if (api != Api::V8) {
+    CHECK(props.max_p2p_bytes > 0);
+    CHECK(props.max_p2p_bytes <= (size_t{1} << 40));
+    CHECK(props.vdev_count == 1);
+  }
+  const int a = plugin.find_device("pca");
+  const int b = plugin.find_device("pcb");
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, a, b, &send_comm, &recv_comm);
+  PlanShape shape;
+  shape.groups = 150;
+  run_two_threads(plugin, send_comm, recv_comm, 1000 + static_cast<uint64_t>(api), shape, {});
+  CHECK(warn_count() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("v8 table: verified traffic between two devices, connect and accept on two threads",
+          "[fabric][traffic]") {
+  traffic_between_two_devices(Api::V8, "pca=127.0.4.11,pcb=127.0.4.12",
+                              NCCL_NET_TRAFFIC_CLASS_UNDEF);
+}
+
+TEST_CASE("v9 table: verified traffic between two devices, connect and accept on two threads",
+          "[fabric][traffic]") {
+  traffic_between_two_devices(Api::V9, "pca=127.0.4.13,pcb=127.0.4.14",
+                              NCCL_NET_TRAFFIC_CLASS_UNDEF);
+}
+
+TEST_CASE("v10 table: verified traffic with the communicator's class given at connect",
+          "[fabric][traffic]") {
+  traffic_between_two_devices(Api::V10, "pca=127.0.4.15,pcb=127.0.4.16", 106);
+}
+
+TEST_CASE("v11 table: verified traffic with the communicator's class given at init",
+          "[fabric][traffic]") {
+  traffic_between_two_devices(Api::V11, "pca=127.0.4.17,pcb=127.0.4.18", 106);
+}
+
+TEST_CASE("a loopback pair connects when connect and accept alternate on one thread",
+          "[fabric][connect]") {
+  use_devices("pca=127.0.4.21");
+  PluginDriver plugin(plugin_path_from_env(), Api::V8);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const int a = plugin.find_device("pca");
+  REQUIRE(a >= 0);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(a, &handle, &listen_comm) == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  std::string error;
+  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
+                                     30000, &error));
+  REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
+  PlanShape shape;
+  shape.groups = 40;
+  shape.max_single = 256 << 10;
+  run_two_threads(plugin, send_comm, recv_comm, 77, shape, {});
+}
+
+TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
+          "[fabric][limits]") {
+  use_devices("pca=127.0.4.23,pcb=127.0.4.24");
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  std::vector<char> buffer(64 * 33);
+  void* recv_mh = nullptr;
+  void* send_mh = nullptr;
+  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &recv_mh) ==
+          ncclSuccess);
+  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &send_mh) ==
+          ncclSuccess);
+  std::vector<void*> requests;
+  for (int i = 0; i < 32; ++i) {
+    void* data = buffer.data() + 64 * i;
+    size_t size = 64;
+    int tag = 0;
+    void* request = nullptr;
+    REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+    REQUIRE(request != nullptr);
+    requests.push_back(request);
+  }
+  void* data = buffer.data() + 64 * 32;
+  size_t size = 64;
+  int tag = 0;
+  void* request = reinterpret_cast<void*>(0x1);
+  REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+  CHECK(request == nullptr);
+  // One send completes the first receive; then a 33rd receive fits.
+  void* send_request = nullptr;
+  for (int tries = 0; send_request == nullptr && tries < 100000; ++tries) {
+    REQUIRE(plugin.isend(send_comm, buffer.data(), 8, 0, send_mh, &send_request) == ncclSuccess);
+  }
+  REQUIRE(send_request != nullptr);
+  int done = 0;
+  int sizes[8] = {};
+  while (!done) {
+    REQUIRE(plugin.test(requests.front(), &done, sizes) == ncclSuccess);
+  }
+  CHECK(sizes[0] == 8);
+  done = 0;
+  int sent = 0;
+  while (!done) {
+    REQUIRE(plugin.test(send_request, &done, &sent) == ncclSuccess);
+  }
+  REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+  CHECK(request != nullptr);
+  REQUIRE(plugin.dereg_mr(recv_comm, recv_mh) == ncclSuccess);
+  REQUIRE(plugin.dereg_mr(send_comm, send_mh) == ncclSuccess);
+  // Closing with 32 receives still open.
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+}
+
+TEST_CASE("a send larger than its matched receive is refused with both sizes named",
+          "[fabric][errors]") {
+  use_devices("pca=127.0.4.25,pcb=127.0.4.26");
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  std::vector<char> buffer(4096);
+  void* recv_mh = nullptr;
+  void* send_mh = nullptr;
+  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &recv_mh) ==
+          ncclSuccess);
+  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &send_mh) ==
+          ncclSuccess);
+  void* data = buffer.data();
+  size_t size = 100;
+  int tag = 3;
+  void* request = nullptr;
+  REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+  REQUIRE(request != nullptr);
+  reset_warn_count();
+  ncclResult_t result = ncclSuccess;
+  void* send_request = nullptr;
+  for (int tries = 0; result == ncclSuccess && tries < 100000; ++tries) {
+    result = plugin.isend(send_comm, buffer.data() + 1024, 200, 3, send_mh, &send_request);
+  }
+  CHECK(result != ncclSuccess);
+  CHECK(send_request == nullptr);
+  CHECK(any_warn_contains({"200", "100"}));
+  plugin.dereg_mr(recv_comm, recv_mh);
+  plugin.dereg_mr(send_comm, send_mh);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+}
+
+TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
+          "[fabric][tc]") {
+  use_devices("pca=127.0.4.27,pcb=127.0.4.28");
+  unsetenv("NCCL_ROCE_TC");
+  unsetenv("NCCL_ROCE_DSCP");
+  unsetenv("NCCL_IB_TC");
+  PluginDriver sender_side(plugin_path_from_env(), Api::V11);
+  PluginDriver receiver_side(plugin_path_from_env(), Api::V11);
+  REQUIRE(sender_side.init(104) == ncclSuccess);
+  REQUIRE(receiver_side.init(96) == ncclSuccess);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(receiver_side.listen(receiver_side.find_device("pcb"), &handle, &listen_comm) ==
+          ncclSuccess);
+  reset_warn_count();
+  void* recv_comm = nullptr;
+  ncclResult_t accept_result = ncclSuccess;
+  std::thread acceptor([&] {
+    accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 5000);
+  });
+  void* send_comm = nullptr;
+  ncclResult_t connect_result =
+      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 10000);
+  acceptor.join();
+  CHECK(connect_result != ncclSuccess);
+  CHECK(send_comm == nullptr);
+  CHECK(recv_comm == nullptr);
+  CHECK(any_warn_contains({"104", "96"}));
+  CHECK(receiver_side.close_listen(listen_comm) == ncclSuccess);
+}
