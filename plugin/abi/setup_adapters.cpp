@@ -72,16 +72,7 @@ ncclResult_t init_v11(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* con
   // NCCL calls finalize(*ctx) even when init fails, so leave a value finalize accepts.
   *ctx = nullptr;
   const int traffic_class = config != nullptr ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
-  return guarded("init", [&] {
-    ncclResult_t result = api::init(logger);
-    if (result != ncclSuccess) {
-      return result;
-    }
-    result = api::init_context(comm_id, traffic_class, ctx);
-    // init_context took its own reference; drop the one init just took.
-    api::finalize();
-    return result;
-  });
+  return guarded("init", [&] { return api::init_context(logger, comm_id, traffic_class, ctx); });
 }
 
 ncclResult_t finalize_v11(void* ctx) noexcept {

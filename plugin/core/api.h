@@ -41,10 +41,11 @@ ncclResult_t init(ncclDebugLogger_t logger);
 // what they use alive).
 ncclResult_t finalize();
 
-// v11: one context per communicator, carrying its traffic class (NCCL_NET_TRAFFIC_CLASS_UNDEF
-// when the communicator sets none). init_context takes an init reference, finalize_context
-// drops it.
-ncclResult_t init_context(uint64_t comm_id, int traffic_class, void** ctx);
+// v11: init once per communicator, returning a context that carries its traffic class
+// (NCCL_NET_TRAFFIC_CLASS_UNDEF when the communicator sets none). init_context takes an init
+// reference, finalize_context drops it.
+ncclResult_t init_context(ncclDebugLogger_t logger, uint64_t comm_id, int traffic_class,
+                          void** ctx);
 ncclResult_t finalize_context(void* ctx);
 ncclResult_t set_net_attr(void* ctx, const ncclNetAttr_v11_t& attr);
 // The traffic class a v11 context carries; throws on a pointer that is not one.

@@ -73,8 +73,10 @@ ChildProcess::~ChildProcess() {
     kill_now(SIGKILL);
     wait(5000);
   }
-  if (stdin_fd_ >= 0) close(stdin_fd_);
-  if (stdout_fd_ >= 0) close(stdout_fd_);
+  if (stdin_fd_ >= 0)
+    close(stdin_fd_);
+  if (stdout_fd_ >= 0)
+    close(stdout_fd_);
 }
 
 std::optional<std::string> ChildProcess::read_line(int timeout_ms) {

@@ -2,7 +2,6 @@
 // runs in its own process (catch_discover_tests), so each picks its own vroce addresses inside
 // 127.0.4.0/24 before the plugin loads vroce, and parallel ctest runs never share a device.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <latch>
 #include <string>
@@ -16,7 +15,9 @@ using namespace roce::test;
 
 namespace {
 
-void use_devices(const std::string& spec) { setenv("VROCE_DEVICES", spec.c_str(), 1); }
+void use_devices(const std::string& spec) {
+  setenv("VROCE_DEVICES", spec.c_str(), 1);
+}
 
 std::string peer_path() {
   const char* path = std::getenv("ROCE_FABRIC_PEER");
@@ -146,8 +147,8 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
   void* send_comm = nullptr;
   void* recv_comm = nullptr;
   std::string error;
-  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
-                                     30000, &error));
+  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm, 30000,
+                                     &error));
   REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
   PlanShape shape;
   shape.groups = 40;
@@ -267,9 +268,8 @@ TEST_CASE("communicators with different traffic classes refuse to connect, namin
   reset_warn_count();
   void* recv_comm = nullptr;
   ncclResult_t accept_result = ncclSuccess;
-  std::thread acceptor([&] {
-    accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 5000);
-  });
+  std::thread acceptor(
+      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 5000); });
   void* send_comm = nullptr;
   ncclResult_t connect_result =
       connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 10000);

@@ -2,7 +2,6 @@
 // built .so (unless the caller already chose), so the binary runs the same under ctest and by hand.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 
 int main(int argc, char** argv) {

@@ -406,9 +406,9 @@ static void receiver_body(TrafficResult& out, PluginDriver& plugin, void* recv_c
     return true;
   };
 
-  const int receiver_groups =
-      options.close_with_requests_in_flight ? static_cast<int>(plan.size())
-                                            : shape.groups + shape.tail_in_flight;
+  const int receiver_groups = options.close_with_requests_in_flight
+                                  ? static_cast<int>(plan.size())
+                                  : shape.groups + shape.tail_in_flight;
   for (int g = 0; g < receiver_groups; ++g) {
     const bool tail = g >= shape.groups;
     while (!tail && !in_flight.empty() && in_flight.front().group <= g - shape.window) {

@@ -1,0 +1,352 @@
+// The version-neutral entry points (core/api.h): plugin setup, properties, memory registration,
+// the data path and comm teardown. Connection setup (listen, connect, accept) is in
+// api_connect.cpp.
+#include "core/api.h"
+
+#include <mutex>
+#include <set>
+
+#include "core/comm.h"
+#include "core/data_path_limits.h"
+#include "core/mr_handle.h"
+#include "core/plugin.h"
+#include "core/recv_comm.h"
+#include "core/request.h"
+#include "core/send_comm.h"
+#include "util/log.h"
+
+namespace roce::api {
+namespace {
+
+// A v11 context: the communicator's traffic class and the hints setNetAttr gave.
+struct CommContext {
+  uint64_t comm_id = 0;
+  int traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  bool has_attr = false;
+  ncclNetAttr_v11_t attr{};
+};
+
+// Live contexts, so finalize/listen/connect never dereference a pointer that is not one.
+std::mutex g_contexts_mutex;
+std::set<const void*> g_contexts;
+
+CommContext* find_context(void* ctx) {
+  const std::lock_guard lock(g_contexts_mutex);
+  return g_contexts.count(ctx) != 0 ? static_cast<CommContext*>(ctx) : nullptr;
+}
+
+ncclResult_t not_a(const char* entry, const char* what, const void* handle) {
+  ROCE_WARN(NCCL_NET,
+            "{}: {} is not a live RoCE {}; it was closed already or belongs to another "
+            "plugin",
+            entry, fmt::ptr(handle), what);
+  return ncclInvalidArgument;
+}
+
+// Memory handles are checked on their own (they come from regMr on any comm of the device).
+MrHandle* as_mr(void* mhandle) {
+  auto* mh = static_cast<MrHandle*>(mhandle);
+  return mh != nullptr && mh->valid() ? mh : nullptr;
+}
+
+ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,
+                             const CachedRegion* region, void** mhandle) {
+  auto* mh = new MrHandle;
+  mh->lkey = region->lkey;
+  mh->rkey = region->rkey;
+  mh->addr = region->addr;
+  mh->length = region->length;
+  mh->kind = region->kind;
+  mh->device = &comm.device();
+  mh->region = region;
+  *mhandle = mh;
+  ROCE_TRACE(NCCL_NET, "{}: [0x{:x}, +{}) lkey 0x{:x} rkey 0x{:x}", entry, mh->addr, mh->length,
+             mh->lkey, mh->rkey);
+  return ncclSuccess;
+}
+
+Comm* registration_comm(const char* entry, void* handle) {
+  Comm* comm = Comm::from_any_handle(handle);
+  if (comm == nullptr || comm->kind() == CommKind::Listen) {
+    not_a(entry, "send or recv comm", handle);
+    return nullptr;
+  }
+  return comm;
+}
+
+}  // namespace
+
+ncclResult_t init(ncclDebugLogger_t logger) {
+  return Plugin::instance().init(logger);
+}
+
+ncclResult_t finalize() {
+  Plugin::instance().finalize();
+  return ncclSuccess;
+}
+
+ncclResult_t init_context(ncclDebugLogger_t logger, uint64_t comm_id, int traffic_class,
+                          void** ctx) {
+  if (traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF && (traffic_class < 0 || traffic_class > 255)) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET,
+              "init: communicator 0x{:x} asks for traffic class {}, outside 0..255; set "
+              "ncclConfig_t.trafficClass to a valid IP TOS value",
+              comm_id, traffic_class);
+    return ncclInvalidArgument;
+  }
+  if (ncclResult_t r = Plugin::instance().init(logger); r != ncclSuccess) {
+    return r;
+  }
+  auto* context = new CommContext;
+  context->comm_id = comm_id;
+  context->traffic_class = traffic_class;
+  {
+    const std::lock_guard lock(g_contexts_mutex);
+    g_contexts.insert(context);
+  }
+  *ctx = context;
+  return ncclSuccess;
+}
+
+ncclResult_t finalize_context(void* ctx) {
+  {
+    const std::lock_guard lock(g_contexts_mutex);
+    if (g_contexts.erase(ctx) == 0) {
+      return not_a("finalize", "context", ctx);
+    }
+  }
+  delete static_cast<CommContext*>(ctx);
+  Plugin::instance().finalize();
+  return ncclSuccess;
+}
+
+ncclResult_t set_net_attr(void* ctx, const ncclNetAttr_v11_t& attr) {
+  CommContext* context = find_context(ctx);
+  if (context == nullptr) {
+    return not_a("setNetAttr", "context", ctx);
+  }
+  // Hints only: one connection per QP set is what we run; recorded for logs.
+  context->attr = attr;
+  context->has_attr = true;
+  ROCE_TRACE(NCCL_NET, "setNetAttr: communicator 0x{:x} op {} algo {} proto {}", context->comm_id,
+             attr.op, attr.algo, attr.proto);
+  return ncclSuccess;
+}
+
+int context_traffic_class(void* ctx) {
+  CommContext* context = find_context(ctx);
+  if (context == nullptr) {
+    throw std::invalid_argument(fmt::format("{} is not a context returned by init", fmt::ptr(ctx)));
+  }
+  return context->traffic_class;
+}
+
+ncclResult_t devices(int* ndev) {
+  if (!Plugin::instance().initialized()) {
+    ROCE_WARN(NCCL_NET, "devices: called before a successful init");
+    return ncclInvalidUsage;
+  }
+  *ndev = Plugin::instance().device_count();
+  return ncclSuccess;
+}
+
+ncclResult_t get_properties(int dev, Properties* props) {
+  std::shared_ptr<DeviceRuntime> device = Plugin::instance().device(dev);
+  if (device == nullptr) {
+    ROCE_WARN(NCCL_NET, "getProperties: device {} does not exist ({} devices)", dev,
+              Plugin::instance().device_count());
+    return ncclInvalidArgument;
+  }
+  const PluginDevice& info = device->info();
+  props->name = info.name.c_str();
+  props->pci_path = info.pci_path ? info.pci_path->c_str() : nullptr;
+  props->guid = info.guid;
+  props->ptr_support = device->gdr().ptr_support();
+  props->reg_is_global = 1;
+  props->force_flush = 0;
+  props->speed = info.speed_mbps;
+  props->port = info.port;
+  props->latency = 0;
+  props->max_comms = info.max_comms;
+  props->max_recvs = kMaxRecvs;
+  props->device_type = NCCL_NET_DEVICE_HOST;
+  props->device_version = NCCL_NET_DEVICE_INVALID_VERSION;
+  props->vprops.ndevs = 1;
+  props->vprops.devs[0] = dev;
+  props->max_p2p_bytes = kMaxMessageBytes;
+  props->max_coll_bytes = kMaxMessageBytes;
+  props->max_multi_request_size = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t make_vdevice(int* d, const ncclNetVDeviceProps_v9_t& props) {
+  const int count = Plugin::instance().device_count();
+  for (int i = 0; i < props.ndevs; ++i) {
+    if (props.devs[i] < 0 || props.devs[i] >= count) {
+      ROCE_WARN(NCCL_NET, "makeVDevice: member {} is device {}, which does not exist ({} devices)",
+                i, props.devs[i], count);
+      return ncclInvalidArgument;
+    }
+  }
+  if (props.ndevs == 1) {
+    *d = props.devs[0];  // a single-member virtual NIC is the device itself
+    return ncclSuccess;
+  }
+  ROCE_WARN(NCCL_NET | NCCL_INIT,
+            "makeVDevice: merging {} devices into one virtual NIC is not supported by the RoCE "
+            "plugin (each connection runs on one port); set NCCL_NET_MERGE_LEVEL=LOC to turn NIC "
+            "fusion off",
+            props.ndevs);
+  return ncclInvalidUsage;
+}
+
+ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhandle) {
+  Comm* comm = registration_comm("regMr", handle);
+  if (comm == nullptr) {
+    return ncclInvalidArgument;
+  }
+  MemoryKind kind = MemoryKind::Host;
+  if (type == NCCL_PTR_CUDA) {
+    if (!comm->device().gdr().cuda_pointers()) {
+      ROCE_WARN(NCCL_NET,
+                "regMr: CUDA memory on {} but GPUDirect RDMA for CUDA pointers is not available "
+                "({}); load nvidia-peermem, or use dma-buf registration (NCCL_DMABUF_ENABLE=1)",
+                comm->device().name(), comm->device().gdr().checked);
+      return ncclInvalidUsage;
+    }
+    kind = MemoryKind::Cuda;
+  }
+  const CachedRegion* region =
+      comm->device().mr_cache().acquire(reinterpret_cast<uintptr_t>(data), size, kind);
+  return register_region("regMr", *comm, region, mhandle);
+}
+
+ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint64_t offset, int fd,
+                           void** mhandle) {
+  Comm* comm = registration_comm("regMrDmaBuf", handle);
+  if (comm == nullptr) {
+    return ncclInvalidArgument;
+  }
+  if (!comm->device().gdr().dmabuf) {
+    ROCE_WARN(NCCL_NET,
+              "regMrDmaBuf: dma-buf registration is not available on {} ({}); NCCL only calls "
+              "this when ptrSupport has NCCL_PTR_DMABUF",
+              comm->device().name(), comm->device().gdr().checked);
+    return ncclInvalidUsage;
+  }
+  (void)type;  // the memory is whatever the dma-buf exports; NCCL passes NCCL_PTR_CUDA
+  const CachedRegion* region =
+      comm->device().mr_cache().acquire_dmabuf(reinterpret_cast<uintptr_t>(data), size, offset, fd);
+  return register_region("regMrDmaBuf", *comm, region, mhandle);
+}
+
+ncclResult_t dereg_mr(void* handle, void* mhandle) {
+  Comm* comm = registration_comm("deregMr", handle);
+  if (comm == nullptr) {
+    return ncclInvalidArgument;
+  }
+  MrHandle* mh = as_mr(mhandle);
+  if (mh == nullptr) {
+    return not_a("deregMr", "memory handle", mhandle);
+  }
+  if (mh->device != &comm->device()) {
+    ROCE_WARN(NCCL_NET,
+              "deregMr: memory handle of [0x{:x}, +{}) was registered on another device "
+              "than {}, the device of this comm",
+              mh->addr, mh->length, comm->device().name());
+    return ncclInvalidArgument;
+  }
+  if (!comm->device().mr_cache().release(mh->region)) {
+    ROCE_WARN(NCCL_NET, "deregMr: [0x{:x}, +{}) is not registered (deregistered twice?)", mh->addr,
+              mh->length);
+    return ncclInvalidArgument;
+  }
+  mh->magic = 0;
+  delete mh;
+  return ncclSuccess;
+}
+
+ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* mhandle, void** request) {
+  Comm* comm = Comm::from_handle(handle, CommKind::Send);
+  if (comm == nullptr) [[unlikely]] {
+    return not_a("isend", "send comm", handle);
+  }
+  return static_cast<SendComm*>(comm)->isend(data, size, tag, static_cast<MrHandle*>(mhandle),
+                                             request);
+}
+
+ncclResult_t irecv(void* handle, int n, void** data, const size_t* sizes, const int* tags,
+                   void** mhandles, void** request) {
+  Comm* comm = Comm::from_handle(handle, CommKind::Recv);
+  if (comm == nullptr) [[unlikely]] {
+    return not_a("irecv", "recv comm", handle);
+  }
+  return static_cast<RecvComm*>(comm)->irecv(n, data, sizes, tags, mhandles, request);
+}
+
+ncclResult_t iflush(void* handle, int n, void** data, const int* sizes, void** mhandles,
+                    void** request) {
+  Comm* comm = Comm::from_handle(handle, CommKind::Recv);
+  if (comm == nullptr) [[unlikely]] {
+    return not_a("iflush", "recv comm", handle);
+  }
+  return static_cast<RecvComm*>(comm)->iflush(n, data, sizes, mhandles, request);
+}
+
+ncclResult_t test(void* request, int* done, int* sizes) {
+  auto* header = static_cast<RequestHeader*>(request);
+  if (header->magic != RequestHeader::kMagic || header->state == RequestState::Free) [[unlikely]] {
+    ROCE_WARN(NCCL_NET,
+              "test: {} is not a request in flight (already completed by test, or not "
+              "a RoCE request)",
+              request);
+    return ncclInvalidArgument;
+  }
+  switch (header->kind) {
+    case RequestKind::Send:
+      return static_cast<SendComm*>(header->comm)
+          ->test(*static_cast<SendRequest*>(header), done, sizes);
+    case RequestKind::Recv:
+      return static_cast<RecvComm*>(header->comm)
+          ->test(*static_cast<RecvRequest*>(header), done, sizes);
+    case RequestKind::Flush:
+      return static_cast<RecvComm*>(header->comm)->test(*static_cast<FlushRequest*>(header), done);
+  }
+  return ncclInternalError;
+}
+
+ncclResult_t irecv_consumed(void* handle, int /*n*/, void* /*request*/) {
+  // Receives are recycled by test() already; the GPU having consumed the data changes nothing.
+  if (Comm::from_handle(handle, CommKind::Recv) == nullptr) {
+    return not_a("irecvConsumed", "recv comm", handle);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t get_device_mr(void* handle, void* /*mhandle*/, void** dptr_mhandle) {
+  if (registration_comm("getDeviceMr", handle) == nullptr) {
+    return ncclInvalidArgument;
+  }
+  *dptr_mhandle = nullptr;  // no device-side offload (netDeviceType HOST)
+  return ncclSuccess;
+}
+
+ncclResult_t close_send(void* handle) {
+  Comm* comm = Comm::from_handle(handle, CommKind::Send);
+  if (comm == nullptr) {
+    return not_a("closeSend", "send comm", handle);
+  }
+  delete comm;  // QPs to ERR, drained, destroyed; then CQ and buffers
+  return ncclSuccess;
+}
+
+ncclResult_t close_recv(void* handle) {
+  Comm* comm = Comm::from_handle(handle, CommKind::Recv);
+  if (comm == nullptr) {
+    return not_a("closeRecv", "recv comm", handle);
+  }
+  delete comm;
+  return ncclSuccess;
+}
+
+}  // namespace roce::api

@@ -1,0 +1,69 @@
+// What every object handed to NCCL as a comm shares: a type tag checked at the ABI boundary (a
+// stale or foreign pointer is reported, not used), the device it lives on, and the comm's
+// failure state. The first failure is logged once, with everything an operator needs; every
+// later call on the comm returns the same result without logging again.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/device_runtime.h"
+#include "nccl_net/types.h"
+#include "util/log.h"
+
+namespace roce {
+
+enum class CommKind : uint32_t {
+  Listen = 0x6c69736e,  // "lisn"
+  Send = 0x73656e64,    // "send"
+  Recv = 0x72656376,    // "recv"
+};
+
+class Comm {
+ public:
+  virtual ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  CommKind kind() const noexcept { return kind_; }
+  bool valid() const noexcept { return magic_ == kMagic; }
+  DeviceRuntime& device() const noexcept { return *device_; }
+  const std::shared_ptr<DeviceRuntime>& device_ptr() const noexcept { return device_; }
+
+  bool failed() const noexcept { return failure_ != ncclSuccess; }
+  ncclResult_t failure() const noexcept { return failure_; }
+
+  // Records the comm's first failure and logs it (WARN, NET); later calls only return it.
+  template <typename... Args>
+  ncclResult_t fail(ncclResult_t result, fmt::format_string<Args...> format,
+                    Args&&... args) noexcept {
+    if (failure_ == ncclSuccess) {
+      failure_ = result;
+      ROCE_WARN(NCCL_NET, "{} comm on {}: {}", kind_name(), device_->name(),
+                fmt::format(format, std::forward<Args>(args)...));
+    }
+    return failure_;
+  }
+
+  const char* kind_name() const noexcept;
+
+  // The Comm behind a pointer NCCL gave back, if it is one of ours of that kind, else nullptr.
+  static Comm* from_handle(void* handle, CommKind kind) noexcept;
+  static Comm* from_any_handle(void* handle) noexcept;
+
+ protected:
+  Comm(CommKind kind, std::shared_ptr<DeviceRuntime> device)
+      : kind_(kind), device_(std::move(device)) {}
+
+ private:
+  static constexpr uint64_t kMagic = 0x726f63652d636f6dULL;  // "roce-com"
+  uint64_t magic_ = kMagic;
+  CommKind kind_;
+  std::shared_ptr<DeviceRuntime> device_;
+  ncclResult_t failure_ = ncclSuccess;
+};
+
+}  // namespace roce

@@ -1,0 +1,188 @@
+// Plugin initialisation and teardown: see plugin.h.
+#include "core/plugin.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/gdr_probe.h"
+#include "core/init_banner.h"
+#include "core/traffic_class.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "verbs/error.h"
+#include "verbs/qp_attributes.h"
+
+namespace roce {
+namespace {
+
+const char* gid_type_text(const GidSelection& gid) {
+  return gid.type_unknown ? "type unknown, used as RoCE v2" : gid_type_name(gid.entry.type);
+}
+
+}  // namespace
+
+Plugin& Plugin::instance() {
+  static Plugin plugin;
+  return plugin;
+}
+
+Plugin::~Plugin() {
+  // dlclose without a final finalize (v8..v10 never call one): stop the threads now.
+  devices_.clear();
+  library_.reset();
+}
+
+bool Plugin::initialized() const {
+  const std::lock_guard lock(mutex_);
+  return refs_ > 0;
+}
+
+int Plugin::device_count() const {
+  const std::lock_guard lock(mutex_);
+  return refs_ > 0 ? static_cast<int>(devices_.size()) : 0;
+}
+
+std::shared_ptr<DeviceRuntime> Plugin::device(int dev) const {
+  const std::lock_guard lock(mutex_);
+  if (refs_ == 0 || dev < 0 || dev >= static_cast<int>(devices_.size())) {
+    return nullptr;
+  }
+  return devices_[static_cast<size_t>(dev)];
+}
+
+ncclResult_t Plugin::init(ncclDebugLogger_t logger) {
+  log::set_nccl_logger(logger);
+  const std::lock_guard lock(mutex_);
+  if (refs_ > 0) {
+    ++refs_;
+    return ncclSuccess;
+  }
+  ncclResult_t result = start_locked();
+  if (result == ncclSuccess) {
+    refs_ = 1;
+  } else {
+    devices_.clear();
+    library_.reset();
+  }
+  return result;
+}
+
+void Plugin::finalize() noexcept {
+  std::vector<std::shared_ptr<DeviceRuntime>> released;
+  {
+    const std::lock_guard lock(mutex_);
+    if (refs_ == 0 || --refs_ > 0) {
+      return;
+    }
+    released.swap(devices_);
+  }
+  released.clear();  // outside the lock: stopping async threads waits for them
+}
+
+ncclResult_t Plugin::start_locked() {
+  if (!load_config()) {
+    return ncclInvalidUsage;  // load_config logged the setting at fault
+  }
+  const Config& cfg = config();
+  try {
+    library_ = ibv::Library::open(cfg.ibverbs_lib);
+  } catch (const ibv::LoadError& e) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+    return ncclSystemError;
+  }
+
+  DiscoveryResult found;
+  try {
+    found = discover_devices(library_, DiscoveryOptions::from_config(cfg));
+  } catch (const DiscoveryError& e) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+    return ncclInvalidUsage;
+  }
+  if (found.devices.empty()) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET,
+              "RoCE plugin disabled: no usable RoCE port ({}); check the ports are ACTIVE with "
+              "ibv_devinfo and that NCCL_IB_HCA selects them",
+              found.skipped_summary());
+    return ncclSystemError;
+  }
+
+  // A configured class that a host-wide override would rewrite: refuse now, before any comm.
+  if (cfg.traffic_class) {
+    for (const PluginDevice& dev : found.devices) {
+      if (dev.tc_override) {
+        if (auto conflict = tc_override_conflict(*dev.tc_override, *cfg.traffic_class)) {
+          ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {} port {}: {}", dev.name,
+                    dev.port, *conflict);
+          return ncclInvalidUsage;
+        }
+      }
+    }
+  }
+
+  const RelaxedOrdering relaxed =
+      decide_relaxed_ordering(cfg.pci_relaxed_ordering, library_->fn().reg_mr_iova2 != nullptr);
+  if (!relaxed.note.empty()) {
+    ROCE_INFO(NCCL_INIT | NCCL_NET, "{}", relaxed.note);
+  }
+
+  // Ports of one verbs device share its context, and so its async-event monitor and GPUDirect
+  // answer.
+  std::map<verbs::Context*, std::shared_ptr<AsyncEventMonitor>> monitors;
+  std::map<verbs::Context*, GdrSupport> gdr_by_context;
+  std::vector<std::shared_ptr<DeviceRuntime>> devices;
+  try {
+    for (PluginDevice& dev : found.devices) {
+      verbs::Context* ctx = dev.context.get();
+      auto gdr_it = gdr_by_context.find(ctx);
+      if (gdr_it == gdr_by_context.end()) {
+        gdr_it =
+            gdr_by_context.emplace(ctx, detect_gdr(dev.context, cfg.sysfs_root, cfg.dmabuf_enable))
+                .first;
+      }
+      const GdrSupport& gdr = gdr_it->second;
+      if (auto error = gdr_requirement_error(gdr, cfg.require_gdr)) {
+        ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {}: {}", dev.name, *error);
+        return ncclSystemError;
+      }
+      auto monitor_it = monitors.find(ctx);
+      std::shared_ptr<AsyncEventMonitor> shared =
+          monitor_it != monitors.end() ? monitor_it->second : nullptr;
+      auto runtime = std::make_shared<DeviceRuntime>(static_cast<int>(devices.size()),
+                                                     std::move(dev), gdr, relaxed.enabled, shared);
+      monitors[ctx] = runtime->monitor();
+      devices.push_back(std::move(runtime));
+    }
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+    return ncclSystemError;
+  }
+
+  for (const auto& dev : devices) {
+    const PluginDevice& info = dev->info();
+    BannerFacts facts;
+    facts.device = info.name;
+    facts.port = info.port;
+    facts.pci_path = info.pci_path.value_or("");
+    facts.speed_text = info.speed_text;
+    facts.gid_index = info.gid.index;
+    facts.gid_type = gid_type_text(info.gid);
+    facts.gid_address = dev->gid_text();
+    facts.traffic_class = cfg.traffic_class;
+    facts.traffic_class_source = traffic_class_source_name(cfg.traffic_class_source);
+    facts.service_level = cfg.service_level;
+    facts.host_override = dev->global_class_override();
+    facts.mtu_bytes = verbs::mtu_bytes(info.active_mtu);
+    facts.gdr_mode = dev->gdr().mode;
+    facts.relaxed_ordering = dev->relaxed_ordering();
+    facts.qps_per_connection = cfg.qps_per_connection;
+    facts.version = ROCE_VERSION;
+    ROCE_INFO(NCCL_INIT | NCCL_NET, "{}", format_init_banner(facts));
+  }
+  devices_ = std::move(devices);
+  return ncclSuccess;
+}
+
+}  // namespace roce

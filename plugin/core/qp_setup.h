@@ -1,0 +1,92 @@
+// Building blocks of connection setup shared by both sides: private registered buffers (CTS ring,
+// CTS staging, multi-receive sizes, the flush word), data QPs with the capacities the data path
+// relies on, and bringing a QP from RESET to RTS against its peer with the agreed GRH.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/data_path_limits.h"
+#include "core/device_runtime.h"
+#include "verbs/completion_queue.h"
+#include "verbs/memory_region.h"
+#include "verbs/queue_pair.h"
+
+namespace roce {
+
+// Send-queue depth of a data QP. A sender's unretired work requests are bounded by its send
+// requests (NCCL must test each to free it): at most kMaxSendRequests groups of n requests, each
+// taking n + 1 WRs per QP, which peaks at n = 2 (3/2 WR per request); plus the drain marker.
+inline constexpr uint32_t kSendQueueDepth = 512;
+static_assert(kSendQueueDepth >= kMaxSendRequests + kMaxSendRequests / 2 + 1,
+              "a sender could run out of send-queue entries");
+// Receives posted per QP: one per outstanding irecv, plus the drain marker.
+inline constexpr uint32_t kRecvQueueDepth = kMaxRequests + 1;
+// A CTS write is signaled at least this often so its send-queue entries come back.
+inline constexpr uint32_t kCtsSignalInterval = 16;
+// Largest inline payload we ask for: a full CTS slot. Devices may grant less (or none).
+inline constexpr uint32_t kWantedInline = 256;
+
+// Host memory registered on the device's PD, for the plugin's own protocol structures.
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer() = default;
+  // Zeroed, page-aligned. Throws std::bad_alloc or verbs::VerbsError.
+  RegisteredBuffer(const std::shared_ptr<verbs::ProtectionDomain>& pd, size_t size, int access);
+  ~RegisteredBuffer();
+  RegisteredBuffer(RegisteredBuffer&& other) noexcept;
+  RegisteredBuffer& operator=(RegisteredBuffer&& other) noexcept;
+
+  void* data() const noexcept { return data_; }
+  uint64_t addr() const noexcept { return reinterpret_cast<uintptr_t>(data_); }
+  size_t size() const noexcept { return size_; }
+  uint32_t lkey() const noexcept { return mr_->lkey(); }
+  uint32_t rkey() const noexcept { return mr_->rkey(); }
+
+ private:
+  void reset() noexcept;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  std::unique_ptr<verbs::MemoryRegion> mr_;
+};
+
+// A CQ for one comm: every signaled completion of its QPs fits.
+std::shared_ptr<verbs::CompletionQueue> create_comm_cq(DeviceRuntime& device, int nqps);
+
+// An RC data QP on the comm's CQ.
+std::unique_ptr<verbs::QueuePair> create_data_qp(DeviceRuntime& device,
+                                                 const std::shared_ptr<verbs::CompletionQueue>& cq,
+                                                 uint32_t recv_depth);
+
+// What the peer told us about one of its QPs, and how the link must look.
+struct QpLink {
+  std::array<uint8_t, 16> peer_gid{};
+  uint32_t peer_qpn = 0;
+  uint32_t peer_psn = 0;
+  uint32_t local_psn = 0;
+  ibv_mtu mtu = IBV_MTU_1024;
+  uint8_t traffic_class = 0;
+  uint8_t service_level = 0;
+  uint8_t timeout = 20;
+  uint8_t retry_count = 7;
+  uint16_t pkey_index = 0;
+  unsigned access = IBV_ACCESS_REMOTE_WRITE;
+};
+
+// RESET -> INIT -> RTR -> RTS; the traffic class is read back after RTR (verbs layer) and a
+// difference is an error. Throws verbs::VerbsError naming the QP, the step and the fix.
+void connect_qp(verbs::QueuePair& qp, DeviceRuntime& device, const QpLink& link);
+
+// A random starting PSN (24 bits), so a stale packet of an earlier connection is not taken for
+// one of this connection.
+uint32_t random_psn();
+
+// The smaller of two ibv_mtu values.
+constexpr ibv_mtu min_mtu(ibv_mtu a, ibv_mtu b) noexcept {
+  return a < b ? a : b;
+}
+
+}  // namespace roce

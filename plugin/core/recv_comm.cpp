@@ -1,0 +1,348 @@
+// The receiver's data path; see recv_comm.h for the protocol.
+#include "core/recv_comm.h"
+
+#include "core/completion_status.h"
+#include "core/wr_id.h"
+#include "verbs/error.h"
+
+namespace roce {
+
+RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
+    : Comm(CommKind::Recv, std::move(device)),
+      cts_staging_(static_cast<CtsEntry*>(setup.cts_staging.data())),
+      cts_staging_lkey_(setup.cts_staging.lkey()),
+      sizes_area_(static_cast<const int32_t*>(setup.sizes_area.data())),
+      remote_ring_addr_(setup.remote_ring_addr),
+      remote_ring_rkey_(setup.remote_ring_rkey),
+      flush_lkey_(setup.flush_word.size() > 0 ? setup.flush_word.lkey() : 0),
+      flush_addr_(setup.flush_word.addr()),
+      nqps_(static_cast<int>(setup.qps.size())),
+      max_inline_(setup.qps.front()->capabilities().max_inline_data),
+      cts_staging_buffer_(std::move(setup.cts_staging)),
+      sizes_area_buffer_(std::move(setup.sizes_area)),
+      flush_word_(std::move(setup.flush_word)),
+      cq_(std::move(setup.cq)),
+      qps_(std::move(setup.qps)),
+      flush_qp_(std::move(setup.flush_qp)),
+      traffic_class_(setup.traffic_class),
+      peer_(std::move(setup.peer)) {
+  for (int q = 0; q < nqps_; ++q) {
+    qp_ptrs_[static_cast<size_t>(q)] = qps_[static_cast<size_t>(q)].get();
+  }
+  // CTS writes go on QP 0; one send-queue entry stays free for the drain marker at close.
+  cts_credits_ = SendQueueCredits(qps_.front()->capabilities().max_send_wr - 1, kCtsSignalInterval);
+  if (flush_qp_ != nullptr) {
+    flush_qp_ptr_ = flush_qp_.get();
+    flush_credits_ = SendQueueCredits(flush_qp_->capabilities().max_send_wr - 1, 1);
+  }
+  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
+    requests_[i].kind = RequestKind::Recv;
+    requests_[i].index = i;
+    requests_[i].comm = this;
+  }
+  for (uint16_t i = 0; i < flushes_.capacity(); ++i) {
+    flushes_[i].kind = RequestKind::Flush;
+    flushes_[i].index = i;
+    flushes_[i].comm = this;
+  }
+  // Fields of the preallocated work requests that never change.
+  recv_wr_[0].sg_list = nullptr;
+  recv_wr_[0].num_sge = 0;
+  recv_wr_[0].next = nullptr;
+  cts_wr_.opcode = IBV_WR_RDMA_WRITE;
+  cts_wr_.sg_list = &cts_sge_;
+  cts_wr_.num_sge = 1;
+  cts_wr_.wr.rdma.rkey = remote_ring_rkey_;
+  cts_sge_.lkey = cts_staging_lkey_;
+  flush_wr_.opcode = IBV_WR_RDMA_READ;
+  flush_wr_.sg_list = &flush_sge_;
+  flush_wr_.num_sge = 1;
+  flush_wr_.send_flags = IBV_SEND_SIGNALED;
+  flush_sge_.addr = flush_addr_;
+  flush_sge_.length = 1;
+  flush_sge_.lkey = flush_lkey_;
+}
+
+RecvComm::~RecvComm() = default;
+
+ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int* tags,
+                             void* const* mhandles, void** request) noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  if (!cts_credits_.can_post(1)) [[unlikely]] {
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (!cts_credits_.can_post(1)) {
+      return ncclSuccess;
+    }
+  }
+  // Check the buffers before taking anything.
+  std::array<CtsBuffer, kMaxRecvs> buffers;
+  for (int i = 0; i < n; ++i) {
+    const auto addr = reinterpret_cast<uintptr_t>(data[i]);
+    const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
+    uint32_t rkey = 0;
+    if (sizes[i] > 0) {
+      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, sizes[i])) [[unlikely]] {
+        ROCE_WARN(NCCL_NET,
+                  "recv comm on {}: irecv buffer {} [0x{:x}, +{}) is not covered by its memory "
+                  "handle; register the buffer on this comm's device",
+                  device().name(), i, addr, sizes[i]);
+        return ncclInvalidArgument;
+      }
+      rkey = mh->rkey;
+    }
+    buffers[static_cast<size_t>(i)] =
+        CtsBuffer{addr, static_cast<uint32_t>(sizes[i]), rkey, tags[i]};
+  }
+  const auto index = requests_.take();
+  if (!index) {
+    return ncclSuccess;  // kMaxRequests receives in flight: NCCL retries later
+  }
+  RecvRequest& r = requests_[*index];
+
+  // Receives first, so the sender's immediate always finds one.
+  recv_wr_[0].wr_id = pack_wr_id(WrKind::Recv, 0, *index);
+  for (int q = 0; q < nqps_; ++q) {
+    recv_wr_[0].wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q), *index);
+    ibv_recv_wr* bad = nullptr;
+    if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_recv(recv_wr_.data(), &bad); rc != 0)
+        [[unlikely]] {
+      requests_.give_back(*index);
+      return fail(ncclSystemError, "ibv_post_recv on qp 0x{:x} failed: {}; from {}",
+                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
+    }
+  }
+
+  CtsEntry* staged = cts_staging_ + size_t{*index} * kMaxRecvs;
+  const size_t bytes =
+      fill_cts_slot(std::span<CtsEntry>(staged, kMaxRecvs),
+                    std::span<const CtsBuffer>(buffers.data(), size_t(n)), next_seq_, *index);
+  cts_sge_.addr = reinterpret_cast<uintptr_t>(staged);
+  cts_sge_.length = static_cast<uint32_t>(bytes);
+  cts_wr_.wr.rdma.remote_addr = remote_ring_addr_ + cts_slot_offset(next_seq_);
+  const bool signal = cts_credits_.should_signal();
+  const uint32_t pos = cts_credits_.post();
+  cts_wr_.wr_id = pack_wr_id(WrKind::CtsWrite, 0, *index, pos);
+  cts_wr_.send_flags =
+      (bytes <= max_inline_ ? IBV_SEND_INLINE : 0) | (signal ? IBV_SEND_SIGNALED : 0);
+  if (signal) {
+    cts_credits_.signaled_at(pos);
+  }
+  ibv_send_wr* bad = nullptr;
+  if (int rc = qp_ptrs_[0]->post_send(&cts_wr_, &bad); rc != 0) [[unlikely]] {
+    return fail(ncclSystemError, "ibv_post_send (clear-to-send) on qp 0x{:x} failed: {}; to {}",
+                qp_ptrs_[0]->qp_num(), verbs::errno_text(rc), peer_);
+  }
+
+  r.state = RequestState::Pending;
+  r.count = static_cast<uint8_t>(n);
+  r.remaining_qps = static_cast<uint8_t>(nqps_);
+  for (int i = 0; i < n; ++i) {
+    r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
+    r.received[static_cast<size_t>(i)] = 0;
+  }
+  ++next_seq_;
+  *request = static_cast<RequestHeader*>(&r);
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
+                              void** request) noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  if (flush_qp_ptr_ == nullptr) {
+    return ncclSuccess;  // GPUDirect not in use (or NCCL_GDR_FLUSH_DISABLE): nothing to flush
+  }
+  // The last non-empty GPU buffer: reading it back orders every earlier NIC write before it.
+  int last = -1;
+  for (int i = n - 1; i >= 0; --i) {
+    const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
+    if (sizes[i] > 0 && mh != nullptr && mh->valid() && mh->gpu_memory()) {
+      last = i;
+      break;
+    }
+  }
+  if (last < 0) {
+    return ncclSuccess;
+  }
+  if (!flush_credits_.can_post(1)) [[unlikely]] {
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (!flush_credits_.can_post(1)) {
+      return ncclSuccess;
+    }
+  }
+  const auto index = flushes_.take();
+  if (!index) {
+    return ncclSuccess;
+  }
+  const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
+  flush_wr_.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(data[last]);
+  flush_wr_.wr.rdma.rkey = mh->rkey;
+  const uint32_t pos = flush_credits_.post();
+  flush_credits_.signaled_at(pos);
+  flush_wr_.wr_id = pack_wr_id(WrKind::Flush, 0, *index, pos);
+  ibv_send_wr* bad = nullptr;
+  if (int rc = flush_qp_ptr_->post_send(&flush_wr_, &bad); rc != 0) [[unlikely]] {
+    flushes_.give_back(*index);
+    return fail(ncclSystemError, "ibv_post_send (flush read) on qp 0x{:x} failed: {}",
+                flush_qp_ptr_->qp_num(), verbs::errno_text(rc));
+  }
+  FlushRequest& f = flushes_[*index];
+  f.state = RequestState::Pending;
+  *request = static_cast<RequestHeader*>(&f);
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
+  RecvRequest& r = requests_[index];
+  if (r.count == 1) {
+    const uint32_t size = wc.imm_data;
+    if (size > r.posted[0]) [[unlikely]] {
+      return fail(ncclRemoteError,
+                  "{} reported {} bytes written into a {}-byte receive; the peer is not a "
+                  "compatible RoCE plugin",
+                  peer_, size, r.posted[0]);
+    }
+    r.received[0] = static_cast<int32_t>(size);
+  }
+  if (--r.remaining_qps > 0) {
+    return ncclSuccess;
+  }
+  if (r.count > 1) {
+    // Written by the sender's last WRITE WITH IMMEDIATE on QP 0, before its immediate arrived.
+    const int32_t* sizes = sizes_area_ + size_t{index} * kMaxRecvs;
+    for (int i = 0; i < r.count; ++i) {
+      const int32_t size = sizes[i];
+      if (size < 0 || static_cast<uint32_t>(size) > r.posted[static_cast<size_t>(i)]) [[unlikely]] {
+        return fail(ncclRemoteError,
+                    "{} reported {} bytes for buffer {} of a multi-receive whose buffer holds {}",
+                    peer_, size, i, r.posted[static_cast<size_t>(i)]);
+      }
+      r.received[static_cast<size_t>(i)] = size;
+    }
+  }
+  r.state = RequestState::Done;
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::progress() noexcept {
+  const int got = cq_->poll(kPollBatch, wcs_.data());
+  if (got < 0) [[unlikely]] {
+    return fail(ncclSystemError, "polling cq {} failed ({}); the device may have failed", cq_->id(),
+                got);
+  }
+  for (int k = 0; k < got; ++k) {
+    const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
+      return completion_error(wc);
+    }
+    const WrId id = unpack_wr_id(wc.wr_id);
+    switch (id.kind) {
+      case WrKind::Recv:
+        if (id.qp < nqps_ && requests_.in_use(id.index)) [[likely]] {
+          if (ncclResult_t r = on_receive(wc, id.index); r != ncclSuccess) {
+            return r;
+          }
+          continue;
+        }
+        break;
+      case WrKind::CtsWrite:
+        cts_credits_.retire(id.sq_pos);
+        continue;
+      case WrKind::Flush:
+        if (flushes_.in_use(id.index)) {
+          flush_credits_.retire(id.sq_pos);
+          flushes_[id.index].state = RequestState::Done;
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}", wc.wr_id,
+                wc.qp_num);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcept {
+  if (request.state != RequestState::Done) {
+    if (failed()) {
+      return failure();
+    }
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (request.state != RequestState::Done) {
+      return check_fatal();
+    }
+  }
+  if (sizes != nullptr) {
+    for (int i = 0; i < request.count; ++i) {
+      sizes[i] = request.received[static_cast<size_t>(i)];
+    }
+  }
+  request.state = RequestState::Free;
+  requests_.give_back(request.index);
+  *done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
+  if (request.state != RequestState::Done) {
+    if (failed()) {
+      return failure();
+    }
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (request.state != RequestState::Done) {
+      return check_fatal();
+    }
+  }
+  request.state = RequestState::Free;
+  flushes_.give_back(request.index);
+  *done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::check_fatal() noexcept {
+  if (device().fatal()) [[unlikely]] {
+    return fail(ncclSystemError,
+                "the device reported a fatal asynchronous event (see the event logged above); "
+                "connection from {} is lost",
+                peer_);
+  }
+  if (cq_->has_fatal_event()) [[unlikely]] {
+    return fail(ncclSystemError, "cq {} reported IBV_EVENT_CQ_ERR (overrun); connection from {}",
+                cq_->id(), peer_);
+  }
+  for (int q = 0; q < nqps_; ++q) {
+    if (qp_ptrs_[static_cast<size_t>(q)]->has_fatal_event()) [[unlikely]] {
+      return fail(ncclRemoteError, "qp 0x{:x} reported a fatal asynchronous event; from {}",
+                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), peer_);
+    }
+  }
+  if (flush_qp_ptr_ != nullptr && flush_qp_ptr_->has_fatal_event()) [[unlikely]] {
+    return fail(ncclSystemError, "the flush qp 0x{:x} reported a fatal asynchronous event",
+                flush_qp_ptr_->qp_num());
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::completion_error(const ibv_wc& wc) noexcept {
+  const CompletionStatusInfo info = completion_status_info(wc.status);
+  return fail(info.result,
+              "completion error {} ({}), vendor_err 0x{:x}, opcode {}, qp 0x{:x}; local gid {} "
+              "(index {}) <- {}; {}",
+              info.name, static_cast<int>(wc.status), wc.vendor_err, static_cast<int>(wc.opcode),
+              wc.qp_num, device().gid_text(), device().gid_index(), peer_, info.hint);
+}
+
+}  // namespace roce

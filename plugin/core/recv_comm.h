@@ -1,0 +1,99 @@
+// The receiving end of a connection. irecv posts one zero-SGE receive per data QP (consumed by
+// the sender's WRITE WITH IMMEDIATE) and announces the buffers with one RDMA WRITE of a
+// clear-to-send slot into the sender's ring. Sizes come back in the immediate (n == 1) or in the
+// multi-receive sizes area the sender writes before its immediate. iflush reads one byte of the
+// last GPU buffer back through a QP connected to itself, so the NIC's writes are visible to the
+// GPU. No allocation, lock or syscall of ours on these paths.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/cts_ring.h"
+#include "core/data_path_limits.h"
+#include "core/mr_handle.h"
+#include "core/qp_setup.h"
+#include "core/request.h"
+#include "core/request_pool.h"
+#include "core/send_queue_credits.h"
+
+namespace roce {
+
+// Everything connection setup hands over to a new RecvComm.
+struct RecvCommSetup {
+  std::shared_ptr<verbs::CompletionQueue> cq;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
+  std::unique_ptr<verbs::QueuePair> flush_qp;          // connected to itself; null: no flush
+  RegisteredBuffer cts_staging;                        // kMaxRequests x kMaxRecvs entries, local
+  RegisteredBuffer sizes_area;  // kMaxRequests x kMaxRecvs int32, remote-writable
+  RegisteredBuffer flush_word;  // the RDMA READ target of iflush
+  uint64_t remote_ring_addr = 0;
+  uint32_t remote_ring_rkey = 0;
+  int traffic_class = 0;
+  std::string peer;
+};
+
+class RecvComm final : public Comm {
+ public:
+  RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup);
+  ~RecvComm() override;
+
+  ncclResult_t irecv(int n, void** data, const size_t* sizes, const int* tags,
+                     void* const* mhandles, void** request) noexcept;
+  ncclResult_t iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
+                      void** request) noexcept;
+  ncclResult_t test(RecvRequest& request, int* done, int* sizes) noexcept;
+  ncclResult_t test(FlushRequest& request, int* done) noexcept;
+
+  int qp_count() const noexcept { return nqps_; }
+  int traffic_class() const noexcept { return traffic_class_; }
+  bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
+  const std::string& peer() const noexcept { return peer_; }
+
+ private:
+  ncclResult_t progress() noexcept;
+  ncclResult_t check_fatal() noexcept;
+  ncclResult_t completion_error(const ibv_wc& wc) noexcept;
+  ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
+
+  // Hot members first.
+  CtsEntry* cts_staging_;
+  uint32_t cts_staging_lkey_;
+  const int32_t* sizes_area_;
+  uint64_t remote_ring_addr_;
+  uint32_t remote_ring_rkey_;
+  uint32_t flush_lkey_;
+  uint64_t flush_addr_;
+  int nqps_;
+  uint32_t max_inline_;
+  uint64_t next_seq_ = 1;
+  RequestPool<RecvRequest, kMaxRequests> requests_;
+  RequestPool<FlushRequest, kMaxRequests> flushes_;
+  SendQueueCredits cts_credits_;
+  SendQueueCredits flush_credits_;
+  std::array<verbs::QueuePair*, kMaxQpsPerConnection> qp_ptrs_{};
+  verbs::QueuePair* flush_qp_ptr_ = nullptr;
+  std::array<ibv_recv_wr, 1> recv_wr_{};
+  ibv_send_wr cts_wr_{};
+  ibv_sge cts_sge_{};
+  ibv_send_wr flush_wr_{};
+  ibv_sge flush_sge_{};
+  std::array<ibv_wc, kPollBatch> wcs_{};
+
+  // Cold: owners, declared so that QPs are destroyed before the buffers they point into.
+  RegisteredBuffer cts_staging_buffer_;
+  RegisteredBuffer sizes_area_buffer_;
+  RegisteredBuffer flush_word_;
+  std::shared_ptr<verbs::CompletionQueue> cq_;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
+  std::unique_ptr<verbs::QueuePair> flush_qp_;
+  int traffic_class_;
+  std::string peer_;
+};
+
+}  // namespace roce

@@ -1,0 +1,283 @@
+// The sender's data path; see send_comm.h for the protocol.
+#include "core/send_comm.h"
+
+#include "core/completion_status.h"
+#include "core/size_split.h"
+#include "core/wr_id.h"
+#include "verbs/error.h"
+
+namespace roce {
+
+SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
+    : Comm(CommKind::Send, std::move(device)),
+      ring_entries_(static_cast<const CtsEntry*>(setup.ring.data())),
+      sizes_staging_(static_cast<int32_t*>(setup.sizes_staging.data())),
+      sizes_staging_lkey_(setup.sizes_staging.lkey()),
+      remote_sizes_addr_(setup.remote_sizes_addr),
+      remote_sizes_rkey_(setup.remote_sizes_rkey),
+      nqps_(static_cast<int>(setup.qps.size())),
+      max_inline_(UINT32_MAX),
+      ring_(std::move(setup.ring)),
+      sizes_staging_buffer_(std::move(setup.sizes_staging)),
+      cq_(std::move(setup.cq)),
+      qps_(std::move(setup.qps)),
+      traffic_class_(setup.traffic_class),
+      peer_(std::move(setup.peer)) {
+  for (int q = 0; q < nqps_; ++q) {
+    verbs::QueuePair& qp = *qps_[static_cast<size_t>(q)];
+    qp_ptrs_[static_cast<size_t>(q)] = &qp;
+    credits_[static_cast<size_t>(q)] = SendQueueCredits(qp.capabilities().max_send_wr - 1, 1);
+    max_inline_ = std::min(max_inline_, qp.capabilities().max_inline_data);
+  }
+  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
+    SendRequest& r = requests_[i];
+    r.kind = RequestKind::Send;
+    r.index = i;
+    r.comm = this;
+  }
+}
+
+SendComm::~SendComm() = default;
+
+ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* mh,
+                             void** request) noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  if (!pending_.loaded()) {
+    const CtsEntry* slot = ring_entries_ + size_t{cts_slot_of(next_seq_)} * kMaxRecvs;
+    int count = 0;
+    switch (check_cts_slot(slot, next_seq_, &count)) {
+      case CtsSlotState::NotReady:
+        // Nothing to match yet; a cheap moment to notice a dead device or QP.
+        return check_fatal();
+      case CtsSlotState::Corrupt:
+        return fail(ncclRemoteError,
+                    "clear-to-send slot {} from {} is malformed (count {}); the peer is not a "
+                    "compatible RoCE plugin or its memory is corrupted",
+                    next_seq_, peer_, slot[0].count);
+      case CtsSlotState::Ready:
+        pending_.load(slot, count);
+        break;
+    }
+  }
+  const int i = pending_.find(tag);
+  if (i < 0) {
+    return ncclSuccess;  // this send belongs to a later multi-receive
+  }
+  const CtsEntry& entry = pending_.entry(i);
+  if (size > entry.size) [[unlikely]] {
+    return fail(ncclInvalidUsage,
+                "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
+                "may not be larger than its receive",
+                size, tag, entry.size, peer_);
+  }
+  const auto addr = reinterpret_cast<uintptr_t>(data);
+  if (size > 0) {
+    if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
+      ROCE_WARN(NCCL_NET,
+                "send comm on {}: isend buffer [0x{:x}, +{}) is not covered by its memory handle "
+                "(registered on {}, [0x{:x}, +{})); register the buffer on this comm's device",
+                device().name(), addr, size, mh->valid() ? "a device" : "nothing", mh->addr,
+                mh->length);
+      return ncclInvalidArgument;
+    }
+  }
+  // Worst case a group takes n + 1 work requests per QP; make room before committing.
+  for (int q = 0; q < nqps_; ++q) {
+    if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) [[unlikely]] {
+      if (ncclResult_t r = progress(); r != ncclSuccess) {
+        return r;
+      }
+      if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) {
+        return ncclSuccess;
+      }
+    }
+  }
+  const auto slot_index = requests_.take();
+  if (!slot_index) [[unlikely]] {
+    return ncclSuccess;  // NCCL has kMaxSendRequests sends untested; it retries
+  }
+  SendRequest& r = requests_[*slot_index];
+  r.state = RequestState::Pending;
+  r.size = static_cast<uint32_t>(size);
+  r.addr = addr;
+  r.lkey = size > 0 ? mh->lkey : 0;
+  r.host_memory = size == 0 || !mh->gpu_memory();
+  pending_.match(i, *slot_index, r.size);
+  *request = static_cast<RequestHeader*>(&r);
+  if (pending_.complete()) {
+    return post_group();
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::post_group() noexcept {
+  const int n = pending_.count();
+  SendRequest& lead = requests_[pending_.send_request(0)];
+  lead.group_count = static_cast<uint8_t>(n);
+  lead.remaining_qps = static_cast<uint8_t>(nqps_);
+  for (int i = 0; i < n; ++i) {
+    lead.members[static_cast<size_t>(i)] = pending_.send_request(i);
+  }
+  uint64_t sizes_remote = 0;
+  int32_t* staged = nullptr;
+  if (n > 1) {
+    const uint16_t receiver_request = pending_.entry(0).request;
+    if (receiver_request >= kMaxRequests) [[unlikely]] {
+      return fail(ncclRemoteError,
+                  "clear-to-send slot {} from {} names receive request {}, beyond the {} a comm "
+                  "holds",
+                  next_seq_, peer_, receiver_request, kMaxRequests);
+    }
+    sizes_remote = remote_sizes_addr_ + uint64_t{receiver_request} * kMaxRecvs * sizeof(int32_t);
+    staged = sizes_staging_ + size_t{lead.index} * kMaxRecvs;
+    for (int i = 0; i < n; ++i) {
+      staged[i] = static_cast<int32_t>(pending_.send_size(i));
+    }
+  }
+
+  for (int q = 0; q < nqps_; ++q) {
+    auto& credits = credits_[static_cast<size_t>(q)];
+    int w = 0;
+    auto add = [&](ibv_wr_opcode opcode, uint64_t local, uint32_t length, uint32_t lkey,
+                   uint64_t remote, uint32_t rkey, bool may_inline) {
+      ibv_send_wr& wr = wrs_[static_cast<size_t>(w)];
+      ibv_sge& sge = sges_[static_cast<size_t>(w)];
+      sge.addr = local;
+      sge.length = length;
+      sge.lkey = lkey;
+      wr.sg_list = &sge;
+      wr.num_sge = length > 0 ? 1 : 0;
+      wr.opcode = opcode;
+      wr.send_flags = may_inline && length > 0 && length <= max_inline_ ? IBV_SEND_INLINE : 0;
+      wr.wr.rdma.remote_addr = remote;
+      wr.wr.rdma.rkey = rkey;
+      wr.wr_id = pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), lead.index, credits.post());
+      wr.next = nullptr;
+      if (w > 0) {
+        wrs_[static_cast<size_t>(w - 1)].next = &wr;
+      }
+      ++w;
+    };
+    if (n == 1) {
+      const SendRequest& r = lead;
+      const CtsEntry& e = pending_.entry(0);
+      const Chunk c = chunk_for_qp(r.size, q, nqps_);
+      add(IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+          e.addr + c.offset, e.rkey, r.host_memory);
+      wrs_[0].imm_data = r.size;
+    } else {
+      for (int i = 0; i < n; ++i) {
+        const SendRequest& r = requests_[pending_.send_request(i)];
+        const CtsEntry& e = pending_.entry(i);
+        const Chunk c = chunk_for_qp(r.size, q, nqps_);
+        if (c.length > 0) {
+          add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+              e.addr + c.offset, e.rkey, r.host_memory);
+        }
+      }
+      // QP 0 delivers the sizes; the others only their immediate, which counts the group done.
+      const uint32_t sizes_bytes = q == 0 ? static_cast<uint32_t>(n) * 4u : 0;
+      add(IBV_WR_RDMA_WRITE_WITH_IMM, reinterpret_cast<uintptr_t>(staged), sizes_bytes,
+          sizes_staging_lkey_, sizes_remote, remote_sizes_rkey_, true);
+      wrs_[static_cast<size_t>(w - 1)].imm_data = static_cast<uint32_t>(n);
+    }
+    ibv_send_wr& last = wrs_[static_cast<size_t>(w - 1)];
+    last.send_flags |= IBV_SEND_SIGNALED;
+    credits.signaled_at(static_cast<uint32_t>(last.wr_id >> 32));
+    ibv_send_wr* bad = nullptr;
+    if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&wrs_[0], &bad); rc != 0)
+        [[unlikely]] {
+      return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
+                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
+    }
+  }
+  pending_.clear();
+  ++next_seq_;
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::progress() noexcept {
+  const int got = cq_->poll(kPollBatch, wcs_.data());
+  if (got < 0) [[unlikely]] {
+    return fail(ncclSystemError, "polling cq {} failed ({}); the device may have failed", cq_->id(),
+                got);
+  }
+  for (int k = 0; k < got; ++k) {
+    const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
+      return completion_error(wc);
+    }
+    const WrId id = unpack_wr_id(wc.wr_id);
+    if (id.kind != WrKind::SendGroup || id.qp >= nqps_ || !requests_.in_use(id.index))
+        [[unlikely]] {
+      return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}",
+                  wc.wr_id, wc.qp_num);
+    }
+    credits_[id.qp].retire(id.sq_pos);
+    SendRequest& lead = requests_[id.index];
+    if (--lead.remaining_qps == 0) {
+      complete_group(lead);
+    }
+  }
+  return ncclSuccess;
+}
+
+void SendComm::complete_group(SendRequest& lead) noexcept {
+  for (int i = 0; i < lead.group_count; ++i) {
+    requests_[lead.members[static_cast<size_t>(i)]].state = RequestState::Done;
+  }
+}
+
+ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept {
+  if (request.state != RequestState::Done) {
+    if (failed()) {
+      return failure();
+    }
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (request.state != RequestState::Done) {
+      return check_fatal();
+    }
+  }
+  if (size != nullptr) {
+    *size = static_cast<int>(request.size);
+  }
+  request.state = RequestState::Free;
+  requests_.give_back(request.index);
+  *done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::check_fatal() noexcept {
+  if (device().fatal()) [[unlikely]] {
+    return fail(ncclSystemError,
+                "the device reported a fatal asynchronous event (see the event logged above); "
+                "connection to {} is lost",
+                peer_);
+  }
+  if (cq_->has_fatal_event()) [[unlikely]] {
+    return fail(ncclSystemError, "cq {} reported IBV_EVENT_CQ_ERR (overrun); connection to {}",
+                cq_->id(), peer_);
+  }
+  for (int q = 0; q < nqps_; ++q) {
+    if (qp_ptrs_[static_cast<size_t>(q)]->has_fatal_event()) [[unlikely]] {
+      return fail(ncclRemoteError, "qp 0x{:x} reported a fatal asynchronous event; to {}",
+                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), peer_);
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::completion_error(const ibv_wc& wc) noexcept {
+  const CompletionStatusInfo info = completion_status_info(wc.status);
+  return fail(info.result,
+              "completion error {} ({}), vendor_err 0x{:x}, opcode {}, qp 0x{:x}; local gid {} "
+              "(index {}) -> {}; {}",
+              info.name, static_cast<int>(wc.status), wc.vendor_err, static_cast<int>(wc.opcode),
+              wc.qp_num, device().gid_text(), device().gid_index(), peer_, info.hint);
+}
+
+}  // namespace roce

@@ -1,0 +1,87 @@
+// The sending end of a connection. It owns the clear-to-send ring the receiver writes into, the
+// data QPs and their CQ, and the pools the data path draws from. isend matches each send to the
+// oldest pending multi-receive (by tag), and once all n entries of that multi-receive are matched
+// posts, on every data QP, the RDMA WRITEs of its share of the data ending in one signaled WRITE
+// WITH IMMEDIATE (which also carries the sizes of a multi-receive). test polls the CQ and maps
+// each completion to its group by wr_id. No allocation, lock or syscall of ours on these paths.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/cts_ring.h"
+#include "core/data_path_limits.h"
+#include "core/mr_handle.h"
+#include "core/multi_recv_match.h"
+#include "core/qp_setup.h"
+#include "core/request.h"
+#include "core/request_pool.h"
+#include "core/send_queue_credits.h"
+
+namespace roce {
+
+// Everything connection setup hands over to a new SendComm.
+struct SendCommSetup {
+  std::shared_ptr<verbs::CompletionQueue> cq;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
+  RegisteredBuffer ring;           // kCtsRingBytes, remote-writable by the receiver
+  RegisteredBuffer sizes_staging;  // kMaxSendRequests x kMaxRecvs int32, local
+  uint64_t remote_sizes_addr = 0;  // the receiver's multi-receive sizes area
+  uint32_t remote_sizes_rkey = 0;
+  int traffic_class = 0;
+  std::string peer;  // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
+};
+
+class SendComm final : public Comm {
+ public:
+  SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup);
+  ~SendComm() override;
+
+  ncclResult_t isend(void* data, size_t size, int tag, const MrHandle* mh, void** request) noexcept;
+  ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
+
+  // For logs and tests.
+  int qp_count() const noexcept { return nqps_; }
+  int traffic_class() const noexcept { return traffic_class_; }
+  const std::string& peer() const noexcept { return peer_; }
+
+ private:
+  ncclResult_t post_group() noexcept;
+  ncclResult_t progress() noexcept;
+  ncclResult_t check_fatal() noexcept;
+  ncclResult_t completion_error(const ibv_wc& wc) noexcept;
+  void complete_group(SendRequest& lead) noexcept;
+
+  // Hot members first.
+  const CtsEntry* ring_entries_;
+  int32_t* sizes_staging_;
+  uint32_t sizes_staging_lkey_;
+  uint64_t remote_sizes_addr_;
+  uint32_t remote_sizes_rkey_;
+  int nqps_;
+  uint32_t max_inline_;
+  uint64_t next_seq_ = 1;  // the receiver's next irecv sequence
+  PendingMultiRecv pending_;
+  RequestPool<SendRequest, kMaxSendRequests> requests_;
+  std::array<SendQueueCredits, kMaxQpsPerConnection> credits_{};
+  std::array<verbs::QueuePair*, kMaxQpsPerConnection> qp_ptrs_{};
+  std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
+  std::array<ibv_sge, kMaxRecvs + 1> sges_{};
+  std::array<ibv_wc, kPollBatch> wcs_{};
+
+  // Cold: owners (declaration order = reverse destruction order: QPs go before the buffers
+  // their work requests point into).
+  RegisteredBuffer ring_;
+  RegisteredBuffer sizes_staging_buffer_;
+  std::shared_ptr<verbs::CompletionQueue> cq_;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
+  int traffic_class_;
+  std::string peer_;
+};
+
+}  // namespace roce
