@@ -81,7 +81,9 @@ ncclResult_t init(ncclDebugLogger_t logger) {
 }
 
 ncclResult_t finalize() {
-  Plugin::instance().finalize();
+  if (Plugin::instance().finalize()) {
+    abandon_connect_attempts();
+  }
   return ncclSuccess;
 }
 
@@ -116,8 +118,7 @@ ncclResult_t finalize_context(void* ctx) {
     }
   }
   delete static_cast<CommContext*>(ctx);
-  Plugin::instance().finalize();
-  return ncclSuccess;
+  return finalize();
 }
 
 ncclResult_t set_net_attr(void* ctx, const ncclNetAttr_v11_t& attr) {

@@ -79,6 +79,8 @@ ncclResult_t irecv_consumed(void* recv_comm, int n, void* request);
 ncclResult_t get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
 
 ncclResult_t close_send(void* send_comm);
+// Connect attempts NCCL abandoned (it stopped calling connect); dropped at the last finalize.
+void abandon_connect_attempts() noexcept;
 ncclResult_t close_recv(void* recv_comm);
 ncclResult_t close_listen(void* listen_comm);
 

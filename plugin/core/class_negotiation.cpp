@@ -5,38 +5,53 @@
 
 namespace roce {
 
-std::optional<ClassAgreement> agree_on_class(const ClassOffer& local, const ClassOffer& peer,
-                                             const char* local_role, const char* peer_role,
-                                             std::string* error) {
+std::optional<ClassAgreement> receiver_agree(const ClassOffer& receiver, int sender_class,
+                                             int sender_sl, std::string* error) {
+  if (receiver.configured && receiver.traffic_class != sender_class) {
+    *error = fmt::format(
+        "traffic class mismatch: the receiver runs on tc {} (dscp {}, from {}) but the sender "
+        "asks for tc {} (dscp {}); set the same NCCL_ROCE_TC / NCCL_IB_TC, or the same "
+        "communicator trafficClass, on both sides",
+        receiver.traffic_class, receiver.traffic_class >> 2, receiver.source, sender_class,
+        sender_class >> 2);
+    return std::nullopt;
+  }
+  if (receiver.sl_configured && receiver.service_level != sender_sl) {
+    *error = fmt::format(
+        "service level mismatch: the receiver uses NCCL_IB_SL={} but the sender uses sl {}; set "
+        "the same NCCL_IB_SL on both sides",
+        receiver.service_level, sender_sl);
+    return std::nullopt;
+  }
   ClassAgreement agreed;
-  if (local.configured && peer.configured && local.traffic_class != peer.traffic_class) {
-    *error = fmt::format(
-        "traffic class mismatch: the {} (this side) runs on tc {} (dscp {}, from {}) but the {} "
-        "runs on tc {} (dscp {}, from {}); set the same NCCL_ROCE_TC / NCCL_IB_TC (or "
-        "communicator trafficClass) on both sides",
-        local_role, local.traffic_class, local.traffic_class >> 2, local.source, peer_role,
-        peer.traffic_class, peer.traffic_class >> 2, peer.source);
-    return std::nullopt;
-  }
-  if (local.configured) {
-    agreed.traffic_class = local.traffic_class;
-  } else if (peer.configured) {
-    agreed.traffic_class = peer.traffic_class;
-  } else {
-    agreed.traffic_class = 0;
-  }
-  agreed.configured = local.configured || peer.configured;
+  agreed.traffic_class = sender_class;
+  agreed.service_level = sender_sl;
+  agreed.configured = receiver.configured;
+  return agreed;
+}
 
-  if (local.sl_configured && peer.sl_configured && local.service_level != peer.service_level) {
+std::optional<ClassAgreement> sender_accept(const ClassOffer& sender, int receiver_class,
+                                            int receiver_sl, std::string* error) {
+  if (sender.configured && sender.traffic_class != receiver_class) {
     *error = fmt::format(
-        "service level mismatch: the {} (this side) uses NCCL_IB_SL={} but the {} uses "
-        "NCCL_IB_SL={}; set the same NCCL_IB_SL on both sides",
-        local_role, local.service_level, peer_role, peer.service_level);
+        "traffic class mismatch: the sender runs on tc {} (dscp {}, from {}) but the receiver "
+        "applies tc {} (dscp {}); set the same NCCL_ROCE_TC / NCCL_IB_TC, or the same "
+        "communicator trafficClass, on both sides",
+        sender.traffic_class, sender.traffic_class >> 2, sender.source, receiver_class,
+        receiver_class >> 2);
     return std::nullopt;
   }
-  agreed.service_level = local.sl_configured  ? local.service_level
-                         : peer.sl_configured ? peer.service_level
-                                              : 0;
+  if (sender.sl_configured && sender.service_level != receiver_sl) {
+    *error = fmt::format(
+        "service level mismatch: the sender uses NCCL_IB_SL={} but the receiver applies sl {}; set "
+        "the same NCCL_IB_SL on both sides",
+        sender.service_level, receiver_sl);
+    return std::nullopt;
+  }
+  ClassAgreement agreed;
+  agreed.traffic_class = receiver_class;
+  agreed.service_level = receiver_sl;
+  agreed.configured = sender.configured;
   return agreed;
 }
 
@@ -49,9 +64,9 @@ std::optional<ClassAgreement> apply_host_override(const ClassAgreement& agreed,
   if (agreed.configured) {
     *error = fmt::format(
         "the host-wide traffic class override {} = {} (dscp {}) would rewrite the configured tc "
-        "{} (dscp {}) of every QP; clear it (echo -1 > {}) or configure tc {}",
+        "{} (dscp {}) of every QP; clear the override or configure tc {}",
         where, *override_class, *override_class >> 2, agreed.traffic_class,
-        agreed.traffic_class >> 2, where, *override_class);
+        agreed.traffic_class >> 2, *override_class);
     return std::nullopt;
   }
   ClassAgreement result = agreed;

@@ -1,14 +1,15 @@
-// How the two ends of a connection agree on the traffic class and service level they run on.
+// How the two ends of a connection settle the traffic class and service level they run on.
 // Pure: unit-tested without a device.
 //
-// Each side offers its class and whether it was configured (NCCL_ROCE_TC, NCCL_ROCE_DSCP,
-// NCCL_IB_TC, or the communicator's class) or is only the default. A configured class is
-// insisted on: two configured classes that differ are an error naming both; a side without a
-// configuration adopts the peer's configured class (the receiver of a v10 connection never sees
-// the communicator's class, which arrives at connect); with neither configured, both run on 0.
-// The service level (NCCL_IB_SL) follows the same rule. A host-wide override that would rewrite
-// the agreed class (mlx5's tc/<port>/traffic_class) is an error when a class was configured, and
-// otherwise becomes the class in force (the QP read-back would see it anyway).
+// The handshake carries each side's class and SL, not whether they were configured, so the
+// receiver decides: when its own class is configured (NCCL_ROCE_TC, NCCL_ROCE_DSCP, NCCL_IB_TC,
+// or a v11 communicator's class) the sender's must be equal, else the connection is refused with
+// both values named; when it is not configured (v8/v9/v10 listen has no communicator class) it
+// adopts the sender's. The reply carries the class the receiver applies, and the sender refuses a
+// reply whose class differs from its own configured one. SL (NCCL_IB_SL) follows the same rule.
+// A host-wide override that would rewrite the class (mlx5's tc/<port>/traffic_class) is an error
+// when the class was configured, and otherwise is the class the side runs on (QP read-back would
+// see it anyway), which is what the side then advertises.
 #pragma once
 
 #include <optional>
@@ -21,21 +22,25 @@ struct ClassOffer {
   bool configured = false;  // false: the default, willing to adopt the peer's
   int service_level = 0;
   bool sl_configured = false;
-  std::string source;  // "NCCL_ROCE_TC=104", "communicator trafficClass 104", "default"
+  std::string source;  // "NCCL_ROCE_TC", "communicator trafficClass", "default"
 };
 
 struct ClassAgreement {
   int traffic_class = 0;
   int service_level = 0;
-  bool configured = false;  // some side configured the class: running on another is an error
+  bool configured = false;  // a configured class is in force: running on another is an error
 };
 
-// `local_role`/`peer_role` ("sender", "receiver") name the sides in the error.
-std::optional<ClassAgreement> agree_on_class(const ClassOffer& local, const ClassOffer& peer,
-                                             const char* local_role, const char* peer_role,
-                                             std::string* error);
+// The receiver's decision on a ConnectRequest carrying the sender's class and SL.
+std::optional<ClassAgreement> receiver_agree(const ClassOffer& receiver, int sender_class,
+                                             int sender_sl, std::string* error);
 
-// Applies a host-wide override (nullopt: none) to an agreement. `where` names the file.
+// The sender's check of the class and SL the receiver says it applies.
+std::optional<ClassAgreement> sender_accept(const ClassOffer& sender, int receiver_class,
+                                            int receiver_sl, std::string* error);
+
+// Applies this host's override (nullopt: none) to an agreement or an offer. `where` names the
+// file. The override becomes the class in force when nothing was configured.
 std::optional<ClassAgreement> apply_host_override(const ClassAgreement& agreed,
                                                   std::optional<int> override_class,
                                                   const std::string& where, std::string* error);

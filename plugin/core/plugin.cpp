@@ -68,16 +68,17 @@ ncclResult_t Plugin::init(ncclDebugLogger_t logger) {
   return result;
 }
 
-void Plugin::finalize() noexcept {
+bool Plugin::finalize() noexcept {
   std::vector<std::shared_ptr<DeviceRuntime>> released;
   {
     const std::lock_guard lock(mutex_);
     if (refs_ == 0 || --refs_ > 0) {
-      return;
+      return false;
     }
     released.swap(devices_);
   }
   released.clear();  // outside the lock: stopping async threads waits for them
+  return true;
 }
 
 ncclResult_t Plugin::start_locked() {

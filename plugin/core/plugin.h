@@ -23,8 +23,8 @@ class Plugin {
   // and traffic-class overrides, starts the async-event threads and prints the banner; a failure
   // is logged as one WARN line and leaves the plugin uninitialised. Later calls take a reference.
   ncclResult_t init(ncclDebugLogger_t logger);
-  // Drops one reference; the last releases the devices.
-  void finalize() noexcept;
+  // Drops one reference; the last releases the devices and returns true.
+  bool finalize() noexcept;
 
   bool initialized() const;
   int device_count() const;

@@ -1,11 +1,12 @@
-// Agreement on the traffic class and service level between the two ends of a connection.
+// How the two ends of a connection settle the traffic class and service level.
 #include "core/class_negotiation.h"
 
 #include <catch2/catch.hpp>
 
-using roce::agree_on_class;
 using roce::apply_host_override;
 using roce::ClassOffer;
+using roce::receiver_agree;
+using roce::sender_accept;
 
 namespace {
 
@@ -25,59 +26,53 @@ ClassOffer unconfigured() {
 
 }  // namespace
 
-TEST_CASE("two configured classes that differ are refused, naming both classes and sides", "[tc]") {
+TEST_CASE("a configured receiver refuses a sender on another class, naming both", "[tc]") {
   std::string error;
-  auto agreed = agree_on_class(configured(104), configured(96, "communicator trafficClass"),
-                               "sender", "receiver", &error);
+  auto agreed = receiver_agree(configured(96, "communicator trafficClass"), 104, 0, &error);
   REQUIRE_FALSE(agreed);
-  CHECK(error.find("tc 104") != std::string::npos);
   CHECK(error.find("tc 96") != std::string::npos);
-  CHECK(error.find("sender") != std::string::npos);
+  CHECK(error.find("tc 104") != std::string::npos);
   CHECK(error.find("receiver") != std::string::npos);
+  CHECK(error.find("sender") != std::string::npos);
   CHECK(error.find("communicator trafficClass") != std::string::npos);
 }
 
-TEST_CASE("equal configured classes agree", "[tc]") {
+TEST_CASE("a receiver without a configured class adopts the sender's", "[tc]") {
   std::string error;
-  auto agreed = agree_on_class(configured(106), configured(106), "sender", "receiver", &error);
+  auto agreed = receiver_agree(unconfigured(), 104, 3, &error);
   REQUIRE(agreed);
-  CHECK(agreed->traffic_class == 106);
-  CHECK(agreed->configured);
+  CHECK(agreed->traffic_class == 104);
+  CHECK(agreed->service_level == 3);
+  CHECK_FALSE(agreed->configured);
 }
 
-TEST_CASE("a side without configuration adopts the peer's configured class", "[tc]") {
+TEST_CASE("equal configured classes agree on both sides", "[tc]") {
   std::string error;
-  auto a = agree_on_class(unconfigured(), configured(104), "receiver", "sender", &error);
-  REQUIRE(a);
-  CHECK(a->traffic_class == 104);
-  CHECK(a->configured);
-  auto b = agree_on_class(configured(104), unconfigured(), "sender", "receiver", &error);
-  REQUIRE(b);
-  CHECK(b->traffic_class == 104);
+  auto r = receiver_agree(configured(106), 106, 0, &error);
+  REQUIRE(r);
+  CHECK(r->configured);
+  auto s = sender_accept(configured(106), r->traffic_class, r->service_level, &error);
+  REQUIRE(s);
+  CHECK(s->traffic_class == 106);
 }
 
-TEST_CASE("with no configuration on either side the class is 0 and not enforced", "[tc]") {
+TEST_CASE("a configured sender refuses a reply on another class", "[tc]") {
   std::string error;
-  auto a = agree_on_class(unconfigured(), unconfigured(), "sender", "receiver", &error);
-  REQUIRE(a);
-  CHECK(a->traffic_class == 0);
-  CHECK_FALSE(a->configured);
+  CHECK_FALSE(sender_accept(configured(104), 0, 0, &error));
+  CHECK(error.find("tc 104") != std::string::npos);
+  CHECK(error.find("tc 0") != std::string::npos);
+  CHECK(sender_accept(unconfigured(), 0, 0, &error));
 }
 
 TEST_CASE("service levels follow the same rule", "[tc]") {
   std::string error;
-  ClassOffer local = unconfigured();
-  ClassOffer peer = unconfigured();
-  local.service_level = 3;
-  local.sl_configured = true;
-  auto a = agree_on_class(local, peer, "sender", "receiver", &error);
-  REQUIRE(a);
-  CHECK(a->service_level == 3);
-  peer.service_level = 5;
-  peer.sl_configured = true;
-  CHECK_FALSE(agree_on_class(local, peer, "sender", "receiver", &error));
+  ClassOffer receiver = unconfigured();
+  receiver.service_level = 3;
+  receiver.sl_configured = true;
+  CHECK_FALSE(receiver_agree(receiver, 0, 5, &error));
   CHECK(error.find("NCCL_IB_SL=3") != std::string::npos);
-  CHECK(error.find("NCCL_IB_SL=5") != std::string::npos);
+  CHECK(error.find("sl 5") != std::string::npos);
+  CHECK(receiver_agree(receiver, 0, 3, &error));
 }
 
 TEST_CASE("a host-wide override that rewrites a configured class is an error", "[tc]") {

@@ -1,0 +1,95 @@
+// The listener: see listen_comm.h.
+#include "core/listen_comm.h"
+
+#include <algorithm>
+
+#include "util/log.h"
+
+namespace roce {
+
+ListenComm::ListenComm(std::shared_ptr<DeviceRuntime> device, net::Listener listener,
+                       uint64_t nonce, ClassOffer offer)
+    : Comm(CommKind::Listen, std::move(device)),
+      listener_(std::move(listener)),
+      nonce_(nonce),
+      offer_(std::move(offer)),
+      settings_(ConnectionSettings::from_config()) {}
+
+ListenComm::~ListenComm() {
+  if (dropped_ > kMaxLoggedRefusals) {
+    ROCE_INFO(NCCL_NET, "listener on {} ({}): {} incoming connections were refused or dropped",
+              device().name(), listener_.address().to_string(), dropped_);
+  }
+}
+
+void ListenComm::note_drop(const PendingAccept& pending, const std::string& why) {
+  ++dropped_;
+  if (dropped_ <= kMaxLoggedRefusals) {
+    ROCE_WARN(NCCL_NET, "listener on {} ({}): connection from {}: {}; still listening",
+              device().name(), listener_.address().to_string(), pending.peer_text(), why);
+    if (dropped_ == kMaxLoggedRefusals) {
+      ROCE_WARN(NCCL_NET, "listener on {}: further refused connections are counted, not logged",
+                device().name());
+    }
+  }
+}
+
+void ListenComm::take_new_connections() {
+  for (int i = 0; i < kMaxAcceptsPerCall; ++i) {
+    net::Socket socket;
+    net::SocketError error;
+    const net::IoStatus status = listener_.accept(&socket, &error);
+    if (status == net::IoStatus::InProgress) {
+      return;
+    }
+    if (status == net::IoStatus::Error) {
+      // Out of descriptors or similar: the pending connections still progress; say it once.
+      fail(ncclSystemError, "accepting on {}: {}", listener_.address().to_string(), error.message);
+      return;
+    }
+    if (pending_.size() >= kMaxPending) {
+      // Evict the oldest connection that has not sent a valid request: the legitimate sender
+      // sends its request as soon as it connects, so it is never the one waiting longest.
+      auto victim = std::find_if(pending_.begin(), pending_.end(),
+                                 [](const auto& p) { return p->awaiting_request(); });
+      if (victim == pending_.end()) {
+        continue;  // every slot is mid-handshake; the new socket closes at once
+      }
+      note_drop(**victim, "evicted: too many connections waiting for a first message");
+      pending_.erase(victim);
+    }
+    pending_.push_back(std::make_unique<PendingAccept>(device_ptr(), std::move(socket), nonce_,
+                                                       offer_, settings_));
+  }
+}
+
+ncclResult_t ListenComm::accept(RecvComm** comm) {
+  *comm = nullptr;
+  if (failed()) {
+    return failure();
+  }
+  take_new_connections();
+  for (size_t i = 0; i < pending_.size();) {
+    RecvComm* connected = nullptr;
+    switch (pending_[i]->step(&connected)) {
+      case PendingAccept::Status::Waiting:
+        ++i;
+        break;
+      case PendingAccept::Status::Connected:
+        ready_.emplace_back(connected);
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      case PendingAccept::Status::Dropped:
+        note_drop(*pending_[i], pending_[i]->drop_reason());
+        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+    }
+  }
+  if (!ready_.empty()) {
+    *comm = ready_.front().release();
+    ready_.pop_front();
+  }
+  return ncclSuccess;
+}
+
+}  // namespace roce
