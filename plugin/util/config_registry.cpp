@@ -11,7 +11,7 @@ constexpr Setting kRegistry[] = {
     // Traffic class and service level.
     {{"NCCL_ROCE_TC", "unset", "0..255",
       "Traffic class of every QP the plugin creates (the IP header's DSCP and ECN bits: "
-      "tc = dscp << 2 + ecn). Enforced: both sides compare it in the handshake, it is read back "
+      "tc = 4 * dscp + ecn). Enforced: both sides compare it in the handshake, it is read back "
       "from every QP, and a host override that would rewrite it is an error.",
       "integer", "NCCL_IB_TC",
       "Highest: wins over NCCL_ROCE_DSCP, NCCL_IB_TC and the communicator's trafficClass. If "
@@ -144,8 +144,8 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      10,
      3600000},
-    {{"NCCL_SOCKET_IFNAME", "unset: first non-loopback interface", "[^][=]prefix[,prefix...]",
-      "Interface of the out-of-band TCP listener that carries the handshake.", "list",
+    {{"NCCL_SOCKET_IFNAME", "unset: the address of the device's GID", "[^][=]prefix[,prefix...]",
+      "Interface whose address the out-of-band TCP listener (the handshake) binds to.", "list",
       "NCCL_SOCKET_IFNAME", ""},
      K::Text},
 
