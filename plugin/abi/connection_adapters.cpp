@@ -8,22 +8,22 @@ namespace {
 
 ncclResult_t listen_with(const char* entry, int dev, int traffic_class, void* handle,
                          void** listen_comm) noexcept {
+  clear(listen_comm);
   if (handle == nullptr || listen_comm == nullptr) {
     return invalid_argument(entry, "{} is NULL", handle == nullptr ? "handle" : "listenComm");
   }
-  *listen_comm = nullptr;
   return guarded(entry, [&] { return api::listen(dev, traffic_class, handle, listen_comm); });
 }
 
 template <typename DevComm>
 ncclResult_t connect_with(const char* entry, int dev, int traffic_class, void* handle,
                           void** send_comm, DevComm** send_dev_comm) noexcept {
-  if (handle == nullptr || send_comm == nullptr) {
-    return invalid_argument(entry, "{} is NULL", handle == nullptr ? "handle" : "sendComm");
-  }
-  *send_comm = nullptr;
+  clear(send_comm);
   if (send_dev_comm != nullptr) {
     *send_dev_comm = nullptr;  // no device offload
+  }
+  if (handle == nullptr || send_comm == nullptr) {
+    return invalid_argument(entry, "{} is NULL", handle == nullptr ? "handle" : "sendComm");
   }
   return guarded(entry, [&] { return api::connect(dev, traffic_class, handle, send_comm); });
 }
@@ -79,13 +79,13 @@ ncclResult_t connect_v11(void* ctx, int dev, void* handle, void** send_comm,
 
 ncclResult_t accept_v8(void* listen_comm, void** recv_comm,
                        ncclNetDeviceHandle_v8_t** recv_dev_comm) noexcept {
+  clear(recv_comm);
+  if (recv_dev_comm != nullptr) {
+    *recv_dev_comm = nullptr;
+  }
   if (listen_comm == nullptr || recv_comm == nullptr) {
     return invalid_argument("accept", "{} is NULL",
                             listen_comm == nullptr ? "listenComm" : "recvComm");
-  }
-  *recv_comm = nullptr;
-  if (recv_dev_comm != nullptr) {
-    *recv_dev_comm = nullptr;
   }
   return guarded("accept", [&] { return api::accept(listen_comm, recv_comm); });
 }

@@ -22,10 +22,10 @@ ncclResult_t check_size(const char* entry, size_t size) noexcept {
 
 ncclResult_t isend_checked(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                            void** request) noexcept {
+  clear(request);
   if (send_comm == nullptr || request == nullptr) {
     return invalid_argument("isend", "{} is NULL", send_comm == nullptr ? "sendComm" : "request");
   }
-  *request = nullptr;
   if (size > 0 && (data == nullptr || mhandle == nullptr)) {
     return invalid_argument("isend", "{} is NULL for a {}-byte send",
                             data == nullptr ? "data" : "mhandle", size);
@@ -69,10 +69,10 @@ ncclResult_t irecv_sized(void* recv_comm, int n, void** data, const size_t* size
 
 ncclResult_t irecv_checked(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                            void** mhandles, void** request) noexcept {
+  clear(request);
   if (recv_comm == nullptr || request == nullptr) {
     return invalid_argument("irecv", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
   }
-  *request = nullptr;  // NCCL may have stored its (void*)0x1 hint here
   if (ncclResult_t r = check_recv_arrays("irecv", n, data, sizes, tags, mhandles);
       r != ncclSuccess) {
     return r;
@@ -85,9 +85,7 @@ ncclResult_t irecv_checked(void* recv_comm, int n, void** data, size_t* sizes, i
 ncclResult_t isend_v8(void* send_comm, void* data, int size, int tag, void* mhandle,
                       void** request) noexcept {
   if (size < 0) {
-    if (request != nullptr) {
-      *request = nullptr;
-    }
+    clear(request);
     return invalid_argument("isend", "size {} is negative", size);
   }
   return isend_checked(send_comm, data, static_cast<size_t>(size), tag, mhandle, request);
@@ -105,10 +103,10 @@ ncclResult_t isend_v10(void* send_comm, void* data, size_t size, int tag, void* 
 
 ncclResult_t irecv_v8(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles,
                       void** request) noexcept {
+  clear(request);
   if (recv_comm == nullptr || request == nullptr) {
     return invalid_argument("irecv", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
   }
-  *request = nullptr;
   if (ncclResult_t r = check_recv_arrays("irecv", n, data, sizes, tags, mhandles);
       r != ncclSuccess) {
     return r;
@@ -135,10 +133,10 @@ ncclResult_t irecv_v10(void* recv_comm, int n, void** data, size_t* sizes, int* 
 
 ncclResult_t iflush_v8(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
                        void** request) noexcept {
+  clear(request);
   if (recv_comm == nullptr || request == nullptr) {
     return invalid_argument("iflush", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
   }
-  *request = nullptr;
   if (n < 1 || n > kMaxRecvs) {
     return invalid_argument("iflush", "n {} is outside 1..maxRecvs ({})", n, kMaxRecvs);
   }

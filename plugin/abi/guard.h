@@ -15,6 +15,14 @@
 
 namespace roce::abi {
 
+// Clears an out-parameter before anything can fail, so every return leaves it defined (NCCL may
+// have stored its (void*)0x1 hint in *request; NULL means "not posted").
+inline void clear(void** out) noexcept {
+  if (out != nullptr) {
+    *out = nullptr;
+  }
+}
+
 // Logs an argument error and returns ncclInvalidArgument.
 template <typename... Args>
 ncclResult_t invalid_argument(const char* entry, fmt::format_string<Args...> format,

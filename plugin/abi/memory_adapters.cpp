@@ -13,10 +13,10 @@ bool known_pointer_type(int type) noexcept {
 }  // namespace
 
 ncclResult_t reg_mr_v8(void* comm, void* data, size_t size, int type, void** mhandle) noexcept {
+  clear(mhandle);
   if (comm == nullptr || mhandle == nullptr) {
     return invalid_argument("regMr", "{} is NULL", comm == nullptr ? "comm" : "mhandle");
   }
-  *mhandle = nullptr;
   if (data == nullptr && size > 0) {
     return invalid_argument("regMr", "data is NULL with size {}", size);
   }
@@ -31,10 +31,10 @@ ncclResult_t reg_mr_v8(void* comm, void* data, size_t size, int type, void** mha
 
 ncclResult_t reg_mr_dmabuf_v8(void* comm, void* data, size_t size, int type, uint64_t offset,
                               int fd, void** mhandle) noexcept {
+  clear(mhandle);
   if (comm == nullptr || mhandle == nullptr) {
     return invalid_argument("regMrDmaBuf", "{} is NULL", comm == nullptr ? "comm" : "mhandle");
   }
-  *mhandle = nullptr;
   if (data == nullptr && size > 0) {
     return invalid_argument("regMrDmaBuf", "data is NULL with size {}", size);
   }

@@ -55,6 +55,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  // stderr too: the plugin's WARN lines are part of what the tests check.
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDERR_FILENO);
   int rc = posix_spawn(&pid_, argp[0], &actions, nullptr, argp.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(in_pipe[0]);

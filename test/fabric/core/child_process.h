@@ -1,6 +1,6 @@
 // A child process for the multi-process fabric tests: spawned with extra environment variables,
-// its stdin and stdout piped, lines read with a timeout, and killed and reaped when the object
-// goes away (so a failing test never leaves a peer running).
+// its stdin piped and its stdout and stderr merged into one pipe, lines read with a timeout, and
+// killed and reaped when the object goes away (so a failing test never leaves a peer running).
 #pragma once
 
 #include <sys/types.h>

@@ -135,7 +135,7 @@ TEST_CASE("v11 table: verified traffic with the communicator's class given at in
 }
 
 TEST_CASE("a loopback pair connects when connect and accept alternate on one thread",
-          "[fabric][connect]") {
+          "[fabric][connect][quick]") {
   use_devices("pca=127.0.4.21");
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -157,7 +157,7 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
 }
 
 TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
-          "[fabric][limits]") {
+          "[fabric][limits][quick]") {
   use_devices("pca=127.0.4.23,pcb=127.0.4.24");
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -215,7 +215,7 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
 }
 
 TEST_CASE("a send larger than its matched receive is refused with both sizes named",
-          "[fabric][errors]") {
+          "[fabric][errors][quick]") {
   use_devices("pca=127.0.4.25,pcb=127.0.4.26");
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -252,7 +252,7 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
 }
 
 TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
-          "[fabric][tc]") {
+          "[fabric][tc][quick]") {
   use_devices("pca=127.0.4.27,pcb=127.0.4.28");
   unsetenv("NCCL_ROCE_TC");
   unsetenv("NCCL_ROCE_DSCP");
@@ -279,4 +279,83 @@ TEST_CASE("communicators with different traffic classes refuse to connect, namin
   CHECK(recv_comm == nullptr);
   CHECK(any_warn_contains({"104", "96"}));
   CHECK(receiver_side.close_listen(listen_comm) == ncclSuccess);
+}
+
+namespace {
+
+// A private directory for vroce's fake sysfs tree (and anything the test adds to it).
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/pc-fabric-XXXXXX";
+    const char* made = mkdtemp(tmpl);
+    REQUIRE(made != nullptr);
+    path = made;
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
+          "[fabric][tc][quick]") {
+  TempDir sysfs;
+  use_devices("pca=127.0.4.41");
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("VROCE_TC_OVERRIDE", "96", 1);
+  setenv("NCCL_ROCE_TC", "104", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V8);
+  reset_warn_count();
+  CHECK(plugin.init() != ncclSuccess);
+  CHECK(warn_count() == 1);
+  CHECK(any_warn_contains({"96", "104", "traffic_class"}));
+}
+
+TEST_CASE("a host-wide class override that differs from the communicator's class fails connect",
+          "[fabric][tc][quick]") {
+  TempDir sysfs;
+  use_devices("pca=127.0.4.42,pcb=127.0.4.43");
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("VROCE_TC_OVERRIDE", "96", 1);
+  unsetenv("NCCL_ROCE_TC");
+  PluginDriver plugin(plugin_path_from_env(), Api::V11);
+  REQUIRE(plugin.init(104) == ncclSuccess);  // nothing configured in the environment
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(plugin.find_device("pcb"), &handle, &listen_comm) == ncclSuccess);
+  reset_warn_count();
+  void* send_comm = nullptr;
+  CHECK(connect_until_ready(plugin, plugin.find_device("pca"), &handle, &send_comm, 10000) !=
+        ncclSuccess);
+  CHECK(send_comm == nullptr);
+  CHECK(any_warn_contains({"96", "104", "traffic_class"}));
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+}
+
+TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",
+          "[fabric][gid][quick]") {
+  use_devices("pca=127.0.4.44");
+  // vroce's table is mlx5's: 0/1 link-local v1/v2, 2/3 the IPv4 address as v1/v2.
+  setenv("NCCL_IB_GID_INDEX", "2", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  reset_warn_count();
+  CHECK(plugin.init() != ncclSuccess);
+  CHECK(warn_count() == 1);
+  CHECK(any_warn_contains({"NCCL_IB_GID_INDEX=2", "NCCL_IB_GID_INDEX=3"}));
+}
+
+TEST_CASE("makeVDevice accepts a single-device virtual NIC and refuses a merge, saying why",
+          "[fabric][quick]") {
+  use_devices("pca=127.0.4.45,pcb=127.0.4.46");
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int d = -1;
+  CHECK(plugin.make_vdevice(&d, {1}) == ncclSuccess);
+  CHECK(d == 1);
+  reset_warn_count();
+  CHECK(plugin.make_vdevice(&d, {0, 1}) != ncclSuccess);
+  CHECK(any_warn_contains({"NCCL_NET_MERGE_LEVEL=LOC"}));
+  CHECK(plugin.make_vdevice(&d, {7}) != ncclSuccess);
 }

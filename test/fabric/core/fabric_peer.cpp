@@ -7,15 +7,19 @@
 // --max-single BYTES, --tc N (communicator traffic class: v10 connect / v11 init),
 // --expect-error (send: succeed only if a test() fails, printing how long it took),
 // --wait-before-close (recv: read one line from stdin before closing, so the sender can
-// finish posting its in-flight tail first).
+// finish posting its in-flight tail first), --post-and-hang (recv: post one window of receives,
+// print POSTED and block on stdin without polling: a peer about to be killed), --wait-go (send:
+// read one line from stdin after connecting, before the first send).
 // Prints "OK bytes=N flushes=N" or "FAIL <reason>" and exits 0 or 1. The environment
 // (VROCE_DEVICES, NCCL_IBVERBS_LIB, NCCL_*) comes from the caller.
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "plugin_driver.h"
 #include "traffic.h"
@@ -34,6 +38,8 @@ struct Options {
   int traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
   bool expect_error = false;
   bool wait_before_close = false;
+  bool post_and_hang = false;
+  bool wait_go = false;
 };
 
 int fail(const std::string& why) {
@@ -91,6 +97,50 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
   return true;
 }
 
+// Posts one window of receives (so the sender holds that many clear-to-send slots), says so,
+// and blocks without polling: the parent kills this process next.
+int post_and_hang(PluginDriver& plugin, void* recv_comm, const Options& o) {
+  const auto plan = make_plan(o.seed, o.shape);
+  static std::vector<uint8_t> arena;
+  arena.assign(arena_bytes(o.shape) + size_t(o.shape.window) * 8 * 4096, 0);
+  void* mh = nullptr;
+  if (ncclResult_t r = plugin.reg_mr(recv_comm, arena.data(), arena.size(), NCCL_PTR_HOST, &mh);
+      r != ncclSuccess) {
+    return fail("regMr returned " + std::to_string(r));
+  }
+  size_t offset = 0;
+  for (int g = 0; g < o.shape.window && g < static_cast<int>(plan.size()); ++g) {
+    const auto& group = plan[static_cast<size_t>(g)];
+    std::array<void*, 8> ptrs{};
+    std::array<size_t, 8> sizes{};
+    std::array<int, 8> tags{};
+    std::array<void*, 8> mhs{};
+    const int n = static_cast<int>(group.entries.size());
+    for (int i = 0; i < n; ++i) {
+      const auto& m = group.entries[static_cast<size_t>(i)];
+      ptrs[static_cast<size_t>(i)] = arena.data() + offset;
+      sizes[static_cast<size_t>(i)] = m.recv_size;
+      tags[static_cast<size_t>(i)] = m.tag;
+      mhs[static_cast<size_t>(i)] = mh;
+      offset += (m.recv_size + 4095) / 4096 * 4096;
+      if (offset > arena.size()) {
+        return fail("arena too small for the posted window");
+      }
+    }
+    void* request = nullptr;
+    if (ncclResult_t r = plugin.irecv(recv_comm, n, ptrs.data(), sizes.data(), tags.data(),
+                                      mhs.data(), &request);
+        r != ncclSuccess || request == nullptr) {
+      return fail("irecv returned " + std::to_string(r));
+    }
+  }
+  std::printf("POSTED\n");
+  std::fflush(stdout);
+  std::string line;
+  std::getline(std::cin, line);
+  return 0;
+}
+
 int run(const Options& o) {
   PluginDriver plugin(plugin_path_from_env(), o.api);
   if (ncclResult_t r = plugin.init(o.traffic_class); r != ncclSuccess) {
@@ -117,6 +167,9 @@ int run(const Options& o) {
     plugin.close_listen(listen_comm);
     std::printf("CONNECTED\n");
     std::fflush(stdout);
+    if (o.post_and_hang) {
+      return post_and_hang(plugin, recv_comm, o);
+    }
     if (o.wait_before_close) {
       traffic.before_close = [] {
         std::printf("READY_TO_CLOSE\n");
@@ -146,6 +199,10 @@ int run(const Options& o) {
   }
   std::printf("CONNECTED\n");
   std::fflush(stdout);
+  if (o.wait_go) {
+    std::string line;
+    std::getline(std::cin, line);
+  }
   const auto start = std::chrono::steady_clock::now();
   auto result = run_sender(plugin, send_comm, o.seed, o.shape, traffic);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The plugin across two network namespaces joined by a veth pair, as two nodes would run it:
+# each namespace runs one fabric_peer (one vroce device on its veth address), the receiver's
+# handle goes to the sender, and both verify their traffic. With --capture, tshark records the
+# veth and every RoCE packet must carry the configured class (NCCL_ROCE_TC=106: DSCP 26 +
+# ECT(0)).
+#
+# Usage: netns_run.sh <fabric_peer> <libnccl-net-roce.so> <vroce libibverbs.so.1> [--capture]
+# Namespaces are named pc-<pid>-a/b and removed on exit, whatever happens. Exits 77 (skipped)
+# when network namespaces cannot be created here.
+set -euo pipefail
+
+peer=${1:?usage: netns_run.sh <fabric_peer> <plugin.so> <libibverbs.so.1> [--capture]}
+plugin=${2:?plugin path}
+verbs=${3:?vroce library path}
+capture=0
+[[ ${4:-} == --capture ]] && capture=1
+
+id=$$
+ns_a="pc-$id-a"
+ns_b="pc-$id-b"
+veth_a="pc${id}a"
+veth_b="pc${id}b"
+addr_a=10.84.0.1
+addr_b=10.84.0.2
+tmp=$(mktemp -d /tmp/pc-netns-XXXXXX)
+pids=()
+
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  ip netns del "$ns_a" 2>/dev/null || true
+  ip netns del "$ns_b" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAILED: $*" >&2
+  for f in "$tmp"/*.out; do
+    [[ -f $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
+  done
+  exit 1
+}
+
+if ! ip netns add "$ns_a" 2>/dev/null; then
+  echo "SKIPPED: cannot create network namespaces here (needs root and CONFIG_NET_NS)" >&2
+  exit 77
+fi
+ip netns add "$ns_b"
+ip link add "$veth_a" netns "$ns_a" type veth peer name "$veth_b" netns "$ns_b"
+ip -n "$ns_a" addr add "$addr_a/24" dev "$veth_a"
+ip -n "$ns_b" addr add "$addr_b/24" dev "$veth_b"
+for ns in "$ns_a" "$ns_b"; do
+  ip -n "$ns" link set lo up
+done
+ip -n "$ns_a" link set "$veth_a" up
+ip -n "$ns_b" link set "$veth_b" up
+
+common_env=(NCCL_IBVERBS_LIB="$verbs" ROCE_PLUGIN_PATH="$plugin" NCCL_DEBUG=INFO)
+if ((capture)); then
+  common_env+=(NCCL_ROCE_TC=106)
+  ip netns exec "$ns_a" tshark -i "$veth_a" -f "udp port 4791" -w "$tmp/roce.pcap" \
+    >"$tmp/tshark.out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    grep -q "Capturing on" "$tmp/tshark.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "Capturing on" "$tmp/tshark.out" || fail "tshark did not start capturing"
+fi
+
+mkfifo "$tmp/recv.in"
+ip netns exec "$ns_a" env "${common_env[@]}" VROCE_DEVICES="pcb=$addr_a" \
+  "$peer" recv --device pcb --api v11 --seed 21 --groups 80 --wait-before-close \
+  <"$tmp/recv.in" >"$tmp/recv.out" 2>&1 &
+pids+=($!)
+recv_pid=$!
+exec 3>"$tmp/recv.in"
+
+handle=""
+for _ in $(seq 300); do
+  handle=$(sed -n 's/^HANDLE //p' "$tmp/recv.out" | head -n1)
+  [[ -n $handle ]] && break
+  kill -0 "$recv_pid" 2>/dev/null || fail "the receiver exited before listening"
+  sleep 0.1
+done
+[[ -n $handle ]] || fail "no handle from the receiver"
+
+ip netns exec "$ns_b" env "${common_env[@]}" VROCE_DEVICES="pca=$addr_b" \
+  "$peer" send --device pca --api v11 --seed 21 --groups 80 --handle "$handle" \
+  >"$tmp/send.out" 2>&1 &
+send_pid=$!
+pids+=("$send_pid")
+wait "$send_pid" || fail "the sender failed"
+grep -q '^OK' "$tmp/send.out" || fail "the sender did not report OK"
+
+for _ in $(seq 300); do
+  grep -q READY_TO_CLOSE "$tmp/recv.out" && break
+  sleep 0.1
+done
+echo close >&3
+exec 3>&-
+wait "$recv_pid" || fail "the receiver failed"
+grep -q '^OK' "$tmp/recv.out" || fail "the receiver did not report OK"
+echo "two namespaces: $(grep '^OK' "$tmp/send.out") / $(grep '^OK' "$tmp/recv.out")"
+
+if ((capture)); then
+  sleep 0.5
+  kill -INT "${pids[0]}" 2>/dev/null || true
+  wait "${pids[0]}" 2>/dev/null || true
+  fields=$(tshark -r "$tmp/roce.pcap" -Y "udp.dstport == 4791" -T fields \
+    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode 2>/dev/null)
+  total=$(grep -c . <<<"$fields" || true)
+  ((total > 100)) || fail "only $total RoCE packets captured"
+  wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$fields" | head -n5)
+  [[ -z $wrong ]] || fail "packets without DSCP 26 / ECT(0): $wrong"
+  decoded=$(awk -F'\t' '$3 != ""' <<<"$fields" | grep -c . || true)
+  ((decoded == total)) || fail "$((total - decoded)) of $total packets did not decode as RoCE"
+  echo "capture: all $total RoCE packets carry DSCP 26 + ECT(0) (tc 106)"
+fi

@@ -1,0 +1,119 @@
+// The plugin in two processes, each with its own vroce device on loopback, as two NCCL ranks:
+// verified traffic for every table version, and a peer killed with SIGKILL mid-transfer, which
+// the survivor must report as an error from test() within the QP's retry budget.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+#include "child_process.h"
+#include "plugin_driver.h"
+#include "traffic.h"
+
+using namespace roce::test;
+
+namespace {
+
+std::string peer_binary() {
+  const char* path = std::getenv("ROCE_FABRIC_PEER");
+  REQUIRE(path != nullptr);
+  return path;
+}
+
+std::string handle_from(ChildProcess& receiver) {
+  auto line = receiver.wait_for("HANDLE ", 30000);
+  INFO("receiver output so far:\n"
+       << [&] {
+            std::string all;
+            for (const auto& l : receiver.lines())
+              all += l + "\n";
+            return all;
+          }());
+  REQUIRE(line);
+  return line->substr(7);
+}
+
+std::string all_lines(const ChildProcess& child) {
+  std::string all;
+  for (const auto& l : child.lines()) {
+    all += l + "\n";
+  }
+  return all;
+}
+
+void two_process_traffic(const std::string& api, const std::string& a, const std::string& b) {
+  const std::string groups = "120";
+  ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--api", api, "--seed", "9",
+                         "--groups", groups, "--wait-before-close"},
+                        {{"VROCE_DEVICES", "pcb=" + b}});
+  const std::string handle = handle_from(receiver);
+  ChildProcess sender({peer_binary(), "send", "--device", "pca", "--api", api, "--seed", "9",
+                       "--groups", groups, "--handle", handle},
+                      {{"VROCE_DEVICES", "pca=" + a}});
+  auto sent = sender.wait_for("OK", 180000);
+  const int sender_status = sender.wait(30000);
+  INFO("sender:\n" << all_lines(sender));
+  CHECK(sent);
+  CHECK(sender_status == 0);
+  // The sender has closed with its tail in flight; now the receiver may close too.
+  REQUIRE(receiver.wait_for("READY_TO_CLOSE", 60000));
+  receiver.write_line("close");
+  auto received = receiver.wait_for("OK", 60000);
+  const int receiver_status = receiver.wait(30000);
+  INFO("receiver:\n" << all_lines(receiver));
+  CHECK(received);
+  CHECK(receiver_status == 0);
+}
+
+}  // namespace
+
+TEST_CASE("two processes exchange verified traffic through the v8 table", "[fabric][process]") {
+  two_process_traffic("v8", "127.0.4.33", "127.0.4.34");
+}
+
+TEST_CASE("two processes exchange verified traffic through the v11 table", "[fabric][process]") {
+  two_process_traffic("v11", "127.0.4.35", "127.0.4.36");
+}
+
+TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget",
+          "[fabric][process][errors]") {
+  // 4.096 us * 2^12 = 16.8 ms per attempt, 1 + 3 retries: well under a second of retries.
+  const std::map<std::string, std::string> timers = {{"NCCL_IB_TIMEOUT", "12"},
+                                                     {"NCCL_IB_RETRY_CNT", "3"}};
+  auto env_with = [&](const std::string& devices) {
+    auto env = timers;
+    env["VROCE_DEVICES"] = devices;
+    return env;
+  };
+  ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--seed", "3", "--groups",
+                         "1000", "--max-recvs", "1", "--post-and-hang"},
+                        env_with("pcb=127.0.4.38"));
+  const std::string handle = handle_from(receiver);
+  ChildProcess sender({peer_binary(), "send", "--device", "pca", "--seed", "3", "--groups", "1000",
+                       "--max-recvs", "1", "--handle", handle, "--wait-go", "--expect-error"},
+                      env_with("pca=127.0.4.37"));
+  REQUIRE(receiver.wait_for("POSTED", 30000));
+  REQUIRE(sender.wait_for("CONNECTED", 30000));
+  // Let the clear-to-send writes land in the sender's ring, then kill the receiver.
+  usleep(300 * 1000);
+  receiver.kill_now(SIGKILL);
+  CHECK(receiver.wait(10000) == 128 + SIGKILL);
+  sender.write_line("go");
+  auto error = sender.wait_for("ERROR", 60000);
+  const int status = sender.wait(30000);
+  const std::string out = all_lines(sender);
+  INFO("sender:\n" << out);
+  REQUIRE(error);
+  CHECK(status == 0);
+  // ncclRemoteError (6), within the budget (generously bounded: this is not a timing test).
+  CHECK(error->find("result=6") != std::string::npos);
+  const auto ms_at = error->find("after_ms=");
+  REQUIRE(ms_at != std::string::npos);
+  CHECK(std::stol(error->substr(ms_at + 9)) < 20000);
+  // The one WARN names the completion status, the QP, both GIDs and the hint.
+  CHECK(out.find("IBV_WC_RETRY_EXC_ERR") != std::string::npos);
+  CHECK(out.find("NCCL_IB_TIMEOUT") != std::string::npos);
+  CHECK(out.find("::ffff:127.0.4.37") != std::string::npos);
+  CHECK(out.find("::ffff:127.0.4.38") != std::string::npos);
+}
