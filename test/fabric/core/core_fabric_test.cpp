@@ -1,13 +1,14 @@
 // The plugin driven through its exported tables, as NCCL drives it, over vroce. Each TEST_CASE
 // runs in its own process (catch_discover_tests), so each picks its own vroce addresses inside
 // 127.0.4.0/24 before the plugin loads vroce, and parallel ctest runs never share a device.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <latch>
 #include <string>
 #include <thread>
 
-#include "child_process.h"
 #include "plugin_driver.h"
 #include "traffic.h"
 
@@ -17,11 +18,6 @@ namespace {
 
 void use_devices(const std::string& spec) {
   setenv("VROCE_DEVICES", spec.c_str(), 1);
-}
-
-std::string peer_path() {
-  const char* path = std::getenv("ROCE_FABRIC_PEER");
-  return path != nullptr ? path : executable_dir() + "/fabric_peer";
 }
 
 bool any_warn_contains(const std::vector<std::string>& needles) {
@@ -61,14 +57,21 @@ void connect_two_threads(PluginDriver& plugin, int send_dev, int recv_dev, void*
 void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uint64_t seed,
                      const PlanShape& shape, TrafficOptions options) {
   std::latch sender_closed(1);
+  std::atomic<bool> sender_failed{false};
+  std::atomic<bool> receiver_failed{false};
   TrafficResult sent;
+  TrafficOptions sender_options = options;
+  sender_options.peer_failed = &receiver_failed;
   std::thread sender([&] {
-    sent = run_sender(plugin, send_comm, seed, shape, options);
+    sent = run_sender(plugin, send_comm, seed, shape, sender_options);
+    sender_failed = !sent.ok;
     sender_closed.count_down();
   });
   TrafficOptions receiver_options = options;
+  receiver_options.peer_failed = &sender_failed;
   receiver_options.before_close = [&] { sender_closed.wait(); };
   TrafficResult received = run_receiver(plugin, recv_comm, seed, shape, receiver_options);
+  receiver_failed = !received.ok;
   sender.join();
   INFO("sender: " << sent.error);
   INFO("receiver: " << received.error);
@@ -190,7 +193,9 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
   CHECK(request == nullptr);
   // One send completes the first receive; then a 33rd receive fits.
   void* send_request = nullptr;
-  for (int tries = 0; send_request == nullptr && tries < 100000; ++tries) {
+  // isend answers NULL until the clear-to-send slot has landed.
+  const auto send_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (send_request == nullptr && std::chrono::steady_clock::now() < send_deadline) {
     REQUIRE(plugin.isend(send_comm, buffer.data(), 8, 0, send_mh, &send_request) == ncclSuccess);
   }
   REQUIRE(send_request != nullptr);
@@ -239,7 +244,8 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   reset_warn_count();
   ncclResult_t result = ncclSuccess;
   void* send_request = nullptr;
-  for (int tries = 0; result == ncclSuccess && tries < 100000; ++tries) {
+  const auto send_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (result == ncclSuccess && std::chrono::steady_clock::now() < send_deadline) {
     result = plugin.isend(send_comm, buffer.data() + 1024, 200, 3, send_mh, &send_request);
   }
   CHECK(result != ncclSuccess);

@@ -62,29 +62,33 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
       }
       return argv[++i];
     };
-    if (arg == "--device")
+    if (arg == "--device") {
       o->device = value();
-    else if (arg == "--handle")
+    } else if (arg == "--handle") {
       o->handle_hex = value();
-    else if (arg == "--api")
+    } else if (arg == "--api") {
       o->api = parse_api(value());
-    else if (arg == "--seed")
+    } else if (arg == "--seed") {
       o->seed = std::stoull(value());
-    else if (arg == "--groups")
+    } else if (arg == "--groups") {
       o->shape.groups = std::stoi(value());
-    else if (arg == "--window")
+    } else if (arg == "--window") {
       o->shape.window = std::stoi(value());
-    else if (arg == "--max-recvs")
+    } else if (arg == "--max-recvs") {
       o->shape.max_recvs = std::stoi(value());
-    else if (arg == "--max-single")
+    } else if (arg == "--max-single") {
       o->shape.max_single = std::stoull(value());
-    else if (arg == "--tc")
+    } else if (arg == "--tc") {
       o->traffic_class = std::stoi(value());
-    else if (arg == "--expect-error")
+    } else if (arg == "--expect-error") {
       o->expect_error = true;
-    else if (arg == "--wait-before-close")
+    } else if (arg == "--wait-before-close") {
       o->wait_before_close = true;
-    else {
+    } else if (arg == "--post-and-hang") {
+      o->post_and_hang = true;
+    } else if (arg == "--wait-go") {
+      o->wait_go = true;
+    } else {
       *error = "unknown option " + arg;
       return false;
     }

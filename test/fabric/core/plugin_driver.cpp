@@ -2,6 +2,7 @@
 #include "plugin_driver.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdarg>
 #include <cstdio>
@@ -222,9 +223,16 @@ ncclResult_t PluginDriver::make_vdevice(int* d, const std::vector<int>& devs) {
 
 ncclResult_t PluginDriver::listen(int dev, Handle* handle, void** listen_comm) {
   handle->fill(0);
-  if (v11_)
-    return v11_->listen(ctx_, dev, handle->data(), listen_comm);
-  return ROCE_DISPATCH(listen, dev, handle->data(), listen_comm);
+  if (v8_) {
+    return v8_->listen(dev, handle->data(), listen_comm);
+  }
+  if (v9_) {
+    return v9_->listen(dev, handle->data(), listen_comm);
+  }
+  if (v10_) {
+    return v10_->listen(dev, handle->data(), listen_comm);
+  }
+  return v11_->listen(ctx_, dev, handle->data(), listen_comm);
 }
 
 ncclResult_t PluginDriver::connect(int dev, Handle* handle, void** send_comm) {

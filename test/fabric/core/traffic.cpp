@@ -139,9 +139,13 @@ std::vector<PlannedGroup> make_plan(uint64_t seed, const PlanShape& shape) {
       n = static_cast<int>(uniform(2, static_cast<uint64_t>(shape.max_recvs)));
     }
     const size_t cap = entry_capacity(shape, n);
+    // Distinct tags within a multi-receive, as NCCL uses them (one per sending rank), drawn
+    // from a small range so groups reuse each other's tags.
+    std::vector<int> tags = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    std::shuffle(tags.begin(), tags.end(), rng);
     for (int i = 0; i < n; ++i) {
       PlannedMessage m;
-      m.tag = static_cast<int>(uniform(0, 3));  // repeated tags exercise first-unmatched order
+      m.tag = tags[static_cast<size_t>(i)];
       const uint64_t r = uniform(0, 99);
       if (r < 10) {
         m.send_size = 0;
@@ -220,6 +224,10 @@ static void sender_body(TrafficResult& out, PluginDriver& plugin, void* send_com
     return true;
   };
   auto timed_out = [&](const std::string& what) {
+    if (options.peer_failed != nullptr && options.peer_failed->load()) {
+      out.error = "stopped " + what + ": the other side failed";
+      return true;
+    }
     if (Clock::now() > deadline) {
       out.error = "timed out " + what;
       return true;
@@ -320,6 +328,10 @@ static void receiver_body(TrafficResult& out, PluginDriver& plugin, void* recv_c
   std::deque<InFlight> in_flight;
   const auto deadline = Clock::now() + kTrafficDeadline;
   auto timed_out = [&](const std::string& what) {
+    if (options.peer_failed != nullptr && options.peer_failed->load()) {
+      out.error = "stopped " + what + ": the other side failed";
+      return true;
+    }
     if (Clock::now() > deadline) {
       out.error = "timed out " + what;
       return true;

@@ -5,6 +5,7 @@
 // written past the sent size. Requests are kept in flight up to a window, as NCCL's proxy does.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -56,6 +57,8 @@ struct TrafficOptions {
   bool close_with_requests_in_flight = true;
   // Called before the comm is closed (e.g. to wait until the peer has posted its tail).
   std::function<void()> before_close;
+  // In-process runs: set when the other side failed, so this side stops waiting for it.
+  std::atomic<bool>* peer_failed = nullptr;
 };
 
 // Runs one side over an established comm. Registers its arena, runs the plan, leaves
