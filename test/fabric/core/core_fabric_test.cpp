@@ -365,3 +365,76 @@ TEST_CASE("makeVDevice accepts a single-device virtual NIC and refuses a merge, 
   CHECK(any_warn_contains({"NCCL_NET_MERGE_LEVEL=LOC"}));
   CHECK(plugin.make_vdevice(&d, {7}) != ncclSuccess);
 }
+
+TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an RDMA READ",
+          "[fabric][flush][quick]") {
+  // nvidia-peermem's marker in a private sysfs root: the plugin then offers NCCL_PTR_CUDA and
+  // creates each receiver's flush QP. (The buffers are host memory vroce can reach either way;
+  // what is under test is the plugin's flush path: the READ on the QP connected to itself.)
+  TempDir sysfs;
+  REQUIRE(std::system(("mkdir -p '" + sysfs.path + "/module/nvidia_peermem' && echo 1.0 > '" +
+                       sysfs.path + "/module/nvidia_peermem/version'")
+                          .c_str()) == 0);
+  use_devices("pca=127.0.4.47,pcb=127.0.4.48");
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  Properties props;
+  REQUIRE(plugin.properties(0, &props) == ncclSuccess);
+  CHECK((props.ptr_support & NCCL_PTR_CUDA) != 0);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  PlanShape shape;
+  shape.groups = 40;
+  shape.max_single = 256 << 10;
+  TrafficOptions options;
+  options.mr_type = NCCL_PTR_CUDA;
+  options.close_with_requests_in_flight = false;
+  TrafficResult sent;
+  std::thread sender([&] { sent = run_sender(plugin, send_comm, 31, shape, options); });
+  TrafficResult received = run_receiver(plugin, recv_comm, 31, shape, options);
+  sender.join();
+  INFO("sender: " << sent.error << "; receiver: " << received.error);
+  REQUIRE(sent.ok);
+  REQUIRE(received.ok);
+  // Every group with at least one non-empty buffer needs a flush; empty ones need none.
+  int expected = 0;
+  const auto plan = make_plan(31, shape);
+  for (int g = 0; g < shape.groups + shape.tail_in_flight; ++g) {
+    const auto& group = plan[static_cast<size_t>(g)];
+    bool any = false;
+    for (const auto& m : group.entries) {
+      any = any || m.send_size > 0;
+    }
+    expected += any ? 1 : 0;
+  }
+  CHECK(expected > 0);
+  CHECK(received.flushes == expected);
+}
+
+TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fabric][quick]") {
+  TempDir sysfs;  // no peermem marker, no CUDA context: GPUDirect is off
+  use_devices("pca=127.0.4.49,pcb=127.0.4.50");
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V8);
+  REQUIRE(plugin.init() == ncclSuccess);
+  Properties props;
+  REQUIRE(plugin.properties(0, &props) == ncclSuccess);
+  CHECK((props.ptr_support & NCCL_PTR_HOST) != 0);
+  CHECK((props.ptr_support & NCCL_PTR_CUDA) == 0);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  std::vector<char> buffer(4096);
+  void* mh = reinterpret_cast<void*>(0x1);
+  reset_warn_count();
+  CHECK(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) != ncclSuccess);
+  CHECK(mh == nullptr);
+  CHECK(any_warn_contains({"GPUDirect", "nvidia-peermem"}));
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+}
