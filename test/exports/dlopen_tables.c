@@ -17,12 +17,12 @@
 static int failures = 0;
 static int warn_lines = 0;
 
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (!(cond)) {                                                   \
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
       fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                    \
-    }                                                                \
+      ++failures;                                                       \
+    }                                                                   \
   } while (0)
 
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
