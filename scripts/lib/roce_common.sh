@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the library sets globals its callers read
 # Shared by configure_roce.sh, diagnose_roce.sh and show_gids: where the node's facts are read
 # from (every path under an overridable root, so tests point the scripts at fixture trees), the
 # one function every external command goes through (so --dry-run can print instead of run),

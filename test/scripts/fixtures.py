@@ -164,6 +164,7 @@ class Node:
         for d in (sysfs, proc, dev, state):
             d.mkdir(parents=True, exist_ok=True)
         (state / "calls.log").write_text("")
+        (state / "calls.log").chmod(0o666)  # stubs run as nobody in the unprivileged tests
         ib = sysfs / "class" / "infiniband"
         if self.nics:
             ib.mkdir(parents=True)
@@ -228,8 +229,27 @@ class Node:
         }
 
 
+# The only system programs on the scripts' PATH in tests, so a real ip, ethtool, dcb or sysctl
+# of the test machine can never be reached, and "tool missing" can be tested.
+BASE_TOOLS = ["bash", "env", "cat", "sed", "grep", "head", "tail", "sort", "find", "dirname",
+              "basename", "readlink", "id", "hostname", "uname", "mkdir", "awk", "mv", "rm", "tr",
+              "wc", "cut", "ls", "sleep", "timeout", "tee", "stat", "python3", "chmod"]
+
+
+def make_base_bin(root: Path) -> Path:
+    b = root / "sysbin"
+    b.mkdir(exist_ok=True)
+    for t in BASE_TOOLS:
+        for d in ("/usr/bin", "/bin"):
+            if os.path.exists(f"{d}/{t}"):
+                (b / t).symlink_to(f"{d}/{t}")
+                break
+    return b
+
+
 def make_bin(root: Path, stubs=STUB_NAMES, extra: dict | None = None) -> Path:
     """A PATH directory holding the chosen stubs (and extra name -> script text)."""
+    make_base_bin(root)
     b = root / "bin"
     b.mkdir(exist_ok=True)
     for s in stubs:

@@ -15,7 +15,7 @@ from fixtures import STUB_NAMES, Node, make_bin
 
 REPO = Path(os.environ.get("ROCE_REPO", Path(__file__).resolve().parents[2]))
 SCRIPTS = REPO / "scripts"
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+NOBODY = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
 
 
 @dataclasses.dataclass
@@ -48,7 +48,7 @@ class ScriptTest(unittest.TestCase):
 
     def run_script(self, name, *args, env=None, user=False, timeout=60, path=None) -> Result:
         e = {
-            "PATH": f"{path or self.bin}:/usr/bin:/bin",
+            "PATH": f"{path or self.bin}:{self.root / 'sysbin'}",
             "HOME": str(self.root),
             "LANG": "C.UTF-8",
         }
