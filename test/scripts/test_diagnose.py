@@ -337,3 +337,24 @@ class InitCheck(DiagnoseTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+GDR_STUB = """#!/usr/bin/env bash
+echo "gdr-check $*" >>"$STUB_STATE/calls.log"
+echo "mode=pointer status=ok write_gbps=45.10 read_gbps=44.20 bytes=8388608"
+echo 'mode=dmabuf status=fail reason="ibv_reg_dmabuf_mr: Operation not supported (errno 95)"'
+exit 0
+"""
+
+
+class GdrCheckResults(DiagnoseTest):
+    def test_measured_modes_become_findings(self):
+        self.node(extra={"gdr-check": GDR_STUB})
+        r = self.run_script("diagnose_roce.sh", "--json", "--no-init-check", env=PLUGIN_ENV)
+        doc = r.json()
+        self.assertIn("gdr-check --brief", self.calls())
+        self.assertFinding(doc, "gdr-check", "OK", subject="pointer", message="write_gbps=45.10")
+        self.assertFinding(doc, "gdr-check", "WARN", subject="dmabuf", message="Operation not supported")
+        r = self.run_script("diagnose_roce.sh", "--json", "--no-init-check",
+                            env={**PLUGIN_ENV, "NCCL_ROCE_REQUIRE_GDR": "1"})
+        self.assertFinding(r.json(), "gdr-check", "FAIL", subject="dmabuf")
