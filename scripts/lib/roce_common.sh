@@ -509,6 +509,13 @@ roce_plugin_tc() {
   roce_plugin_tc=""
   roce_plugin_tc_source=""
   local name v
+  # The plugin refuses NCCL_ROCE_TC and NCCL_ROCE_DSCP naming two different DSCPs.
+  if [[ -n ${NCCL_ROCE_TC:-} && -n ${NCCL_ROCE_DSCP:-} ]] && roce_is_uint "$NCCL_ROCE_TC" &&
+    roce_is_uint "$NCCL_ROCE_DSCP" && ((NCCL_ROCE_TC >> 2 != NCCL_ROCE_DSCP)); then
+    printf 'NCCL_ROCE_TC=%s (DSCP %s) and NCCL_ROCE_DSCP=%s name different classes; the plugin refuses to start\n' \
+      "$NCCL_ROCE_TC" "$((NCCL_ROCE_TC >> 2))" "$NCCL_ROCE_DSCP" >&2
+    return 1
+  fi
   for name in NCCL_ROCE_TC NCCL_ROCE_DSCP NCCL_IB_TC; do
     v=${!name:-}
     [[ -z $v ]] && continue

@@ -124,6 +124,13 @@ class GidFindings(DiagnoseTest):
         self.assertFinding(doc, "settings", "FAIL", message="NCCL_ROCE_DSCP=99 is not a DSCP value")
         self.assertFinding(doc, "settings", "FAIL", subject="NCCL_IB_HCA", message="'mlx5_0:x'")
 
+    def test_conflicting_tc_and_dscp_fail_like_the_plugin(self):
+        self.node()
+        _, doc = self.diagnose_json(env={"NCCL_ROCE_TC": "184", "NCCL_ROCE_DSCP": "26"})
+        self.assertFinding(doc, "settings", "FAIL", message="name different classes")
+        _, doc = self.diagnose_json(env={"NCCL_ROCE_TC": "106", "NCCL_ROCE_DSCP": "26"})
+        self.assertFinding(doc, "settings", "OK", message="TC 106 (DSCP 26, from NCCL_ROCE_TC)")
+
     def test_hca_filter_excluding_everything(self):
         self.node()
         r, doc = self.diagnose_json(env={"NCCL_IB_HCA": "^mlx5"})
