@@ -678,7 +678,13 @@ if [[ $run_init_check == 1 ]]; then
       roce_finding OK init "$plugin" "$(grep -v '^[[:space:]]*$' <<<"$iout" | tail -n1)"
       [[ $ROCE_JSON == 0 ]] && printf '       %s\n' "${iout//$'\n'/$'\n'       }"
     else
-      roce_finding FAIL init "$plugin" "plugin init failed (exit ${irc}): $(grep -v '^[[:space:]]*$' <<<"$iout" | tail -n1)" \
+      # roce-bench prints each problem as "FAIL: <why>" and ends with "init-check: FAIL".
+      why=""
+      while IFS= read -r line; do
+        [[ $line == "FAIL: "* ]] && why+="${why:+; }${line#FAIL: }"
+      done <<<"$iout"
+      [[ -n $why ]] || why=$(grep -v '^[[:space:]]*$' <<<"$iout" | tail -n1)
+      roce_finding FAIL init "$plugin" "plugin init failed (exit ${irc}): ${why}" \
         "read the lines above; docs/troubleshooting.md lists each init error and its fix"
       [[ $ROCE_JSON == 0 ]] && printf '       %s\n' "${iout//$'\n'/$'\n'       }"
     fi

@@ -299,13 +299,19 @@ class HostChecks(DiagnoseTest):
         self.assertIn("Usage: diagnose_roce.sh", r.out)
 
 
+# Output shaped like roce-bench --init-check: the plugin's banner, "FAIL: <why>" per problem,
+# and a final "init-check: PASS|FAIL" line.
 INIT_OK = """#!/usr/bin/env bash
 echo "roce-bench $*" >>"$STUB_STATE/calls.log"
+echo "plugin: $3"
 echo "NET/RoCE: device mlx5_0 port 1 GID 3 ::ffff:10.0.0.1 RoCE v2, TC 104, GPUDirect peermem+dmabuf"
+echo "init-check: PASS"
 """
 INIT_FAIL = """#!/usr/bin/env bash
-echo "NET/RoCE: NCCL_IB_GID_INDEX=2 on mlx5_0 port 1 is RoCE v1; use 3" >&2
-exit 2
+echo "plugin: $3"
+echo "FAIL: init: NCCL_IB_GID_INDEX=2 names a RoCE v1 GID (::ffff:10.0.0.1) on mlx5_0 port 1; use 3"
+echo "init-check: FAIL"
+exit 1
 """
 
 
@@ -319,6 +325,7 @@ class InitCheck(DiagnoseTest):
         self.node(extra={"roce-bench": INIT_OK})
         r = self.run_script("diagnose_roce.sh", "--no-gdr-check", env={**PLUGIN_ENV, "ROCE_PLUGIN": self.plugin()})
         self.assertIn("[ OK ] init", r.out)
+        self.assertIn("init-check: PASS", r.out)
         self.assertIn("GPUDirect peermem+dmabuf", r.out)
         self.assertIn(f"roce-bench --init-check --plugin {self.root}/libnccl-net-roce.so", self.calls())
 
@@ -328,7 +335,7 @@ class InitCheck(DiagnoseTest):
                             env={**PLUGIN_ENV, "NCCL_NET_PLUGIN": self.plugin()})
         self.assertEqual(r.rc, 1)
         doc = r.json()
-        self.assertFinding(doc, "init", "FAIL", message="is RoCE v1; use 3")
+        self.assertFinding(doc, "init", "FAIL", message="(exit 1): init: NCCL_IB_GID_INDEX=2 names a RoCE v1 GID")
 
     def test_init_check_skipped_without_plugin(self):
         self.node(extra={"roce-bench": INIT_OK})
