@@ -504,8 +504,9 @@ find_tool() {
     printf '%s' "$c"
     return 0
   fi
-  for c in "$script_dir/../build/ci/tools/$name/$name" "$script_dir/../build/release/tools/$name/$name" \
-    "$script_dir/../bin/$name" "$script_dir/../../../bin/$name"; do
+  for c in "$script_dir/../build/ci/bin/$name" "$script_dir/../build/release/bin/$name" \
+    "$script_dir/../build/ci/tools/$name/$name" "$script_dir/../build/release/tools/$name/$name" \
+    "$script_dir/../../../bin/$name"; do
     if [[ -x $c ]]; then
       printf '%s' "$c"
       return 0
