@@ -50,9 +50,9 @@ NODES=""
 GPUS_PER_NODE=${GPUS_PER_NODE:-}
 MIN_PEAK_BUSBW=${MIN_PEAK_BUSBW:-}
 NCCL_TESTS_ARGS=()
-# shellcheck source=common.env
+# shellcheck source-path=SCRIPTDIR source=common.env
 source "$here/common.env"
-# shellcheck source=two-nodes.env
+# shellcheck source-path=SCRIPTDIR source=two-nodes.env
 source "$scenario"
 for v in NODES GPUS_PER_NODE MIN_PEAK_BUSBW; do
   [[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "run_all_reduce.sh: $scenario sets no numeric $v" >&2; exit 2; }
