@@ -38,8 +38,9 @@ bool crc32_pclmul_supported() noexcept {
 __attribute__((target("pclmul"))) std::uint32_t crc32_update_pclmul(std::uint32_t state,
                                                                     const std::uint8_t* data,
                                                                     std::size_t len) noexcept {
-  if (len < kPclmulMinLength)
+  if (len < kPclmulMinLength) {
     return crc32_update_slicing8(state, data, len);
+  }
 
   const __m128i k512 = _mm_set_epi64x(static_cast<long long>(detail::kFold512Hi),
                                       static_cast<long long>(detail::kFold512Lo));
