@@ -22,7 +22,9 @@ bool looks_like_roce(std::span<const std::uint8_t> ip) {
   }
   if ((ip[0] >> 4) == 4) {
     const std::size_t ihl = (ip[0] & 0x0F) * 4u;
+    // Only a first fragment (offset 0) starts with the UDP header.
     return ihl >= 20 && ip.size() >= ihl + 4 && ip[9] == 17 &&
+           (load_be16(ip.data() + 6) & 0x1FFF) == 0 &&
            load_be16(ip.data() + ihl + 2) == kRoceUdpPort;
   }
   if ((ip[0] >> 4) == 6) {

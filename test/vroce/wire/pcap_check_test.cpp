@@ -255,6 +255,37 @@ TEST_CASE("pcap-icrc-check: packets cut by the snap length are unverifiable", "[
   CHECK(contains(r.output, "snap length too small"));
 }
 
+TEST_CASE("pcap-icrc-check: IPv4 options and fragments cannot be verified", "[wire][pcap]") {
+  TempDir dir;
+  const auto pkt = built(headers(Opcode::SendOnly, 1), 8, test_flow_v4());
+  const auto plain = ip_udp_packet(test_flow_v4(), 0, 64, pkt);
+  // IHL 6: four bytes of options (NOP padding) between the IPv4 and UDP headers.
+  auto options = plain;
+  options.insert(options.begin() + 20, {1, 1, 1, 0});
+  options[0] = 0x46;
+  store_be16(&options[2], static_cast<std::uint16_t>(options.size()));
+  // A first fragment (MF set) still shows its UDP header; a later one does not.
+  auto first_fragment = plain;
+  first_fragment[6] = 0x20;
+  auto later_fragment = plain;
+  store_be16(&later_fragment[6], 0x0010);
+  PcapWriter w({});
+  w.add(options);
+  w.add(first_fragment);
+  w.add(later_fragment);
+  w.add(plain);
+  w.write_file(dir.file("frag.pcap"));
+  const auto r = run_checker("--json " + dir.file("frag.pcap"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(contains(r.output, "\"roce_packets\":3"));
+  CHECK(contains(r.output, "\"valid\":1"));
+  CHECK(contains(r.output, "\"unverifiable\":2"));
+  CHECK(contains(r.output, "\"other_ip\":1"));
+  CHECK(contains(r.output, "IPv4 options or IPv6 extension headers"));
+  CHECK(contains(r.output, "IP fragment"));
+}
+
 TEST_CASE("pcap-icrc-check: --strict fails on headers that do not parse", "[wire][pcap]") {
   TempDir dir;
   // A UC SEND ONLY (opcode 0x24) with a correct ICRC: valid, but not an RC packet.

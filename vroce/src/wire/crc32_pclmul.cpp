@@ -31,7 +31,11 @@ __attribute__((target("pclmul"))) inline __m128i load(const std::uint8_t* p) noe
 }  // namespace
 
 bool crc32_pclmul_supported() noexcept {
-  static const bool supported = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+  // May run from a static initialiser, before libgcc's own CPU probe: initialise it first.
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+  }();
   return supported;
 }
 
