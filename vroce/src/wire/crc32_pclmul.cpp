@@ -2,8 +2,6 @@
 // 64-byte blocks, then into one lane, and the last 16 bytes of state plus the unaligned tail are
 // finished with slicing-by-8 (a Barrett reduction would save a few nanoseconds per call, not
 // worth a second set of constants). The folding constants come from crc32_tables.h.
-#include <cstring>
-
 #include "wire/crc32.h"
 #include "wire/crc32_tables.h"
 
