@@ -424,10 +424,7 @@ TEST_CASE("rate helpers convert both ways and reject what has no value", "[abi]"
   CHECK(mbps_to_ibv_rate(25781) == IBV_RATE_25_GBPS);
   CHECK(mbps_to_ibv_rate(12345) == IBV_RATE_MAX);
   for (int r = IBV_RATE_2_5_GBPS; r <= IBV_RATE_1200_GBPS; ++r) {
-    auto rate = static_cast<ibv_rate>(r);
-    if (r == 1) {
-      continue;  // 1 is not an ibv_rate value
-    }
+    auto rate = static_cast<ibv_rate>(r);  // 2..24 are all ibv_rate values
     INFO("rate " << r);
     CHECK(mbps_to_ibv_rate(ibv_rate_to_mbps(rate)) == rate);
     int mult = ibv_rate_to_mult(rate);
