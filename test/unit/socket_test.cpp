@@ -275,8 +275,7 @@ TEST_CASE("a frame trickling in one byte at a time is assembled across calls", "
   CHECK(message == body);
 }
 
-TEST_CASE("a large message through a small send buffer resumes after partial writes",
-          "[socket]") {
+TEST_CASE("a large message through a small send buffer resumes after partial writes", "[socket]") {
   Listener listener = listen_on("127.0.7.6:0");
   auto [client, server] = connect_pair(listener);
   // Only the send side is shrunk: a tiny receive window below loopback's 64 KiB MSS would make
