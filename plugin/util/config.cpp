@@ -395,14 +395,19 @@ bool load_config() {
     ROCE_WARN(NCCL_INIT | NCCL_ENV, "invalid setting: {}", error);
     return false;
   }
-  for (const std::string& note : parsed->notes) {
-    ROCE_INFO(NCCL_INIT | NCCL_ENV, "{}", note);
-  }
-  const std::lock_guard lock(g_load_mutex);
-  const Config* current = g_current.load(std::memory_order_acquire);
-  if (current == nullptr || !(*current == *parsed)) {
+  const Config* published = nullptr;
+  {
+    const std::lock_guard lock(g_load_mutex);
+    const Config* current = g_current.load(std::memory_order_acquire);
+    if (current != nullptr && *current == *parsed) {
+      return true;  // ncclNet v11 inits once per communicator: report the settings once
+    }
     g_published.push_back(std::make_unique<const Config>(std::move(*parsed)));
-    g_current.store(g_published.back().get(), std::memory_order_release);
+    published = g_published.back().get();
+    g_current.store(published, std::memory_order_release);
+  }
+  for (const std::string& note : published->notes) {
+    ROCE_INFO(NCCL_INIT | NCCL_ENV, "{}", note);
   }
   return true;
 }
