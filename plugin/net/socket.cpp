@@ -59,8 +59,7 @@ std::string connect_hint(int error_number) {
              "the peer process died";
     case ENETUNREACH:
     case EHOSTUNREACH:
-      return "no route to the peer: check the interfaces and routes of both nodes "
-             "(NCCL_SOCKET_IFNAME)";
+      return "no route to the peer: check the interfaces and routes of both nodes";
     case ETIMEDOUT:
       return "the peer did not answer: a firewall may drop the bootstrap port";
     default:
@@ -125,7 +124,7 @@ std::optional<Listener> Listener::open(const SocketAddress& bind_address, std::s
     *error = "cannot bind the bootstrap listener to " + bind_address.to_string() + ": " +
              errno_text(bind_errno) +
              (bind_errno == EADDRNOTAVAIL
-                  ? "; the address is not configured on this node (check NCCL_SOCKET_IFNAME)"
+                  ? "; no interface of this node has that address (is the interface up?)"
                   : "");
     return std::nullopt;
   }

@@ -247,6 +247,7 @@ TEST_CASE("plumbing settings are taken as given, the sysfs root must be absolute
   CHECK(config.sysfs_root == "/tmp/pb-sysfs");
   CHECK(config.connect_timeout_ms == 500);
   CHECK(config.socket_ifname == "=eth0");
+  CHECK(has_note(config, "NCCL_SOCKET_IFNAME==eth0: Not applied to the plugin"));
   CHECK(config.ib_hca == "^mlx5_1");
   CHECK_THAT(error_of({{"NCCL_ROCE_SYSFS_ROOT", "sys"}}),
              Catch::StartsWith("NCCL_ROCE_SYSFS_ROOT=sys is not an absolute path"));
