@@ -285,7 +285,7 @@ const char* reject_reason_name(RejectReason reason) {
 
 std::string reject_reason_name(uint16_t code) {
   const auto reason = static_cast<RejectReason>(code);
-  const std::string name = reject_reason_name(reason);
+  std::string name = reject_reason_name(reason);
   if (name == "unknown reason") {
     return "reason " + std::to_string(code);
   }

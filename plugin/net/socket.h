@@ -138,7 +138,7 @@ class Connector {
 class FramedChannel {
  public:
   static constexpr size_t kHeaderSize = 4;
-  static constexpr size_t kDefaultMaxFrame = 64 * 1024;
+  static constexpr size_t kDefaultMaxFrame = size_t{64} * 1024;
 
   FramedChannel(Socket socket, Clock::time_point deadline, size_t max_frame = kDefaultMaxFrame);
 

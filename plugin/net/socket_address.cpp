@@ -80,19 +80,20 @@ SocketAddress SocketAddress::from_bytes(AddressFamily family, const std::array<u
   return address;
 }
 
-std::optional<SocketAddress> SocketAddress::from_sockaddr(const sockaddr* raw, socklen_t length) {
-  SocketAddress address;
-  if (raw->sa_family == AF_INET && length >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
-    address.storage_ = {};
-    std::memcpy(&address.storage_, raw, sizeof(sockaddr_in));
-    address.length_ = sizeof(sockaddr_in);
-    return address;
+std::optional<SocketAddress> SocketAddress::from_sockaddr(const sockaddr* address,
+                                                          socklen_t length) {
+  SocketAddress out;
+  if (address->sa_family == AF_INET && length >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+    out.storage_ = {};
+    std::memcpy(&out.storage_, address, sizeof(sockaddr_in));
+    out.length_ = sizeof(sockaddr_in);
+    return out;
   }
-  if (raw->sa_family == AF_INET6 && length >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
-    address.storage_ = {};
-    std::memcpy(&address.storage_, raw, sizeof(sockaddr_in6));
-    address.length_ = sizeof(sockaddr_in6);
-    return address;
+  if (address->sa_family == AF_INET6 && length >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    out.storage_ = {};
+    std::memcpy(&out.storage_, address, sizeof(sockaddr_in6));
+    out.length_ = sizeof(sockaddr_in6);
+    return out;
   }
   return std::nullopt;
 }
