@@ -20,8 +20,9 @@ void use_devices(const std::string& spec) {
   setenv("VROCE_DEVICES", spec.c_str(), 1);
 }
 
-bool any_warn_contains(const std::vector<std::string>& needles) {
-  for (const auto& line : warn_lines()) {
+bool any_line_contains(const std::vector<std::string>& lines,
+                       const std::vector<std::string>& needles) {
+  for (const auto& line : lines) {
     bool all = true;
     for (const auto& n : needles) {
       all = all && line.find(n) != std::string::npos;
@@ -31,6 +32,10 @@ bool any_warn_contains(const std::vector<std::string>& needles) {
     }
   }
   return false;
+}
+
+bool any_warn_contains(const std::vector<std::string>& needles) {
+  return any_line_contains(warn_lines(), needles);
 }
 
 // Listens on recv_dev, then connects (this thread) and accepts (another thread) concurrently.
@@ -83,6 +88,7 @@ void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uin
 
 void traffic_between_two_devices(Api api, const std::string& devices, int traffic_class) {
   use_devices(devices);
+  setenv("NCCL_DEBUG", "INFO", 1);
   PluginDriver plugin(plugin_path_from_env(), api);
   REQUIRE(plugin.init(traffic_class) == ncclSuccess);
   int ndev = 0;
@@ -111,6 +117,11 @@ void traffic_between_two_devices(Api api, const std::string& devices, int traffi
   shape.groups = 150;
   run_two_threads(plugin, send_comm, recv_comm, 1000 + static_cast<uint64_t>(api), shape, {});
   CHECK(warn_count() == 0);
+  // Both ends run on the communicator's class (the v10 receiver adopts it from the sender).
+  const std::string tc =
+      "tc " + std::to_string(traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? 0 : traffic_class);
+  CHECK(any_line_contains(info_lines(), {"connected on pca", tc}));
+  CHECK(any_line_contains(info_lines(), {"accepted on pcb", tc}));
 }
 
 }  // namespace
@@ -437,4 +448,22 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fa
   CHECK(any_warn_contains({"GPUDirect", "nvidia-peermem"}));
   CHECK(plugin.close_send(send_comm) == ncclSuccess);
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+}
+
+TEST_CASE("four QPs per connection split every message and all of it arrives",
+          "[fabric][traffic]") {
+  use_devices("pca=127.0.4.53,pcb=127.0.4.54");
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  CHECK(any_line_contains(info_lines(), {"connected on pca", "4 qps"}));
+  CHECK(any_line_contains(info_lines(), {"accepted on pcb", "4 qps"}));
+  PlanShape shape;
+  shape.groups = 100;
+  run_two_threads(plugin, send_comm, recv_comm, 44, shape, {});
 }

@@ -17,6 +17,7 @@ namespace {
 std::mutex g_log_mutex;
 int g_warns = 0;
 std::vector<std::string> g_warn_lines;
+std::vector<std::string> g_info_lines;
 
 void* const kRequestHint = reinterpret_cast<void*>(0x1);
 
@@ -65,6 +66,8 @@ void test_logger(ncclDebugLogLevel level, unsigned long flags, const char* file,
   if (level == NCCL_LOG_WARN) {
     ++g_warns;
     g_warn_lines.emplace_back(text);
+  } else if (level == NCCL_LOG_INFO) {
+    g_info_lines.emplace_back(text);
   }
   const char* names[] = {"NONE", "VERSION", "WARN", "INFO", "ABORT", "TRACE"};
   const char* name = level >= 0 && level <= 5 ? names[level] : "?";
@@ -86,6 +89,11 @@ void reset_warn_count() {
 std::vector<std::string> warn_lines() {
   std::lock_guard<std::mutex> lock(g_log_mutex);
   return g_warn_lines;
+}
+
+std::vector<std::string> info_lines() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  return g_info_lines;
 }
 
 PluginDriver::PluginDriver(const std::string& library_path, Api api) : api_(api) {

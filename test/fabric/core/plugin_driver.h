@@ -99,5 +99,7 @@ int warn_count();
 void reset_warn_count();
 // The text of every WARN line so far (tests look for the facts a message must name).
 std::vector<std::string> warn_lines();
+// The text of every INFO line so far (emitted when NCCL_DEBUG=INFO).
+std::vector<std::string> info_lines();
 
 }  // namespace roce::test
