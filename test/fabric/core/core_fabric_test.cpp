@@ -89,6 +89,7 @@ void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uin
 void traffic_between_two_devices(Api api, const std::string& devices, int traffic_class) {
   use_devices(devices);
   setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   PluginDriver plugin(plugin_path_from_env(), api);
   REQUIRE(plugin.init(traffic_class) == ncclSuccess);
   int ndev = 0;
@@ -455,6 +456,7 @@ TEST_CASE("four QPs per connection split every message and all of it arrives",
   use_devices("pca=127.0.4.53,pcb=127.0.4.54");
   setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
   setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
