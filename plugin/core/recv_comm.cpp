@@ -17,6 +17,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       flush_lkey_(setup.flush_word.size() > 0 ? setup.flush_word.lkey() : 0),
       flush_addr_(setup.flush_word.addr()),
       nqps_(static_cast<int>(setup.qps.size())),
+      monitor_(this->device().monitor().get()),
       max_inline_(setup.qps.front()->capabilities().max_inline_data),
       cts_staging_buffer_(std::move(setup.cts_staging)),
       sizes_area_buffer_(std::move(setup.sizes_area)),
@@ -312,7 +313,7 @@ ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
   return ncclSuccess;
 }
 
-ncclResult_t RecvComm::check_fatal() noexcept {
+ncclResult_t RecvComm::check_fatal_marks() noexcept {
   if (device().fatal()) [[unlikely]] {
     return fail(ncclSystemError,
                 "the device reported a fatal asynchronous event (see the event logged above); "

@@ -57,7 +57,16 @@ class RecvComm final : public Comm {
 
  private:
   ncclResult_t progress() noexcept;
-  ncclResult_t check_fatal() noexcept;
+  // Cheap unless the device's async-event thread has handled an event since the last look.
+  ncclResult_t check_fatal() noexcept {
+    const uint64_t seen = monitor_->events_seen();
+    if (seen == events_checked_) [[likely]] {
+      return ncclSuccess;
+    }
+    events_checked_ = seen;
+    return check_fatal_marks();
+  }
+  ncclResult_t check_fatal_marks() noexcept;
   ncclResult_t completion_error(const ibv_wc& wc) noexcept;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
 
@@ -70,6 +79,8 @@ class RecvComm final : public Comm {
   uint32_t flush_lkey_;
   uint64_t flush_addr_;
   int nqps_;
+  const AsyncEventMonitor* monitor_;
+  uint64_t events_checked_ = 0;
   uint32_t max_inline_;
   uint64_t next_seq_ = 1;
   RequestPool<RecvRequest, kMaxRequests> requests_;

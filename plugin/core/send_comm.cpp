@@ -16,6 +16,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
       remote_sizes_addr_(setup.remote_sizes_addr),
       remote_sizes_rkey_(setup.remote_sizes_rkey),
       nqps_(static_cast<int>(setup.qps.size())),
+      monitor_(this->device().monitor().get()),
       max_inline_(UINT32_MAX),
       ring_(std::move(setup.ring)),
       sizes_staging_buffer_(std::move(setup.sizes_staging)),
@@ -251,7 +252,7 @@ ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept
   return ncclSuccess;
 }
 
-ncclResult_t SendComm::check_fatal() noexcept {
+ncclResult_t SendComm::check_fatal_marks() noexcept {
   if (device().fatal()) [[unlikely]] {
     return fail(ncclSystemError,
                 "the device reported a fatal asynchronous event (see the event logged above); "

@@ -53,7 +53,16 @@ class SendComm final : public Comm {
  private:
   ncclResult_t post_group() noexcept;
   ncclResult_t progress() noexcept;
-  ncclResult_t check_fatal() noexcept;
+  // Cheap unless the device's async-event thread has handled an event since the last look.
+  ncclResult_t check_fatal() noexcept {
+    const uint64_t seen = monitor_->events_seen();
+    if (seen == events_checked_) [[likely]] {
+      return ncclSuccess;
+    }
+    events_checked_ = seen;
+    return check_fatal_marks();
+  }
+  ncclResult_t check_fatal_marks() noexcept;
   ncclResult_t completion_error(const ibv_wc& wc) noexcept;
   void complete_group(SendRequest& lead) noexcept;
 
@@ -64,6 +73,8 @@ class SendComm final : public Comm {
   uint64_t remote_sizes_addr_;
   uint32_t remote_sizes_rkey_;
   int nqps_;
+  const AsyncEventMonitor* monitor_;
+  uint64_t events_checked_ = 0;
   uint32_t max_inline_;
   uint64_t next_seq_ = 1;  // the receiver's next irecv sequence
   PendingMultiRecv pending_;

@@ -1,6 +1,9 @@
 // The plugin driven through its exported tables, as NCCL drives it, over vroce. Each TEST_CASE
 // runs in its own process (catch_discover_tests), so each picks its own vroce addresses inside
 // 127.0.4.0/24 before the plugin loads vroce, and parallel ctest runs never share a device.
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -468,4 +471,45 @@ TEST_CASE("four QPs per connection split every message and all of it arrives",
   PlanShape shape;
   shape.groups = 100;
   run_two_threads(plugin, send_comm, recv_comm, 44, shape, {});
+}
+
+TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][errors][quick]") {
+  use_devices("pca=127.0.4.55,pcb=127.0.4.56");
+  PluginDriver plugin(plugin_path_from_env(), Api::V8);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  // vroce's test hook, from the library the plugin loaded (same handle, already mapped).
+  void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(verbs != nullptr);
+  using InjectFn = int (*)(const char*, int);
+  auto inject = reinterpret_cast<InjectFn>(dlsym(verbs, "vroce_inject_port_event"));
+  REQUIRE(inject != nullptr);
+  reset_warn_count();
+  REQUIRE(inject("pca", IBV_EVENT_PORT_ERR) >= 1);
+  // The async-event thread marks the port; the next data-path call that finds nothing to do
+  // notices it.
+  std::vector<char> buffer(4096);
+  void* mh = nullptr;
+  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
+          ncclSuccess);
+  ncclResult_t result = ncclSuccess;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (result == ncclSuccess && std::chrono::steady_clock::now() < deadline) {
+    void* request = nullptr;
+    result = plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request);
+    CHECK(request == nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(result == ncclSystemError);
+  CHECK(any_warn_contains({"send comm on pca", "asynchronous event"}));
+  // The failed comm keeps answering with its error, and still closes cleanly.
+  void* request = nullptr;
+  CHECK(plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request) == ncclSystemError);
+  CHECK(plugin.dereg_mr(send_comm, mh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  dlclose(verbs);
 }
