@@ -513,3 +513,29 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
   dlclose(verbs);
 }
+
+TEST_CASE("the plugin survives being unloaded and loaded again, with and without finalize",
+          "[fabric][quick]") {
+  use_devices("pca=127.0.4.57");
+  for (Api api : {Api::V11, Api::V8, Api::V11}) {
+    // v11: init then finalize before dlclose; v8: no finalize exists, dlclose alone must stop
+    // the async-event threads (a thread left running in unmapped code would crash the process).
+    PluginDriver plugin(plugin_path_from_env(), api);
+    REQUIRE(plugin.init() == ncclSuccess);
+    const int a = plugin.find_device("pca");
+    REQUIRE(a >= 0);
+    Handle handle;
+    void* listen_comm = nullptr;
+    REQUIRE(plugin.listen(a, &handle, &listen_comm) == ncclSuccess);
+    void* send_comm = nullptr;
+    void* recv_comm = nullptr;
+    std::string error;
+    REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
+                                       30000, &error));
+    REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
+    PlanShape shape;
+    shape.groups = 10;
+    shape.max_single = 64 << 10;
+    run_two_threads(plugin, send_comm, recv_comm, 8, shape, {});
+  }
+}
