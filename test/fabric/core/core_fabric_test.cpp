@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <latch>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "plugin_driver.h"
 #include "traffic.h"
@@ -538,4 +540,82 @@ TEST_CASE("the plugin survives being unloaded and loaded again, with and without
     shape.max_single = 64 << 10;
     run_two_threads(plugin, send_comm, recv_comm, 8, shape, {});
   }
+}
+
+TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][quick]") {
+  use_devices("pca=127.0.4.58,pcb=127.0.4.59");
+  PluginDriver plugin(plugin_path_from_env(), Api::V10);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  constexpr int kRecvs = 32;
+  constexpr int kN = 8;
+  constexpr size_t kSize = 256;
+  std::vector<uint8_t> rbuf(kRecvs * kN * kSize, 0);
+  std::vector<uint8_t> sbuf(kRecvs * kN * kSize);
+  for (size_t i = 0; i < sbuf.size(); ++i) {
+    sbuf[i] = static_cast<uint8_t>(i * 7 + 3);
+  }
+  void* rmh = nullptr;
+  void* smh = nullptr;
+  REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), rbuf.size(), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), sbuf.size(), NCCL_PTR_HOST, &smh) == ncclSuccess);
+  std::vector<void*> recvs;
+  for (int r = 0; r < kRecvs; ++r) {
+    std::array<void*, kN> data{};
+    std::array<size_t, kN> sizes{};
+    std::array<int, kN> tags{};
+    std::array<void*, kN> mhs{};
+    for (int i = 0; i < kN; ++i) {
+      data[static_cast<size_t>(i)] = rbuf.data() + static_cast<size_t>(r * kN + i) * kSize;
+      sizes[static_cast<size_t>(i)] = kSize;
+      tags[static_cast<size_t>(i)] = i;
+      mhs[static_cast<size_t>(i)] = rmh;
+    }
+    void* request = nullptr;
+    REQUIRE(plugin.irecv(recv_comm, kN, data.data(), sizes.data(), tags.data(), mhs.data(),
+                         &request) == ncclSuccess);
+    REQUIRE(request != nullptr);
+    recvs.push_back(request);
+  }
+  // All 256 sends posted before any is tested (tags in reverse, to exercise matching).
+  std::vector<void*> sends;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int r = 0; r < kRecvs; ++r) {
+    for (int i = kN - 1; i >= 0; --i) {
+      void* request = nullptr;
+      while (request == nullptr && std::chrono::steady_clock::now() < deadline) {
+        REQUIRE(plugin.isend(send_comm, sbuf.data() + static_cast<size_t>(r * kN + i) * kSize,
+                             kSize, i, smh, &request) == ncclSuccess);
+      }
+      REQUIRE(request != nullptr);
+      sends.push_back(request);
+    }
+  }
+  CHECK(sends.size() == kRecvs * kN);
+  for (void* request : sends) {
+    int done = 0;
+    int size = 0;
+    while (!done) {
+      REQUIRE(plugin.test(request, &done, &size) == ncclSuccess);
+    }
+    CHECK(size == static_cast<int>(kSize));
+  }
+  for (void* request : recvs) {
+    int done = 0;
+    std::array<int, kN> sizes{};
+    while (!done) {
+      REQUIRE(plugin.test(request, &done, sizes.data()) == ncclSuccess);
+    }
+    for (int s : sizes) {
+      CHECK(s == static_cast<int>(kSize));
+    }
+  }
+  CHECK(rbuf == sbuf);
+  REQUIRE(plugin.dereg_mr(recv_comm, rmh) == ncclSuccess);
+  REQUIRE(plugin.dereg_mr(send_comm, smh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
