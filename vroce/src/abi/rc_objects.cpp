@@ -1,7 +1,10 @@
 // Exported entry points of the RC part's objects: PD, MR, CQ, completion channel and QP. Thin:
 // the work is in core/; these only follow rdma-core's calling conventions (pointer + errno, or an
 // errno value as the result).
+#include <infiniband/verbs.h>
+
 #include <cerrno>
+#include <cstdint>
 
 #include "abi/export.h"
 #include "core/verbs.h"

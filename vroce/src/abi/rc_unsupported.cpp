@@ -3,6 +3,8 @@
 // processes). Each fails as rdma-core does for a provider without them, with EOPNOTSUPP, and
 // logs why once. Debian's ibv_srq_pingpong, ibv_ud_pingpong and ibv_xsrq_pingpong import some of
 // them, so they must exist for those programs to load at all.
+#include <infiniband/verbs.h>
+
 #include <atomic>
 #include <cerrno>
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstring>
 
 #include "core/async_events.h"
 #include "core/stats.h"
@@ -20,7 +21,7 @@ void CompChannel::post(Cq* cq) {
   uint64_t one = 1;
   // The eventfd counter only mirrors "events is not empty" for programs that poll the fd.
   if (::write(ibv.fd, &one, sizeof(one)) < 0) {
-    VROCE_LOG(Error, "completion channel fd %d: write failed: %m", ibv.fd);
+    VROCE_LOG(Error, "completion channel fd %d: write failed: %s", ibv.fd, std::strerror(errno));
   }
 }
 

@@ -12,6 +12,7 @@
 namespace vroce {
 
 class Device;
+struct Context;
 namespace transport {
 class Engine;
 }

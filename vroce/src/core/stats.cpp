@@ -1,6 +1,9 @@
 #include "core/stats.h"
 
+#include <cerrno>
 #include <cinttypes>
+#include <cstring>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 
@@ -76,7 +79,8 @@ struct ExitWriter {
     }
     std::FILE* f = std::fopen(file->c_str(), "w");
     if (f == nullptr) {
-      VROCE_LOG(Error, "VROCE_STATS_FILE=%s: cannot open for writing: %m", file->c_str());
+      VROCE_LOG(Error, "VROCE_STATS_FILE=%s: cannot open for writing: %s", file->c_str(),
+                std::strerror(errno));
       return;
     }
     std::string json = stats_json();
