@@ -248,11 +248,27 @@ TEST_CASE("IBV_SEND_FENCE holds a SEND until the RDMA READ before it has its dat
   std::memset(local.data, 0, kSize);
   post_recv(p.eb, 1, {landing.sge(0, kSize)});
   // READ remote -> local, then SEND local -> landing: with the fence the SEND carries what the
-  // READ brought; without it the SEND could read `local` before the data arrived.
-  REQUIRE(post_send(p.ea, IBV_WR_RDMA_READ, 1, {local.sge(0, kSize)}, IBV_SEND_SIGNALED,
-                    remote.addr(), remote.mr->rkey) == 0);
-  REQUIRE(post_send(p.ea, IBV_WR_SEND, 2, {local.sge(0, kSize)},
-                    IBV_SEND_SIGNALED | IBV_SEND_FENCE) == 0);
+  // READ brought; without it the SEND reads `local` before the data arrived. Both WRs go in one
+  // ibv_post_send so the progress thread sees them together (without the fence this fails).
+  ibv_sge rs = local.sge(0, kSize);
+  ibv_sge ss = local.sge(0, kSize);
+  ibv_send_wr send{};
+  send.wr_id = 2;
+  send.opcode = IBV_WR_SEND;
+  send.sg_list = &ss;
+  send.num_sge = 1;
+  send.send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE;
+  ibv_send_wr read{};
+  read.wr_id = 1;
+  read.opcode = IBV_WR_RDMA_READ;
+  read.sg_list = &rs;
+  read.num_sge = 1;
+  read.send_flags = IBV_SEND_SIGNALED;
+  read.wr.rdma.remote_addr = remote.addr();
+  read.wr.rdma.rkey = remote.mr->rkey;
+  read.next = &send;
+  ibv_send_wr* bad = nullptr;
+  REQUIRE(ibv_post_send(p.ea.qp, &read, &bad) == 0);
   auto wcs = wait_completions(p.ea.send_cq, 2, kWait);
   REQUIRE(wcs.size() == 2);
   CHECK(wcs[0].wr_id == 1);
