@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -29,8 +30,9 @@ int find_v2_gid(ibv_context* ctx, const ibv_port_attr& port, ibv_gid* gid) {
     if (ibv_query_gid_ex(ctx, 1, static_cast<uint32_t>(i), &entry, 0) != 0) {
       continue;
     }
-    if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && entry.gid.raw[10] == 0xff &&
-        entry.gid.raw[11] == 0xff) {
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+        std::memcmp(entry.gid.raw, kMapped, sizeof(kMapped)) == 0) {
       *gid = entry.gid;
       return i;
     }
@@ -206,7 +208,9 @@ std::vector<ibv_wc> wait_completions(ibv_cq* cq, size_t count,
   ibv_wc wc[32];
   unsigned idle = 0;
   while (out.size() < count) {
-    int n = ibv_poll_cq(cq, 32, wc);
+    // Never take more than asked for: the rest stay queued for the next wait.
+    int want = static_cast<int>(std::min<size_t>(32, count - out.size()));
+    int n = ibv_poll_cq(cq, want, wc);
     if (n < 0) {
       throw Failure("ibv_poll_cq failed");
     }

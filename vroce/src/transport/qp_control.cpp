@@ -108,12 +108,14 @@ void flush_queues(Qp& qp) {
   while (r.sq_head != tail) {
     complete_send(qp, r.sq_head, IBV_WC_WR_FLUSH_ERR);
   }
+  r.sq_assigned = r.sq_head;
   r.sq_next = r.sq_head;
   r.next_pkt = 0;
+  r.psn = r.psn_end;
+  r.una = r.psn_end;
   r.reads_outstanding = 0;
   r.ack_timer_armed = false;
   r.rnr_waiting = false;
-  r.una = r.psn;
 
   Responder& s = qp.tp.resp;
   uint32_t rq_tail = qp.rq.tail.load(std::memory_order_acquire);

@@ -28,13 +28,19 @@ struct PeerPath {
   uint8_t hop_limit = 64;     // IP TTL / IPv6 hop limit
 };
 
+// WQEs [sq_head, sq_assigned) have PSNs assigned (first_psn, psn_count), fixed for their life;
+// the transmit cursor (sq_next, next_pkt, psn) walks them and then assigns new ones. Go-Back-N
+// moves the cursor back; an ACK beyond the cursor moves it forward, so packets the responder
+// already has are not sent again.
 struct Requester {
-  uint32_t sq_head = 0;   // oldest WQE not yet retired (SendQueue index, free-running)
-  uint32_t sq_next = 0;   // WQE being transmitted or next to start
-  uint32_t next_pkt = 0;  // packet index within wqe(sq_next) still to send
-  uint32_t psn = 0;       // PSN of the next packet to send
-  uint32_t una = 0;       // oldest PSN not yet acknowledged
-  uint32_t max_psn_sent = 0;  // highest PSN ever sent, to count retransmissions
+  uint32_t sq_head = 0;      // oldest WQE not yet retired (SendQueue index, free-running)
+  uint32_t sq_assigned = 0;  // one past the last WQE with PSNs assigned
+  uint32_t sq_next = 0;      // cursor: WQE to transmit from
+  uint32_t next_pkt = 0;     // cursor: packet index within wqe(sq_next)
+  uint32_t psn = 0;          // cursor: PSN of the next packet to send
+  uint32_t psn_end = 0;      // first PSN not assigned to any WQE yet
+  uint32_t una = 0;          // oldest PSN not yet acknowledged
+  uint32_t max_psn_sent = 0;  // highest PSN sent so far (READs: their last response PSN)
   bool any_sent = false;
   uint32_t reads_outstanding = 0;
   uint32_t packets_since_ack_req = 0;

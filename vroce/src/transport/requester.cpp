@@ -49,48 +49,64 @@ void arm_ack_timer(Engine& engine, Requester& r) {
   r.ack_timer_armed = true;
 }
 
-bool outstanding(const Requester& r) { return r.una != r.psn; }
+// Sent packets not yet acknowledged (or assigned PSNs not yet answered, for READs).
+bool outstanding(const Requester& r) { return r.any_sent && r.una != r.psn_end; }
 
 void update_una(Qp& qp) {
   Requester& r = qp.tp.req;
-  if (r.sq_head == r.sq_next && r.next_pkt == 0) {
-    r.una = r.psn;
+  if (r.sq_head == r.sq_assigned) {
+    r.una = r.psn_end;
     return;
   }
   const SendWqe& w = qp.sq.wqe(r.sq_head);
-  r.una = w.started ? wire::psn_add(w.first_psn, w.done_psns) : r.psn;
+  r.una = wire::psn_add(w.first_psn, w.done_psns);
 }
 
-// Go-Back-N: transmit again from PSN `psn`, which lies within a started WQE.
+// Places the transmit cursor at PSN `psn`, which lies within an assigned WQE (or is psn_end).
+void move_cursor(Qp& qp, uint32_t psn) {
+  Requester& r = qp.tp.req;
+  for (uint32_t idx = r.sq_head; idx != r.sq_assigned; ++idx) {
+    const SendWqe& w = qp.sq.wqe(idx);
+    if (wire::psn_in_range(psn, w.first_psn, w.psn_count)) {
+      r.sq_next = idx;
+      r.next_pkt = wire::psn_distance(w.first_psn, psn);
+      r.psn = psn;
+      return;
+    }
+  }
+  r.sq_next = r.sq_assigned;
+  r.next_pkt = 0;
+  r.psn = r.psn_end;
+}
+
+// Go-Back-N: transmit again from PSN `psn`.
 void rewind(Engine& engine, Qp& qp, uint32_t psn) {
   Requester& r = qp.tp.req;
-  uint32_t idx = r.sq_head;
-  uint32_t end = r.sq_next + (r.next_pkt > 0 ? 1 : 0);
-  while (idx != end) {
-    const SendWqe& w = qp.sq.wqe(idx);
-    if (w.started && wire::psn_in_range(psn, w.first_psn, w.psn_count)) {
-      break;
-    }
-    ++idx;
-  }
-  if (idx == end) {
-    return;  // nothing sent at or after psn
-  }
-  for (uint32_t j = idx + 1; j != end; ++j) {
-    SendWqe& later = qp.sq.wqe(j);
-    if (later.started && is_read(later) && r.reads_outstanding > 0) {
-      --r.reads_outstanding;
-    }
-    later.started = false;
-  }
-  SendWqe& w = qp.sq.wqe(idx);
-  r.sq_next = idx;
-  r.next_pkt = wire::psn_distance(w.first_psn, psn);
-  r.psn = psn;
+  move_cursor(qp, psn);
   r.rewound = true;
   r.last_rewind_psn = psn;
   r.packets_since_ack_req = 0;
   arm_ack_timer(engine, r);
+  engine.activate(&qp);
+}
+
+// After acknowledgements: restart the timer, and skip the cursor past what the responder
+// already has (an ACK can overtake a rewind that turned out unnecessary, e.g. on reordering).
+void after_progress(Engine& engine, Qp& qp) {
+  Requester& r = qp.tp.req;
+  update_una(qp);
+  if (wire::psn_before(r.psn, r.una)) {
+    move_cursor(qp, r.una);
+  }
+  r.retry_left = r.retry_cnt;
+  if (r.rnr_retry != 7) {
+    r.rnr_left = r.rnr_retry;
+  }
+  if (outstanding(r)) {
+    arm_ack_timer(engine, r);
+  } else {
+    r.ack_timer_armed = false;
+  }
   engine.activate(&qp);
 }
 
@@ -100,12 +116,8 @@ bool process_ack(Engine& engine, Qp& qp, uint32_t acked) {
   Requester& r = qp.tp.req;
   bool progress = false;
   bool implied_nak = false;
-  uint32_t end = r.sq_next + (r.next_pkt > 0 ? 1 : 0);
-  while (r.sq_head != end) {
+  while (r.sq_head != r.sq_assigned) {
     SendWqe& w = qp.sq.wqe(r.sq_head);
-    if (!w.started) {
-      break;
-    }
     if (is_read(w)) {
       // The responder executed the READ if it acknowledges a later PSN; its data must have
       // arrived by now, so missing responses were lost.
@@ -114,13 +126,11 @@ bool process_ack(Engine& engine, Qp& qp, uint32_t acked) {
       }
       break;
     }
-    uint32_t last = last_psn(w);
-    bool fully_sent = r.sq_head != r.sq_next;
-    if (wire::psn_before(acked, last) || !fully_sent) {
+    if (wire::psn_before(acked, last_psn(w))) {
       if (wire::psn_at_or_after(acked, w.first_psn)) {
         uint32_t done = wire::psn_distance(w.first_psn, acked) + 1;
         if (done > w.done_psns) {
-          w.done_psns = std::min(done, w.psn_count);
+          w.done_psns = done;
           progress = true;
         }
       }
@@ -130,18 +140,10 @@ bool process_ack(Engine& engine, Qp& qp, uint32_t acked) {
     complete_send(qp, r.sq_head, IBV_WC_SUCCESS);
     progress = true;
   }
-  update_una(qp);
   if (progress) {
-    r.retry_left = r.retry_cnt;
-    if (r.rnr_retry != 7) {
-      r.rnr_left = r.rnr_retry;
-    }
-    if (outstanding(r)) {
-      arm_ack_timer(engine, r);
-    } else {
-      r.ack_timer_armed = false;
-    }
-    engine.activate(&qp);
+    after_progress(engine, qp);
+  } else {
+    update_una(qp);
   }
   return implied_nak;
 }
@@ -160,7 +162,7 @@ ibv_wc_status local_status(KeyError error) {
 
 // Checks a WQE before its first packet: its SGEs (local read, or LOCAL_WRITE for a READ's
 // destination) and its size.
-ibv_wc_status check_wqe(Qp& qp, const SendWqe& w) {
+ibv_wc_status check_wqe(Qp& qp, const SendWqe& w, uint32_t index) {
   if (w.length > qp.max_message) {
     return IBV_WC_LOC_LEN_ERR;
   }
@@ -169,7 +171,7 @@ ibv_wc_status check_wqe(Qp& qp, const SendWqe& w) {
   }
   const KeyTable& keys = qp.device->keys();
   unsigned access = is_read(w) ? IBV_ACCESS_LOCAL_WRITE : 0;
-  return local_status(check_sges(keys, qp.pd, qp.sq.sges(qp.tp.req.sq_next), w.num_sge, access));
+  return local_status(check_sges(keys, qp.pd, qp.sq.sges(index), w.num_sge, access));
 }
 
 wire::MessageKind message_kind(ibv_wr_opcode opcode) {
@@ -273,8 +275,10 @@ void requester_start(Qp& qp) {
   uint32_t head = r.sq_head;
   r = Requester{};
   r.sq_head = head;
+  r.sq_assigned = head;
   r.sq_next = head;
   r.psn = a.sq_psn & wire::kPsnMask;
+  r.psn_end = r.psn;
   r.una = r.psn;
   r.timeout = a.timeout;
   r.retry_cnt = a.retry_cnt;
@@ -295,20 +299,18 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
   uint32_t tail = qp.sq.tail.load(std::memory_order_seq_cst);
   uint32_t pmtu = qp.tp.path.pmtu;
   while (*budget > 0) {
-    if (r.sq_next == tail) {
-      if (draining && !outstanding(r) && r.sq_head == r.sq_next && !r.drained_event_sent &&
-          r.sqd_notify) {
-        r.drained_event_sent = true;
-        raise_qp_event(qp, IBV_EVENT_SQ_DRAINED);
-      }
-      return false;
-    }
-    SendWqe& w = qp.sq.wqe(r.sq_next);
-    if (!w.started) {
-      if (draining) {
+    if (r.sq_next == r.sq_assigned) {
+      // The cursor reached new work: assign PSNs to the next WQE, if it may start.
+      if (r.sq_assigned == tail) {
+        if (draining && !outstanding(r) && r.sq_head == r.sq_assigned &&
+            !r.drained_event_sent && r.sqd_notify) {
+          r.drained_event_sent = true;
+          raise_qp_event(qp, IBV_EVENT_SQ_DRAINED);
+        }
         return false;
       }
-      if (wire::psn_distance(r.una, r.psn) >= kWindow) {
+      SendWqe& w = qp.sq.wqe(r.sq_assigned);
+      if (draining || wire::psn_distance(r.una, r.psn) >= kWindow) {
         return false;
       }
       if (is_read(w) && r.reads_outstanding >= std::max<uint32_t>(r.max_rd_atomic, 1)) {
@@ -317,24 +319,28 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
       if ((w.send_flags & IBV_SEND_FENCE) != 0 && r.reads_outstanding > 0) {
         return false;
       }
-      ibv_wc_status status = check_wqe(qp, w);
+      ibv_wc_status status = check_wqe(qp, w, r.sq_assigned);
       if (status != IBV_WC_SUCCESS) {
         // Completions stay in order: fail this WQE once everything before it has completed.
-        if (r.sq_head != r.sq_next) {
+        if (r.sq_head != r.sq_assigned) {
           return false;
         }
         fail_head(engine, qp, status);
         return false;
       }
       w.started = true;
-      w.first_psn = r.psn;
+      w.first_psn = r.psn_end;
       w.psn_count = wire::psns_for_message(w.length, pmtu);
       w.done_psns = 0;
+      r.psn_end = wire::psn_add(r.psn_end, w.psn_count);
+      ++r.sq_assigned;
       r.next_pkt = 0;
+      r.psn = w.first_psn;
       if (is_read(w)) {
         ++r.reads_outstanding;
       }
     }
+    SendWqe& w = qp.sq.wqe(r.sq_next);
     if (wire::psn_distance(r.una, r.psn) >= kWindow) {
       return false;
     }
@@ -354,7 +360,8 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
         return false;
       }
       if (!send_data_packet(engine, qp, w, r.sq_next, plan, r.next_pkt)) {
-        // A region went away mid-message (deregistered): a local protection error.
+        // A region went away mid-message (deregistered): a local protection error, reported
+        // once everything before this WQE has completed.
         if (r.sq_head != r.sq_next) {
           return false;
         }
@@ -376,27 +383,26 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   Requester& r = qp.tp.req;
   const wire::OpcodeTraits& traits = *packet.traits;
   uint32_t psn = packet.headers.bth.psn;
-  // Nothing sent at or after this PSN: a response for no outstanding request.
-  if (!outstanding(r) || !wire::psn_before(psn, r.psn)) {
-    if (traits.kind == wire::OpKind::Acknowledge && wire::psn_before(psn, r.psn)) {
-      return;  // a late duplicate ACK
-    }
+  // A response must be for a PSN already sent; one for a PSN before the oldest unacknowledged
+  // one is a late duplicate and changes nothing.
+  if (!r.any_sent || wire::psn_after(psn, r.max_psn_sent)) {
     stats().count_drop(DropReason::UnexpectedResponse);
+    return;
+  }
+  if (!outstanding(r) || wire::psn_before(psn, wire::psn_add(r.una, -1))) {
     return;
   }
 
   if (traits.kind == wire::OpKind::ReadResponse) {
     // Everything before the READ this response answers was executed in order: retire it.
-    uint32_t end = r.sq_next + (r.next_pkt > 0 ? 1 : 0);
-    while (r.sq_head != end) {
+    bool progress = false;
+    while (r.sq_head != r.sq_assigned) {
       SendWqe& w = qp.sq.wqe(r.sq_head);
-      if (!w.started) {
-        break;
-      }
       if (!is_read(w)) {
-        if (wire::psn_before(last_psn(w), psn) && r.sq_head != r.sq_next) {
+        if (wire::psn_before(last_psn(w), psn)) {
           w.done_psns = w.psn_count;
           complete_send(qp, r.sq_head, IBV_WC_SUCCESS);
+          progress = true;
           continue;
         }
         stats().count_drop(DropReason::UnexpectedResponse);
@@ -418,34 +424,30 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
             return;
           }
           ++w.done_psns;
-          r.retry_left = r.retry_cnt;
+          progress = true;
           if (w.done_psns == w.psn_count) {
             complete_send(qp, r.sq_head, IBV_WC_SUCCESS);
           }
-          update_una(qp);
-          if (outstanding(r)) {
-            arm_ack_timer(engine, r);
-          } else {
-            r.ack_timer_armed = false;
-          }
-          engine.activate(&qp);
         } else if (wire::psn_after(psn, expected)) {
           stats().implied_naks.add();
-          if (!(r.rewound && r.last_rewind_psn == expected && r.psn != expected)) {
+          if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
             rewind(engine, qp, expected);
           }
         }
         break;
       }
       if (wire::psn_after(psn, last_psn(w))) {
+        // Responses of a later READ while this one misses some: those were lost.
         stats().implied_naks.add();
-        if (!(r.rewound && r.last_rewind_psn == expected && r.psn != expected)) {
+        if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
           rewind(engine, qp, expected);
         }
       }
       break;
     }
-    update_una(qp);
+    if (progress) {
+      after_progress(engine, qp);
+    }
     return;
   }
 
@@ -495,7 +497,8 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   switch (code) {
     case wire::NakCode::PsnSequenceError:
       stats().naks_received[static_cast<size_t>(NakKind::Sequence)].add();
-      if (!(r.rewound && r.last_rewind_psn == psn && r.psn != psn)) {
+      // A second NAK for a gap already being resent changes nothing.
+      if (!(r.rewound && r.last_rewind_psn == psn && wire::psn_after(r.psn, psn))) {
         rewind(engine, qp, psn);
       }
       return;

@@ -44,8 +44,9 @@ void fatal_nak(Engine& engine, Qp& qp, uint32_t psn, wire::NakCode code, ibv_eve
                                                                  : NakKind::InvalidRequest;
   stats().naks_sent[static_cast<size_t>(kind)].add();
   emit_aeth_packet(engine, qp, psn, wire::make_nak(s.msn, code));
-  raise_qp_event(qp, event);
+  // ERR first, so a program that reacts to the event already finds the QP in ERR.
   enter_error(engine, qp);
+  raise_qp_event(qp, event);
 }
 
 void complete_recv(Qp& qp, ibv_wc_status status, ibv_wc_opcode opcode, uint32_t byte_len,
