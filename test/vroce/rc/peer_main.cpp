@@ -137,13 +137,21 @@ void print_stats() {
 // SENDs and WRITE_WITH_IMMs carry a seed in imm_data; SENDs land in ring slots of `slot` bytes,
 // WRITE_WITH_IMM data at offset 0 of the exposed buffer. The responder checks each against the
 // pattern and reports the count of good messages at the end.
-void serve(const Args& a, Device& dev, Endpoint& ep, Buffer& exposed, uint64_t slot) {
-  constexpr int kSlots = 64;
-  Buffer landing(dev.pd, slot * kSlots, kRemote);
+constexpr int kSlots = 64;
+constexpr uint64_t kSlotSize = 65536 + 64;  // SENDs of the scenarios reach 64 KiB
+
+// Posted before the requester may start, so no SEND meets an empty receive queue.
+std::unique_ptr<Buffer> prepare_landing(Device& dev, Endpoint& ep) {
+  auto landing = std::make_unique<Buffer>(dev.pd, kSlotSize * kSlots, kRemote);
   for (int i = 0; i < kSlots; ++i) {
-    ibv_sge s = landing.sge(static_cast<size_t>(i) * slot, slot);
+    ibv_sge s = landing->sge(static_cast<size_t>(i) * kSlotSize, kSlotSize);
     post_recv(ep.qp, static_cast<uint64_t>(i), &s, 1);
   }
+  return landing;
+}
+
+void serve(const Args& a, Endpoint& ep, Buffer& exposed, Buffer& landing) {
+  const uint64_t slot = kSlotSize;
   uint64_t verified = 0;
   uint64_t bad = 0;
   uint32_t done = 0;
@@ -484,6 +492,10 @@ int run(const Args& a) {
   mine.length = exposed.size;
   PeerInfo remote = swap_info(a.sock, mine);
   ep.connect(remote);
+  std::unique_ptr<Buffer> landing;
+  if (!requester && (a.scenario == "opcodes" || a.scenario == "stream")) {
+    landing = prepare_landing(dev, ep);
+  }
   sync_word(a.sock, 0);  // both sides are in RTS
 
   if (a.scenario == "opcodes" || a.scenario == "stream") {
@@ -498,8 +510,7 @@ int run(const Args& a) {
       recv_all(a.sock, &bad, sizeof(bad));
       check(bad == 0, "the responder found corrupted messages");
     } else {
-      // SENDs in the stream reach 64 KiB; opcodes sends reach 64 KiB as well.
-      serve(a, dev, ep, exposed, 65536 + 64);
+      serve(a, ep, exposed, *landing);
     }
   } else if (a.scenario == "bad_rkey") {
     if (requester) {
