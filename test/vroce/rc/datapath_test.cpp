@@ -83,8 +83,8 @@ TEST_CASE("SEND and SEND_WITH_IMM land in the receive WQE with the completion fi
     fill_pattern(src.data, size, size);
     std::memset(dst.data, 0, dst.size);
     post_recv(p.eb, 77, {dst.sge(0, dst.size)});
-    REQUIRE(post_send(p.ea, IBV_WR_SEND_WITH_IMM, 11, {src.sge(0, size)}, IBV_SEND_SIGNALED, 0,
-                      0, 0xC0FFEE) == 0);
+    REQUIRE(post_send(p.ea, IBV_WR_SEND_WITH_IMM, 11, {src.sge(0, size)}, IBV_SEND_SIGNALED, 0, 0,
+                      0xC0FFEE) == 0);
     ibv_wc s = one(p.ea.send_cq);
     CHECK(s.status == IBV_WC_SUCCESS);
     CHECK(s.wr_id == 11);
@@ -103,11 +103,10 @@ TEST_CASE("SEND and SEND_WITH_IMM land in the receive WQE with the completion fi
   }
 }
 
-TEST_CASE("RDMA WRITE and WRITE_WITH_IMM across several SGEs and unaligned buffers",
-          "[datapath]") {
+TEST_CASE("RDMA WRITE and WRITE_WITH_IMM across several SGEs and unaligned buffers", "[datapath]") {
   Pair p;
-  for (size_t size : {size_t{0}, size_t{7}, size_t{4095}, size_t{4096}, size_t{12289},
-                      size_t{1 << 20}}) {
+  for (size_t size :
+       {size_t{0}, size_t{7}, size_t{4095}, size_t{4096}, size_t{12289}, size_t{1 << 20}}) {
     CAPTURE(size);
     Buffer src(p.a.pd, size + 16, kRemote, 1);
     Buffer dst(p.b.pd, size + 16, kRemote, 7);
@@ -128,8 +127,8 @@ TEST_CASE("RDMA WRITE and WRITE_WITH_IMM across several SGEs and unaligned buffe
     // WITH_IMM: same bytes again, plus a receive completion carrying the length and immediate.
     std::memset(dst.data, 0, dst.size);
     post_recv(p.eb, 5, {});
-    REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE_WITH_IMM, 2, sges, IBV_SEND_SIGNALED,
-                      dst.addr(), dst.mr->rkey, static_cast<uint32_t>(size)) == 0);
+    REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE_WITH_IMM, 2, sges, IBV_SEND_SIGNALED, dst.addr(),
+                      dst.mr->rkey, static_cast<uint32_t>(size)) == 0);
     CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
     ibv_wc r = one(p.eb.recv_cq);
     CHECK(r.status == IBV_WC_SUCCESS);
@@ -159,8 +158,7 @@ TEST_CASE("RDMA READ into several SGEs", "[datapath]") {
   }
 }
 
-TEST_CASE("inline SEND: the buffer is reusable as soon as ibv_post_send returns",
-          "[datapath]") {
+TEST_CASE("inline SEND: the buffer is reusable as soon as ibv_post_send returns", "[datapath]") {
   Pair p;
   uint8_t bytes[200];
   fill_pattern(bytes, sizeof(bytes), 42);
@@ -207,15 +205,15 @@ TEST_CASE("unsignaled WRs complete silently and hold their slots until a signale
     REQUIRE(post_send(q.ea, IBV_WR_RDMA_WRITE, i, {qsrc.sge(0, 64)}, 0, qdst.addr(),
                       qdst.mr->rkey) == 0);
   }
-  REQUIRE(post_send(q.ea, IBV_WR_RDMA_WRITE, 3, {qsrc.sge(0, 64)}, IBV_SEND_SIGNALED,
-                    qdst.addr(), qdst.mr->rkey) == 0);
+  REQUIRE(post_send(q.ea, IBV_WR_RDMA_WRITE, 3, {qsrc.sge(0, 64)}, IBV_SEND_SIGNALED, qdst.addr(),
+                    qdst.mr->rkey) == 0);
   auto wcs = wait_completions(q.ea.send_cq, 1, kWait);
   REQUIRE(wcs.size() == 1);
   CHECK(wcs[0].wr_id == 3);
   // The signaled completion freed all four slots.
   for (uint64_t i = 4; i < 8; ++i) {
-    CHECK(post_send(q.ea, IBV_WR_RDMA_WRITE, i, {qsrc.sge(0, 64)}, IBV_SEND_SIGNALED,
-                    qdst.addr(), qdst.mr->rkey) == 0);
+    CHECK(post_send(q.ea, IBV_WR_RDMA_WRITE, i, {qsrc.sge(0, 64)}, IBV_SEND_SIGNALED, qdst.addr(),
+                    qdst.mr->rkey) == 0);
   }
   CHECK(wait_completions(q.ea.send_cq, 4, kWait).size() == 4);
 }
@@ -227,8 +225,8 @@ TEST_CASE("sq_sig_all signals every WR", "[datapath]") {
   Buffer src(p.a.pd, 64, kRemote);
   Buffer dst(p.b.pd, 64, kRemote);
   for (uint64_t i = 0; i < 5; ++i) {
-    REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, i, {src.sge(0, 64)}, 0, dst.addr(),
-                      dst.mr->rkey) == 0);
+    REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, i, {src.sge(0, 64)}, 0, dst.addr(), dst.mr->rkey) ==
+            0);
   }
   auto wcs = wait_completions(p.ea.send_cq, 5, kWait);
   REQUIRE(wcs.size() == 5);
@@ -237,8 +235,7 @@ TEST_CASE("sq_sig_all signals every WR", "[datapath]") {
   }
 }
 
-TEST_CASE("IBV_SEND_FENCE holds a SEND until the RDMA READ before it has its data",
-          "[datapath]") {
+TEST_CASE("IBV_SEND_FENCE holds a SEND until the RDMA READ before it has its data", "[datapath]") {
   Pair p;
   constexpr size_t kSize = 256 * 1024;
   Buffer remote(p.b.pd, kSize, kRemote);
@@ -282,10 +279,10 @@ TEST_CASE("a bad rkey: REM_ACCESS_ERR, both QPs to ERR, the responder's access e
   Pair p;
   Buffer src(p.a.pd, 128, kRemote);
   Buffer dst(p.b.pd, 128, kRemote);
-  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 1, {src.sge(0, 128)}, IBV_SEND_SIGNALED,
-                    dst.addr(), dst.mr->rkey ^ 0x5500) == 0);
-  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 2, {src.sge(0, 128)}, IBV_SEND_SIGNALED,
-                    dst.addr(), dst.mr->rkey) == 0);
+  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 1, {src.sge(0, 128)}, IBV_SEND_SIGNALED, dst.addr(),
+                    dst.mr->rkey ^ 0x5500) == 0);
+  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 2, {src.sge(0, 128)}, IBV_SEND_SIGNALED, dst.addr(),
+                    dst.mr->rkey) == 0);
   auto wcs = wait_completions(p.ea.send_cq, 2, kWait);
   REQUIRE(wcs.size() == 2);
   CHECK(wcs[0].status == IBV_WC_REM_ACCESS_ERR);
@@ -311,9 +308,10 @@ TEST_CASE("a bad rkey: REM_ACCESS_ERR, both QPs to ERR, the responder's access e
   ibv_ack_async_event(&ev2);
 }
 
-TEST_CASE("a receive buffer too small: LOC_LEN_ERR at the responder, REM_INV_REQ_ERR at the "
-          "requester",
-          "[datapath][errors]") {
+TEST_CASE(
+    "a receive buffer too small: LOC_LEN_ERR at the responder, REM_INV_REQ_ERR at the "
+    "requester",
+    "[datapath][errors]") {
   Pair p;
   Buffer src(p.a.pd, 1000, kRemote);
   Buffer dst(p.b.pd, 100, kRemote);
@@ -330,9 +328,10 @@ TEST_CASE("a receive buffer too small: LOC_LEN_ERR at the responder, REM_INV_REQ
   ibv_ack_async_event(&ev);
 }
 
-TEST_CASE("no receive posted: RNR NAKs, then RNR_RETRY_EXC_ERR; with retries a late receive "
-          "succeeds",
-          "[datapath][errors]") {
+TEST_CASE(
+    "no receive posted: RNR NAKs, then RNR_RETRY_EXC_ERR; with retries a late receive "
+    "succeeds",
+    "[datapath][errors]") {
   QpOptions o;
   o.rnr_retry = 2;
   QpOptions ob;
@@ -370,8 +369,8 @@ TEST_CASE("a bad lkey completes with LOC_PROT_ERR and flushes the rest", "[datap
   bad.lkey ^= 0x100;
   REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 1, {bad}, IBV_SEND_SIGNALED, dst.addr(),
                     dst.mr->rkey) == 0);
-  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 2, {src.sge(0, 64)}, 0, dst.addr(),
-                    dst.mr->rkey) == 0);
+  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 2, {src.sge(0, 64)}, 0, dst.addr(), dst.mr->rkey) ==
+          0);
   auto wcs = wait_completions(p.ea.send_cq, 2, kWait);
   REQUIRE(wcs.size() == 2);
   CHECK(wcs[0].status == IBV_WC_LOC_PROT_ERR);
@@ -382,8 +381,8 @@ TEST_CASE("a bad lkey completes with LOC_PROT_ERR and flushes the rest", "[datap
   Pair q;
   Buffer ro(q.a.pd, 64, IBV_ACCESS_REMOTE_READ);
   Buffer remote(q.b.pd, 64, kRemote);
-  REQUIRE(post_send(q.ea, IBV_WR_RDMA_READ, 3, {ro.sge(0, 64)}, IBV_SEND_SIGNALED,
-                    remote.addr(), remote.mr->rkey) == 0);
+  REQUIRE(post_send(q.ea, IBV_WR_RDMA_READ, 3, {ro.sge(0, 64)}, IBV_SEND_SIGNALED, remote.addr(),
+                    remote.mr->rkey) == 0);
   CHECK(one(q.ea.send_cq).status == IBV_WC_LOC_PROT_ERR);
 }
 

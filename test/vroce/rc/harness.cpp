@@ -201,8 +201,7 @@ int64_t find_mismatch(const uint8_t* data, size_t length, uint64_t seed, uint64_
   return -1;
 }
 
-std::vector<ibv_wc> wait_completions(ibv_cq* cq, size_t count,
-                                     std::chrono::milliseconds timeout) {
+std::vector<ibv_wc> wait_completions(ibv_cq* cq, size_t count, std::chrono::milliseconds timeout) {
   std::vector<ibv_wc> out;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   ibv_wc wc[32];
@@ -234,8 +233,7 @@ std::vector<ibv_wc> wait_completions(ibv_cq* cq, size_t count,
   return out;
 }
 
-bool wait_async_event(ibv_context* ctx, ibv_async_event* event,
-                      std::chrono::milliseconds timeout) {
+bool wait_async_event(ibv_context* ctx, ibv_async_event* event, std::chrono::milliseconds timeout) {
   pollfd pfd{ctx->async_fd, POLLIN, 0};
   if (::poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) {
     return false;
@@ -272,6 +270,8 @@ uint64_t stat(const std::string& json, const std::string& dotted_path) {
   return std::stoull(json.substr(at + needle.size()));
 }
 
-const char* wc_status_name(ibv_wc_status status) { return ibv_wc_status_str(status); }
+const char* wc_status_name(ibv_wc_status status) {
+  return ibv_wc_status_str(status);
+}
 
 }  // namespace vroce_test

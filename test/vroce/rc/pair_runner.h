@@ -27,7 +27,7 @@ struct PairResult {
 
 struct PairSpec {
   std::string scenario;
-  std::vector<std::string> args;  // passed to both
+  std::vector<std::string> args;           // passed to both
   std::vector<std::string> requester_env;  // "NAME=value"
   std::vector<std::string> responder_env;
   std::chrono::seconds deadline{120};

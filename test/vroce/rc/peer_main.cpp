@@ -123,8 +123,7 @@ ibv_wc expect_one(ibv_cq* cq, const Args& a, const std::string& what) {
 
 void expect_ok(ibv_cq* cq, const Args& a, const std::string& what) {
   ibv_wc wc = expect_one(cq, a, what);
-  check(wc.status == IBV_WC_SUCCESS,
-        what + " completed with " + wc_status_name(wc.status));
+  check(wc.status == IBV_WC_SUCCESS, what + " completed with " + wc_status_name(wc.status));
 }
 
 void print_stats() {
@@ -185,8 +184,8 @@ void serve(const Args& a, Endpoint& ep, Buffer& exposed, Buffer& landing) {
         ++verified;
       } else {
         ++bad;
-        std::fprintf(stderr, "responder: message seed %u (%u bytes) differs at byte %lld\n",
-                     seed, wc[i].byte_len,
+        std::fprintf(stderr, "responder: message seed %u (%u bytes) differs at byte %lld\n", seed,
+                     wc[i].byte_len,
                      static_cast<long long>(find_mismatch(data, wc[i].byte_len, seed)));
       }
       ++done;
@@ -216,7 +215,11 @@ struct Requester {
   uint32_t receives = 0;
 
   Requester(const Args& args, Device& d, Endpoint& e, const PeerInfo& r, uint64_t size)
-      : a(args), dev(d), ep(e), remote(r), src(d.pd, size + 64, kRemote, 0),
+      : a(args),
+        dev(d),
+        ep(e),
+        remote(r),
+        src(d.pd, size + 64, kRemote, 0),
         back(d.pd, size + 64, kRemote, 0) {}
 
   // Splits [off, off + len) of src into up to three SGEs.
@@ -260,8 +263,8 @@ struct Requester {
     fill_pattern(src.data + loff, len, s);
     ibv_sge sg[3];
     int n = sges(loff, len, sg, parts);
-    check(post(ep.qp, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, s, sg, n,
-               IBV_SEND_SIGNALED | extra, 0, 0, s) == 0,
+    check(post(ep.qp, imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, s, sg, n, IBV_SEND_SIGNALED | extra,
+               0, 0, s) == 0,
           "post SEND");
     expect_ok(ep.send_cq, a, "SEND of " + std::to_string(len));
     ++receives;
@@ -311,16 +314,15 @@ void run_opcodes_requester(const Args& a, Device& dev, Endpoint& ep, const PeerI
     fill_pattern(r.src.data + i * 1000, 1000, 900 + i);
     ibv_sge sg = r.src.sge(i * 1000, 1000);
     unsigned flags = i == 19 ? IBV_SEND_SIGNALED : 0;
-    check(post(ep.qp, IBV_WR_RDMA_WRITE, i, &sg, 1, flags, remote.addr + i * 1000,
-               remote.rkey) == 0,
-          "post unsignaled WRITE");
+    check(
+        post(ep.qp, IBV_WR_RDMA_WRITE, i, &sg, 1, flags, remote.addr + i * 1000, remote.rkey) == 0,
+        "post unsignaled WRITE");
   }
   auto wcs = wait_completions(ep.send_cq, 2, 2s);
   check(wcs.size() == 1 && wcs[0].wr_id == 19 && wcs[0].status == IBV_WC_SUCCESS,
         "20 WRITEs with one signaled gave other than one completion");
   ibv_sge rb = r.back.sge(0, 20000);
-  check(post(ep.qp, IBV_WR_RDMA_READ, 0, &rb, 1, IBV_SEND_SIGNALED, remote.addr, remote.rkey) ==
-            0,
+  check(post(ep.qp, IBV_WR_RDMA_READ, 0, &rb, 1, IBV_SEND_SIGNALED, remote.addr, remote.rkey) == 0,
         "post READ");
   expect_ok(ep.send_cq, a, "READ of the unsignaled WRITEs");
   for (uint32_t i = 0; i < 20; ++i) {
@@ -362,16 +364,15 @@ void run_stream_requester(const Args& a, Device& dev, Endpoint& ep, const PeerIn
 void requester_expect_status(const Args& a, Endpoint& ep, ibv_wc_status want,
                              const std::string& what) {
   ibv_wc wc = expect_one(ep.send_cq, a, what);
-  check(wc.status == want, what + ": got " + wc_status_name(wc.status) + ", want " +
-                               wc_status_name(want));
+  check(wc.status == want,
+        what + ": got " + wc_status_name(wc.status) + ", want " + wc_status_name(want));
   std::printf("status=%s\n", wc_status_name(wc.status));
 }
 
 void expect_event(const Args& a, Device& dev, ibv_event_type type, const std::string& what) {
   ibv_async_event ev{};
   check(wait_async_event(dev.ctx, &ev, a.wait), "no async event: " + what);
-  check(ev.event_type == type,
-        what + ": got event " + ibv_event_type_str(ev.event_type));
+  check(ev.event_type == type, what + ": got event " + ibv_event_type_str(ev.event_type));
   ibv_ack_async_event(&ev);
   std::printf("event=%s\n", ibv_event_type_str(type));
 }
@@ -416,8 +417,8 @@ void run_pingpong(const Args& a, Endpoint& ep, Buffer& local, const PeerInfo& re
     }
     if (i % 8 == 7) {
       // Keep the send queue from filling with unsignaled WRs.
-      check(post(ep.qp, IBV_WR_RDMA_WRITE, 1000000 + i, nullptr, 0, IBV_SEND_SIGNALED,
-                 remote.addr, remote.rkey) == 0,
+      check(post(ep.qp, IBV_WR_RDMA_WRITE, 1000000 + i, nullptr, 0, IBV_SEND_SIGNALED, remote.addr,
+                 remote.rkey) == 0,
             "post");
       expect_ok(ep.send_cq, a, "pingpong signal");
     }

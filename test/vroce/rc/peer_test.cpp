@@ -95,7 +95,8 @@ TEST_CASE("two processes: no receive posted, RNR NAKs then RNR_RETRY_EXC_ERR", "
 
 TEST_CASE("faults: 1% drop, all data correct, retransmissions counted", "[peer][faults]") {
   PairResult r = stream_with("drop=0.01,seed=11", 120);
-  CHECK(stat_of(r.requester, "faults_injected.drop") + stat_of(r.responder, "faults_injected.drop") >
+  CHECK(stat_of(r.requester, "faults_injected.drop") +
+            stat_of(r.responder, "faults_injected.drop") >
         0);
   CHECK(stat_of(r.requester, "retransmitted_packets") > 0);
 }

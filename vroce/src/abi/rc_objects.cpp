@@ -11,9 +11,13 @@
 
 // ---- protection domains ----------------------------------------------------------------------
 
-VROCE_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) { return vroce::alloc_pd(context); }
+VROCE_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  return vroce::alloc_pd(context);
+}
 
-VROCE_EXPORT int ibv_dealloc_pd(ibv_pd* pd) { return vroce::dealloc_pd(pd); }
+VROCE_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
+  return vroce::dealloc_pd(pd);
+}
 
 // ---- memory regions --------------------------------------------------------------------------
 
@@ -50,7 +54,9 @@ VROCE_EXPORT int ibv_rereg_mr(ibv_mr* /*mr*/, int /*flags*/, ibv_pd* /*pd*/, voi
   return IBV_REREG_MR_ERR_INPUT;
 }
 
-VROCE_EXPORT int ibv_dereg_mr(ibv_mr* mr) { return vroce::dereg_mr(mr); }
+VROCE_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
+  return vroce::dereg_mr(mr);
+}
 
 // ---- completion queues and channels ----------------------------------------------------------
 
@@ -67,9 +73,13 @@ VROCE_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_conte
   return vroce::create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 
-VROCE_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) { return vroce::resize_cq(cq, cqe); }
+VROCE_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
+  return vroce::resize_cq(cq, cqe);
+}
 
-VROCE_EXPORT int ibv_destroy_cq(ibv_cq* cq) { return vroce::destroy_cq(cq); }
+VROCE_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
+  return vroce::destroy_cq(cq);
+}
 
 VROCE_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   return vroce::get_cq_event(channel, cq, cq_context);
@@ -94,7 +104,9 @@ VROCE_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
   return vroce::query_qp(qp, attr, attr_mask, init_attr);
 }
 
-VROCE_EXPORT int ibv_destroy_qp(ibv_qp* qp) { return vroce::destroy_qp(qp); }
+VROCE_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
+  return vroce::destroy_qp(qp);
+}
 
 // vroce places every payload in PSN order from one thread, so the data of SEND, RDMA WRITE and
 // RDMA READ is written in order; flags other than 0 are not defined by rdma-core 44.
@@ -116,9 +128,13 @@ VROCE_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32
 
 // Enhanced connection establishment is a Mellanox vendor negotiation; NCCL treats EOPNOTSUPP as
 // "not supported" and goes on without it.
-VROCE_EXPORT int ibv_query_ece(ibv_qp* /*qp*/, ibv_ece* /*ece*/) { return EOPNOTSUPP; }
+VROCE_EXPORT int ibv_query_ece(ibv_qp* /*qp*/, ibv_ece* /*ece*/) {
+  return EOPNOTSUPP;
+}
 
-VROCE_EXPORT int ibv_set_ece(ibv_qp* /*qp*/, ibv_ece* /*ece*/) { return EOPNOTSUPP; }
+VROCE_EXPORT int ibv_set_ece(ibv_qp* /*qp*/, ibv_ece* /*ece*/) {
+  return EOPNOTSUPP;
+}
 
 // vroce QPs are created by ibv_create_qp and have no ibv_qp_ex (no work-request builder API);
 // rdma-core returns NULL for such QPs too.

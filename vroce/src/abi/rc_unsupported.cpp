@@ -66,9 +66,8 @@ VROCE_EXPORT int ibv_destroy_ah(ibv_ah* /*ah*/) {
   return EOPNOTSUPP;
 }
 
-VROCE_EXPORT int ibv_init_ah_from_wc(ibv_context* /*context*/, uint8_t /*port_num*/,
-                                     ibv_wc* /*wc*/, ibv_grh* /*grh*/,
-                                     ibv_ah_attr* /*ah_attr*/) {
+VROCE_EXPORT int ibv_init_ah_from_wc(ibv_context* /*context*/, uint8_t /*port_num*/, ibv_wc* /*wc*/,
+                                     ibv_grh* /*grh*/, ibv_ah_attr* /*ah_attr*/) {
   explain(g_ah, kAh);
   errno = EOPNOTSUPP;
   return -1;
@@ -98,7 +97,9 @@ VROCE_EXPORT ibv_pd* ibv_import_pd(ibv_context* /*context*/, uint32_t /*pd_handl
 }
 
 // Nothing can have been imported, so there is nothing to release.
-VROCE_EXPORT void ibv_unimport_pd(ibv_pd* /*pd*/) { errno = EOPNOTSUPP; }
+VROCE_EXPORT void ibv_unimport_pd(ibv_pd* /*pd*/) {
+  errno = EOPNOTSUPP;
+}
 
 VROCE_EXPORT ibv_mr* ibv_import_mr(ibv_pd* /*pd*/, uint32_t /*mr_handle*/) {
   explain(g_import, kImport);
@@ -106,4 +107,6 @@ VROCE_EXPORT ibv_mr* ibv_import_mr(ibv_pd* /*pd*/, uint32_t /*mr_handle*/) {
   return nullptr;
 }
 
-VROCE_EXPORT void ibv_unimport_mr(ibv_mr* /*mr*/) { errno = EOPNOTSUPP; }
+VROCE_EXPORT void ibv_unimport_mr(ibv_mr* /*mr*/) {
+  errno = EOPNOTSUPP;
+}

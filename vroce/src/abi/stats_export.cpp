@@ -1,11 +1,12 @@
 // vroce's counters for tests and operators, exported under VROCE_PRIVATE_1.0 (not a verbs API).
+#include "abi/stats_export.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
 
 #include "abi/export.h"
-#include "abi/stats_export.h"
 #include "core/stats.h"
 
 VROCE_EXPORT int vroce_stats_json(char* buf, size_t len) {
@@ -18,4 +19,6 @@ VROCE_EXPORT int vroce_stats_json(char* buf, size_t len) {
   return static_cast<int>(json.size());
 }
 
-VROCE_EXPORT void vroce_stats_reset(void) { vroce::stats_reset(); }
+VROCE_EXPORT void vroce_stats_reset(void) {
+  vroce::stats_reset();
+}

@@ -22,8 +22,8 @@ struct CompChannel {
   ibv_comp_channel ibv{};  // first member; ibv.fd is an eventfd, readable while events wait
   Context* ctx = nullptr;
   std::mutex mutex;
-  std::deque<Cq*> events;           // guarded by mutex
-  std::atomic<uint32_t> cqs{0};     // CQs bound to this channel
+  std::deque<Cq*> events;        // guarded by mutex
+  std::atomic<uint32_t> cqs{0};  // CQs bound to this channel
 
   // Queues an event for `cq` and makes the fd readable.
   void post(Cq* cq);
@@ -68,15 +68,17 @@ struct Cq {
 
  private:
   std::mutex mutex_;
-  std::vector<ibv_wc> ring_;   // power-of-two size
-  uint32_t head_ = 0;          // guarded by mutex_
-  uint32_t capacity_ = 0;      // usable entries; guarded by mutex_
+  std::vector<ibv_wc> ring_;        // power-of-two size
+  uint32_t head_ = 0;               // guarded by mutex_
+  uint32_t capacity_ = 0;           // usable entries; guarded by mutex_
   std::atomic<uint32_t> count_{0};  // written under mutex_, read without it for the empty check
-  bool armed_ = false;         // guarded by mutex_
+  bool armed_ = false;              // guarded by mutex_
   bool solicited_only_ = false;
   std::atomic<bool> overrun_{false};
 };
 
-inline Cq* to_cq(ibv_cq* cq) noexcept { return reinterpret_cast<Cq*>(cq); }
+inline Cq* to_cq(ibv_cq* cq) noexcept {
+  return reinterpret_cast<Cq*>(cq);
+}
 
 }  // namespace vroce

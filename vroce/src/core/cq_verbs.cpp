@@ -70,8 +70,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
   Context* ctx = to_context(context);
   int max_cqe = ctx->device->device_attr().max_cqe;
   if (cqe < 1 || cqe > max_cqe) {
-    VROCE_LOG(Warn, "ibv_create_cq: cqe %d is outside 1..%d (the device's max_cqe)", cqe,
-              max_cqe);
+    VROCE_LOG(Warn, "ibv_create_cq: cqe %d is outside 1..%d (the device's max_cqe)", cqe, max_cqe);
     errno = EINVAL;
     return nullptr;
   }

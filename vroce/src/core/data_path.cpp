@@ -207,7 +207,9 @@ int bind_mw_unsupported(ibv_qp* /*qp*/, ibv_mw* /*mw*/, ibv_mw_bind* /*bind*/) {
   return EOPNOTSUPP;
 }
 
-int dealloc_mw_unsupported(ibv_mw* /*mw*/) { return EOPNOTSUPP; }
+int dealloc_mw_unsupported(ibv_mw* /*mw*/) {
+  return EOPNOTSUPP;
+}
 
 }  // namespace
 

@@ -59,8 +59,8 @@ void KeyTable::remove(Mr* mr) {
   free_slots_.push_back(mr->slot);
 }
 
-MrRef KeyTable::lookup(uint32_t key, const Pd* pd, uint64_t addr, uint64_t length,
-                       unsigned access, KeyError* error) const noexcept {
+MrRef KeyTable::lookup(uint32_t key, const Pd* pd, uint64_t addr, uint64_t length, unsigned access,
+                       KeyError* error) const noexcept {
   uint32_t index = key >> 8;
   Slot* slot = index < kMaxSlots ? slot_at(index) : nullptr;
   Mr* mr = slot == nullptr ? nullptr : slot->mr.load(std::memory_order_acquire);

@@ -17,14 +17,14 @@ struct Pd;
 struct Mr {
   ibv_mr ibv{};  // first member: users hold &ibv
   Pd* pd = nullptr;
-  uint64_t iova = 0;         // the address SGEs and RETHs use for the first byte
+  uint64_t iova = 0;  // the address SGEs and RETHs use for the first byte
   uint64_t length = 0;
   uint64_t region_addr = 0;  // where the first byte is: a host pointer or a CUDA device pointer
   gpu::MemoryKind kind = gpu::MemoryKind::Host;
-  unsigned access = 0;       // IBV_ACCESS_* without the optional bits
-  void* mapping = nullptr;   // mmap of a dma-buf, unmapped at deregistration
+  unsigned access = 0;      // IBV_ACCESS_* without the optional bits
+  void* mapping = nullptr;  // mmap of a dma-buf, unmapped at deregistration
   size_t mapping_length = 0;
-  uint32_t slot = 0;         // index in the device's key table
+  uint32_t slot = 0;  // index in the device's key table
 
   // True when [addr, addr + len) lies inside the region (addr in IOVA space).
   bool covers(uint64_t addr, uint64_t len) const noexcept {
@@ -34,6 +34,8 @@ struct Mr {
   uint64_t locate(uint64_t addr) const noexcept { return region_addr + (addr - iova); }
 };
 
-inline Mr* to_mr(ibv_mr* mr) noexcept { return reinterpret_cast<Mr*>(mr); }
+inline Mr* to_mr(ibv_mr* mr) noexcept {
+  return reinterpret_cast<Mr*>(mr);
+}
 
 }  // namespace vroce

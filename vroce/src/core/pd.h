@@ -19,6 +19,8 @@ struct Pd {
   std::atomic<uint32_t> children{0};  // MRs and QPs
 };
 
-inline Pd* to_pd(ibv_pd* pd) noexcept { return reinterpret_cast<Pd*>(pd); }
+inline Pd* to_pd(ibv_pd* pd) noexcept {
+  return reinterpret_cast<Pd*>(pd);
+}
 
 }  // namespace vroce

@@ -179,12 +179,11 @@ ibv_mr* reg_mr(ibv_pd* ibv, void* addr, size_t length, uint64_t iova, unsigned a
   }
   gpu::MemoryKind kind = gpu::classify(addr, length);
   if (kind == gpu::MemoryKind::Host && !mapped(addr, length)) {
-    VROCE_LOG(Warn, "ibv_reg_mr: [%p, +%zu) is not mapped memory of this process", addr,
-              length);
+    VROCE_LOG(Warn, "ibv_reg_mr: [%p, +%zu) is not mapped memory of this process", addr, length);
     return fail<ibv_mr>(EFAULT);
   }
-  return register_region(pd, addr, length, iova, static_cast<unsigned>(kept), start, kind,
-                         nullptr, 0);
+  return register_region(pd, addr, length, iova, static_cast<unsigned>(kept), start, kind, nullptr,
+                         0);
 }
 
 ibv_mr* reg_dmabuf_mr(ibv_pd* ibv, uint64_t offset, size_t length, uint64_t iova, int fd,

@@ -59,8 +59,7 @@ std::string text_of(const sockaddr_storage& addr) {
   if (addr.ss_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, buf, sizeof(buf));
   } else {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, buf,
-              sizeof(buf));
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, buf, sizeof(buf));
   }
   return buf;
 }
@@ -156,8 +155,7 @@ void reset_queues(Qp& qp) {
 // Runs on the progress thread: re-checks against the state the transport sees now, then
 // applies the attributes and the transition.
 int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, int mask,
-                  const PortLimits& limits, const transport::PeerPath& resolved,
-                  std::string* why) {
+                  const PortLimits& limits, const transport::PeerPath& resolved, std::string* why) {
   ibv_qp_state from = qp.state.load(std::memory_order_relaxed);
   int rc = check_modify_qp(from, attr, mask, limits, why);
   if (rc != 0) {
@@ -362,8 +360,8 @@ int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
         [&] { return commit_modify(*qp.engine, qp, *attr, mask, limits, resolved, &why); });
   }
   if (rc != 0) {
-    VROCE_LOG(Warn, "ibv_modify_qp(qp 0x%x on %s, mask %s): %s", qp.ibv.qp_num,
-              dev.name().c_str(), qp_mask_names(mask).c_str(), why.c_str());
+    VROCE_LOG(Warn, "ibv_modify_qp(qp 0x%x on %s, mask %s): %s", qp.ibv.qp_num, dev.name().c_str(),
+              qp_mask_names(mask).c_str(), why.c_str());
     return rc;
   }
   ibv->state = qp.state.load(std::memory_order_relaxed);

@@ -33,7 +33,7 @@ struct Qp {
   DeviceState* device = nullptr;
   std::shared_ptr<transport::Engine> engine;
   bool sq_sig_all = false;
-  ibv_qp_cap cap{};  // as granted (rounded up)
+  ibv_qp_cap cap{};                          // as granted (rounded up)
   uint64_t max_message = uint64_t{1} << 30;  // the port's max_msg_sz
   std::atomic<uint8_t> max_rd_atomic{0};     // for post-time READ checks
 
@@ -50,6 +50,8 @@ struct Qp {
   transport::QpTransport tp;  // progress thread only
 };
 
-inline Qp* to_qp(ibv_qp* qp) noexcept { return reinterpret_cast<Qp*>(qp); }
+inline Qp* to_qp(ibv_qp* qp) noexcept {
+  return reinterpret_cast<Qp*>(qp);
+}
 
 }  // namespace vroce

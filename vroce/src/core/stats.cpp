@@ -2,10 +2,10 @@
 
 #include <cerrno>
 #include <cinttypes>
-#include <cstring>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 
 #include "config/config.h"
 #include "util/log.h"
@@ -22,10 +22,10 @@ constexpr const char* kNakNames[] = {"psn_sequence", "invalid_request", "remote_
 static_assert(std::size(kNakNames) == static_cast<size_t>(NakKind::kCount));
 
 constexpr const char* kDropNames[] = {
-    "truncated",      "bad_icrc",      "bad_transport_version", "unknown_opcode",
-    "bad_pad_count",  "length_mismatch", "payload_too_large",   "bad_aeth_syndrome",
-    "oversize_datagram", "bad_source", "unknown_qpn",           "qp_not_ready",
-    "wrong_peer",     "psn_gap_repeat", "unexpected_response",  "unsupported_opcode",
+    "truncated",         "bad_icrc",        "bad_transport_version", "unknown_opcode",
+    "bad_pad_count",     "length_mismatch", "payload_too_large",     "bad_aeth_syndrome",
+    "oversize_datagram", "bad_source",      "unknown_qpn",           "qp_not_ready",
+    "wrong_peer",        "psn_gap_repeat",  "unexpected_response",   "unsupported_opcode",
     "tx_socket_error"};
 static_assert(std::size(kDropNames) == static_cast<size_t>(DropReason::kCount));
 
@@ -33,13 +33,30 @@ constexpr const char* kFaultNames[] = {"drop", "duplicate", "corrupt", "reorder"
 static_assert(std::size(kFaultNames) == static_cast<size_t>(FaultKind::kCount));
 
 // ibv_wc_status values in order; names follow the enum (lower case, without IBV_WC_).
-constexpr const char* kWcNames[] = {
-    "success",        "loc_len_err",        "loc_qp_op_err",      "loc_eec_op_err",
-    "loc_prot_err",   "wr_flush_err",       "mw_bind_err",        "bad_resp_err",
-    "loc_access_err", "rem_inv_req_err",    "rem_access_err",     "rem_op_err",
-    "retry_exc_err",  "rnr_retry_exc_err",  "loc_rdd_viol_err",   "rem_inv_rd_req_err",
-    "rem_abort_err",  "inv_eecn_err",       "inv_eec_state_err",  "fatal_err",
-    "resp_timeout_err", "general_err",      "tm_err",             "tm_rndv_incomplete"};
+constexpr const char* kWcNames[] = {"success",
+                                    "loc_len_err",
+                                    "loc_qp_op_err",
+                                    "loc_eec_op_err",
+                                    "loc_prot_err",
+                                    "wr_flush_err",
+                                    "mw_bind_err",
+                                    "bad_resp_err",
+                                    "loc_access_err",
+                                    "rem_inv_req_err",
+                                    "rem_access_err",
+                                    "rem_op_err",
+                                    "retry_exc_err",
+                                    "rnr_retry_exc_err",
+                                    "loc_rdd_viol_err",
+                                    "rem_inv_rd_req_err",
+                                    "rem_abort_err",
+                                    "inv_eecn_err",
+                                    "inv_eec_state_err",
+                                    "fatal_err",
+                                    "resp_timeout_err",
+                                    "general_err",
+                                    "tm_err",
+                                    "tm_rndv_incomplete"};
 static_assert(std::size(kWcNames) == kWcStatusCount);
 
 template <size_t N>
@@ -133,21 +150,28 @@ std::string stats_json() {
 
 void stats_reset() noexcept {
   Stats& s = stats();
-  for (auto& c : s.tx_packets) c.reset();
-  for (auto& c : s.rx_packets) c.reset();
+  for (auto& c : s.tx_packets)
+    c.reset();
+  for (auto& c : s.rx_packets)
+    c.reset();
   s.tx_payload_bytes.reset();
   s.rx_payload_bytes.reset();
   s.retransmitted_packets.reset();
   s.ack_timeouts.reset();
   s.implied_naks.reset();
-  for (auto& c : s.naks_sent) c.reset();
-  for (auto& c : s.naks_received) c.reset();
+  for (auto& c : s.naks_sent)
+    c.reset();
+  for (auto& c : s.naks_received)
+    c.reset();
   s.rnr_naks_sent.reset();
   s.rnr_naks_received.reset();
   s.duplicate_requests.reset();
-  for (auto& c : s.drops) c.reset();
-  for (auto& c : s.faults) c.reset();
-  for (auto& c : s.completions) c.reset();
+  for (auto& c : s.drops)
+    c.reset();
+  for (auto& c : s.faults)
+    c.reset();
+  for (auto& c : s.completions)
+    c.reset();
   s.cq_overruns.reset();
 }
 

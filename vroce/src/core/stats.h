@@ -33,9 +33,9 @@ enum class DropReason : uint8_t {
   BadSource,         // no usable source/destination address
   // demultiplexing and state
   UnknownQpn,
-  QpNotReady,       // the QP is not in RTR/RTS/SQD (requests) or RTS/SQD (responses)
-  WrongPeer,        // source address or QPN is not the QP's connected peer
-  DuplicateNakGap,  // ahead of ePSN after the one NAK of this gap was sent
+  QpNotReady,          // the QP is not in RTR/RTS/SQD (requests) or RTS/SQD (responses)
+  WrongPeer,           // source address or QPN is not the QP's connected peer
+  DuplicateNakGap,     // ahead of ePSN after the one NAK of this gap was sent
   UnexpectedResponse,  // an ACK/response for no outstanding PSN
   Unsupported,         // atomics, CNP, SEND with invalidate: valid but not implemented
   TxSocketError,       // sendmmsg refused the packet (treated as wire loss)

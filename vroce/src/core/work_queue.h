@@ -22,14 +22,14 @@ struct SendWqe {
   uint32_t imm_be = 0;      // imm_data, big-endian as verbs keeps it
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
-  uint32_t num_sge = 0;     // 0 for inline data
-  uint64_t length = 0;      // total bytes of the message
+  uint32_t num_sge = 0;  // 0 for inline data
+  uint64_t length = 0;   // total bytes of the message
   bool is_inline = false;
 
   // Progress-thread state, reset when the WQE is first started.
-  uint32_t first_psn = 0;   // PSN of its first packet
-  uint32_t psn_count = 0;   // PSNs it uses (a READ reserves one per response packet)
-  uint32_t done_psns = 0;   // READ: response packets received in order
+  uint32_t first_psn = 0;  // PSN of its first packet
+  uint32_t psn_count = 0;  // PSNs it uses (a READ reserves one per response packet)
+  uint32_t done_psns = 0;  // READ: response packets received in order
   bool started = false;
 };
 

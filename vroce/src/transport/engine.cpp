@@ -132,8 +132,8 @@ int Engine::open(std::string* message) {
   timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   if (epoll_fd_ < 0 || event_fd_ < 0 || timer_fd_ < 0) {
     int err = errno;
-    *message = "device " + dev.name() + ": cannot create the progress thread's descriptors: " +
-               std::strerror(err);
+    *message = "device " + dev.name() +
+               ": cannot create the progress thread's descriptors: " + std::strerror(err);
     return err;
   }
   for (int fd : {port_.fd(), event_fd_, timer_fd_}) {
@@ -252,8 +252,8 @@ void Engine::run() {
     }
     if (held_) {
       // A packet held back for reordering goes out when nothing follows it.
-      OutDatagram d{held_->data.data(), held_->data.size(), &held_->dst, held_->dst_len,
-                    held_->traffic_class, held_->hop_limit};
+      OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
+                    held_->dst_len,     held_->traffic_class, held_->hop_limit};
       size_t refused = 0;
       port_.send(&d, 1, &refused);
       held_.reset();
@@ -475,9 +475,12 @@ void Engine::flush_tx() {
   } else {
     for (size_t i = 0; i < tx_count_; ++i) {
       const TxSlot& slot = tx_[i];
-      out_[i] = OutDatagram{slot.data,           slot.length,
-                            &slot.path->addr,    slot.path->addr_len,
-                            traffic_class_for(*slot.path), slot.path->hop_limit};
+      out_[i] = OutDatagram{slot.data,
+                            slot.length,
+                            &slot.path->addr,
+                            slot.path->addr_len,
+                            traffic_class_for(*slot.path),
+                            slot.path->hop_limit};
     }
     size_t refused = 0;
     port_.send(out_.data(), tx_count_, &refused);
@@ -491,7 +494,7 @@ void Engine::send_with_faults(size_t count) {
   Stats& s = stats();
   auto push_held = [&] {
     if (held_) {
-      out_[n++] = OutDatagram{held_->data.data(), held_->data.size(), &held_->dst,
+      out_[n++] = OutDatagram{held_->data.data(), held_->data.size(),   &held_->dst,
                               held_->dst_len,     held_->traffic_class, held_->hop_limit};
     }
   };
@@ -532,8 +535,8 @@ void Engine::send_with_faults(size_t count) {
       }
       continue;
     }
-    OutDatagram out{slot.data,           slot.length, &slot.path->addr, slot.path->addr_len,
-                    tclass, slot.path->hop_limit};
+    OutDatagram out{slot.data,           slot.length, &slot.path->addr,
+                    slot.path->addr_len, tclass,      slot.path->hop_limit};
     out_[n++] = out;
     if (verdict.duplicate) {
       s.count_fault(FaultKind::Duplicate);
@@ -556,8 +559,7 @@ void Engine::timer_pass() {
   size_t due = 0;
   while (!delayed_.empty() && delayed_.front().due <= now_) {
     const Delayed& d = delayed_.front();
-    OutDatagram out{d.data.data(), d.data.size(), &d.dst, d.dst_len, d.traffic_class,
-                    d.hop_limit};
+    OutDatagram out{d.data.data(), d.data.size(), &d.dst, d.dst_len, d.traffic_class, d.hop_limit};
     size_t refused = 0;
     port_.send(&out, 1, &refused);
     delayed_.pop_front();

@@ -132,15 +132,15 @@ class Engine {
   std::atomic<bool> eventfd_signalled_{false};
   std::mutex inbox_mutex_;
   std::condition_variable command_done_;
-  std::vector<Qp*> kicked_;           // guarded by inbox_mutex_
-  std::vector<Command*> commands_;    // guarded by inbox_mutex_
+  std::vector<Qp*> kicked_;         // guarded by inbox_mutex_
+  std::vector<Command*> commands_;  // guarded by inbox_mutex_
 
   // Progress-thread state.
   Clock::time_point now_{};
   std::unordered_map<uint32_t, Qp*> qps_;  // by QPN
   std::vector<Qp*> all_qps_;
   std::vector<Qp*> active_;
-  std::vector<TxSlot> tx_;     // kMaxBatch slots
+  std::vector<TxSlot> tx_;  // kMaxBatch slots
   size_t tx_count_ = 0;
   std::vector<OutDatagram> out_;
   std::deque<Delayed> delayed_;

@@ -20,9 +20,8 @@ uint32_t locate(const ibv_sge* sges, uint32_t num_sge, uint64_t* offset) {
 
 }  // namespace
 
-KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges,
-                         uint32_t num_sge, uint64_t offset, uint32_t length,
-                         std::span<uint8_t> bounce) {
+KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
+                         uint64_t offset, uint32_t length, std::span<uint8_t> bounce) {
   release();
   uint32_t i = locate(sges, num_sge, &offset);
   uint32_t left = length;

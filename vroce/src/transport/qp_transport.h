@@ -21,9 +21,9 @@ using Clock = std::chrono::steady_clock;
 struct PeerPath {
   sockaddr_storage addr{};  // the peer device's address, port 4791
   socklen_t addr_len = 0;
-  wire::FlowAddress flow;   // this side -> peer, for the ICRC
+  wire::FlowAddress flow;  // this side -> peer, for the ICRC
   uint32_t dest_qpn = 0;
-  uint32_t pmtu = 1024;     // payload bytes per full packet
+  uint32_t pmtu = 1024;       // payload bytes per full packet
   uint8_t traffic_class = 0;  // IP TOS / IPv6 traffic class of every packet
   uint8_t hop_limit = 64;     // IP TTL / IPv6 hop limit
 };
@@ -33,13 +33,13 @@ struct PeerPath {
 // moves the cursor back; an ACK beyond the cursor moves it forward, so packets the responder
 // already has are not sent again.
 struct Requester {
-  uint32_t sq_head = 0;      // oldest WQE not yet retired (SendQueue index, free-running)
-  uint32_t sq_assigned = 0;  // one past the last WQE with PSNs assigned
-  uint32_t sq_next = 0;      // cursor: WQE to transmit from
-  uint32_t next_pkt = 0;     // cursor: packet index within wqe(sq_next)
-  uint32_t psn = 0;          // cursor: PSN of the next packet to send
-  uint32_t psn_end = 0;      // first PSN not assigned to any WQE yet
-  uint32_t una = 0;          // oldest PSN not yet acknowledged
+  uint32_t sq_head = 0;       // oldest WQE not yet retired (SendQueue index, free-running)
+  uint32_t sq_assigned = 0;   // one past the last WQE with PSNs assigned
+  uint32_t sq_next = 0;       // cursor: WQE to transmit from
+  uint32_t next_pkt = 0;      // cursor: packet index within wqe(sq_next)
+  uint32_t psn = 0;           // cursor: PSN of the next packet to send
+  uint32_t psn_end = 0;       // first PSN not assigned to any WQE yet
+  uint32_t una = 0;           // oldest PSN not yet acknowledged
   uint32_t max_psn_sent = 0;  // highest PSN sent so far (READs: their last response PSN)
   bool any_sent = false;
   uint32_t reads_outstanding = 0;
@@ -54,7 +54,7 @@ struct Requester {
   std::chrono::nanoseconds ack_period{0};  // 0 = wait forever (timeout 0)
   Clock::time_point ack_deadline{};        // armed while packets are unacknowledged
   bool ack_timer_armed = false;
-  Clock::time_point rnr_until{};           // transmission paused until then after an RNR NAK
+  Clock::time_point rnr_until{};  // transmission paused until then after an RNR NAK
   bool rnr_waiting = false;
   uint32_t last_rewind_psn = 0;  // to ignore a late second NAK for a gap already rewound
   bool rewound = false;
@@ -76,16 +76,16 @@ struct ReadResponse {
 enum class InboundKind : uint8_t { None, Send, Write };
 
 struct Responder {
-  uint32_t epsn = 0;  // expected PSN
-  uint32_t msn = 0;   // messages completed, 24 bits
-  bool gap_nak_sent = false;  // one NAK (sequence error or RNR) per gap
+  uint32_t epsn = 0;               // expected PSN
+  uint32_t msn = 0;                // messages completed, 24 bits
+  bool gap_nak_sent = false;       // one NAK (sequence error or RNR) per gap
   bool first_packet_seen = false;  // for IBV_EVENT_COMM_EST
   uint8_t min_rnr_timer = 0;
   uint8_t max_dest_rd_atomic = 0;
   // The inbound message in progress.
   InboundKind inbound = InboundKind::None;
-  uint64_t offset = 0;      // bytes of it placed so far
-  uint64_t write_va = 0;    // RETH of a WRITE
+  uint64_t offset = 0;    // bytes of it placed so far
+  uint64_t write_va = 0;  // RETH of a WRITE
   uint32_t write_rkey = 0;
   uint64_t write_length = 0;
   bool recv_wqe_taken = false;  // a SEND holds wqe(rq.head)
@@ -106,7 +106,7 @@ struct QpTransport {
   PeerPath path;
   Requester req;
   Responder resp;
-  bool active = false;     // on the engine's list of QPs with work to do
+  bool active = false;      // on the engine's list of QPs with work to do
   bool registered = false;  // in the engine's QPN map
 };
 

@@ -30,9 +30,13 @@ constexpr uint32_t kWindow = 512;
 // AckReq at least this often within a long message, so the window keeps moving.
 constexpr uint32_t kAckReqInterval = 64;
 
-bool is_read(const SendWqe& w) { return w.opcode == IBV_WR_RDMA_READ; }
+bool is_read(const SendWqe& w) {
+  return w.opcode == IBV_WR_RDMA_READ;
+}
 
-uint32_t last_psn(const SendWqe& w) { return wire::psn_add(w.first_psn, w.psn_count - 1); }
+uint32_t last_psn(const SendWqe& w) {
+  return wire::psn_add(w.first_psn, w.psn_count - 1);
+}
 
 std::chrono::nanoseconds scaled(std::chrono::nanoseconds period) {
   double scale = config().time_scale;
@@ -50,7 +54,9 @@ void arm_ack_timer(Engine& engine, Requester& r) {
 }
 
 // Sent packets not yet acknowledged (or assigned PSNs not yet answered, for READs).
-bool outstanding(const Requester& r) { return r.any_sent && r.una != r.psn_end; }
+bool outstanding(const Requester& r) {
+  return r.any_sent && r.una != r.psn_end;
+}
 
 void update_una(Qp& qp) {
   Requester& r = qp.tp.req;
@@ -302,8 +308,8 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
     if (r.sq_next == r.sq_assigned) {
       // The cursor reached new work: assign PSNs to the next WQE, if it may start.
       if (r.sq_assigned == tail) {
-        if (draining && !outstanding(r) && r.sq_head == r.sq_assigned &&
-            !r.drained_event_sent && r.sqd_notify) {
+        if (draining && !outstanding(r) && r.sq_head == r.sq_assigned && !r.drained_event_sent &&
+            r.sqd_notify) {
           r.drained_event_sent = true;
           raise_qp_event(qp, IBV_EVENT_SQ_DRAINED);
         }
@@ -355,7 +361,7 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
       continue;
     }
     wire::SegmentPlan plan = wire::plan_segments(w.length, pmtu);
-    while (r.next_pkt < plan.packets && *budget > 0) {
+    while (r.next_pkt<plan.packets&& * budget> 0) {
       if (wire::psn_distance(r.una, r.psn) >= kWindow) {
         return false;
       }
@@ -538,8 +544,8 @@ void requester_on_timer(Engine& engine, Qp& qp) {
   }
   stats().ack_timeouts.add();
   if (r.retry_left == 0) {
-    VROCE_LOG(Info, "qp 0x%x: no ACK for PSN 0x%06x after %u retries; RETRY_EXC_ERR",
-              qp.ibv.qp_num, r.una, r.retry_cnt);
+    VROCE_LOG(Info, "qp 0x%x: no ACK for PSN 0x%06x after %u retries; RETRY_EXC_ERR", qp.ibv.qp_num,
+              r.una, r.retry_cnt);
     fail_head(engine, qp, IBV_WC_RETRY_EXC_ERR);
     return;
   }

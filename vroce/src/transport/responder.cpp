@@ -192,8 +192,7 @@ bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
         MrRef ref = qp.device->keys().lookup(reth.rkey, qp.pd, reth.va, reth.dma_length,
                                              IBV_ACCESS_REMOTE_WRITE, &error);
         if (!ref) {
-          fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError,
-                    IBV_EVENT_QP_ACCESS_ERR,
+          fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
                     "RDMA WRITE with an rkey, range or access that does not match a region");
           return false;
         }
@@ -219,8 +218,8 @@ bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
       owe_rnr(qp, bth.psn);
       return false;
     }
-    KeyError error = place_remote(qp.device->keys(), qp.pd, s.write_rkey,
-                                  s.write_va + s.offset, IBV_ACCESS_REMOTE_WRITE, packet.payload);
+    KeyError error = place_remote(qp.device->keys(), qp.pd, s.write_rkey, s.write_va + s.offset,
+                                  IBV_ACCESS_REMOTE_WRITE, packet.payload);
     if (error != KeyError::None) {
       fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
                 "RDMA WRITE into a region that is no longer registered");
@@ -256,12 +255,11 @@ bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
               "a SEND larger than the receive WQE's buffers (LOC_LEN_ERR on this side)");
     return false;
   }
-  KeyError error = scatter(qp.device->keys(), qp.pd, qp.rq.sges(head), w.num_sge, s.offset,
-                           packet.payload);
+  KeyError error =
+      scatter(qp.device->keys(), qp.pd, qp.rq.sges(head), w.num_sge, s.offset, packet.payload);
   if (error != KeyError::None) {
     complete_recv(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, nullptr);
-    fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteOperationalError,
-              IBV_EVENT_QP_ACCESS_ERR,
+    fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteOperationalError, IBV_EVENT_QP_ACCESS_ERR,
               "a receive WQE whose SGE has a bad lkey, range or no LOCAL_WRITE (LOC_PROT_ERR "
               "on this side)");
     return false;
@@ -335,14 +333,14 @@ bool responder_transmit(Engine& engine, Qp& qp, size_t* budget) {
     uint32_t k = rr.next_pkt;
     uint64_t offset = uint64_t{k} * pmtu;
     auto size = static_cast<uint32_t>(std::min<uint64_t>(pmtu, rr.length - offset));
-    wire::Opcode opcode = rr.packets == 1        ? wire::Opcode::ReadResponseOnly
-                          : k == 0               ? wire::Opcode::ReadResponseFirst
-                          : k + 1 == rr.packets  ? wire::Opcode::ReadResponseLast
-                                                 : wire::Opcode::ReadResponseMiddle;
+    wire::Opcode opcode = rr.packets == 1       ? wire::Opcode::ReadResponseOnly
+                          : k == 0              ? wire::Opcode::ReadResponseFirst
+                          : k + 1 == rr.packets ? wire::Opcode::ReadResponseLast
+                                                : wire::Opcode::ReadResponseMiddle;
     uint32_t psn = wire::psn_add(rr.first_psn, k);
     Gather gather;
-    KeyError error = gather.collect_remote(qp.device->keys(), qp.pd, rr.rkey, rr.va + offset,
-                                           size, engine.bounce());
+    KeyError error = gather.collect_remote(qp.device->keys(), qp.pd, rr.rkey, rr.va + offset, size,
+                                           engine.bounce());
     if (error != KeyError::None) {
       fatal_nak(engine, qp, psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
                 "RDMA READ from a region that is no longer registered");

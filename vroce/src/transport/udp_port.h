@@ -26,12 +26,12 @@ struct OutDatagram {
 
 // One received datagram.
 struct InDatagram {
-  uint8_t* data = nullptr;   // the buffer the caller lent
+  uint8_t* data = nullptr;  // the buffer the caller lent
   size_t capacity = 0;
   size_t length = 0;
-  bool truncated = false;    // larger than capacity (MSG_TRUNC)
-  sockaddr_storage src{};    // sender address and port
-  sockaddr_storage dst{};    // our address the datagram was sent to (port 4791)
+  bool truncated = false;  // larger than capacity (MSG_TRUNC)
+  sockaddr_storage src{};  // sender address and port
+  sockaddr_storage dst{};  // our address the datagram was sent to (port 4791)
   bool dst_known = false;
 };
 
