@@ -23,21 +23,28 @@ void require(bool ok, const std::string& what) {
 
 namespace {
 
+// The RoCEv2 GID of the device's bound address: its first IPv4-mapped RoCEv2 GID (mlx5 layout:
+// index 3), or, for a device bound to an IPv6 address, its first global IPv6 RoCEv2 GID.
 int find_v2_gid(ibv_context* ctx, const ibv_port_attr& port, ibv_gid* gid) {
-  // The device's bound address is its first IPv4-mapped RoCEv2 GID (mlx5 layout: index 3).
+  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  int ipv6 = -1;
   for (int i = 0; i < port.gid_tbl_len; ++i) {
     ibv_gid_entry entry{};
-    if (ibv_query_gid_ex(ctx, 1, static_cast<uint32_t>(i), &entry, 0) != 0) {
+    if (ibv_query_gid_ex(ctx, 1, static_cast<uint32_t>(i), &entry, 0) != 0 ||
+        entry.gid_type != IBV_GID_TYPE_ROCE_V2) {
       continue;
     }
-    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 &&
-        std::memcmp(entry.gid.raw, kMapped, sizeof(kMapped)) == 0) {
+    if (std::memcmp(entry.gid.raw, kMapped, sizeof(kMapped)) == 0) {
       *gid = entry.gid;
       return i;
     }
+    bool link_local = entry.gid.raw[0] == 0xfe && (entry.gid.raw[1] & 0xc0) == 0x80;
+    if (ipv6 < 0 && !link_local) {
+      ipv6 = i;
+      *gid = entry.gid;
+    }
   }
-  return -1;
+  return ipv6;
 }
 
 }  // namespace

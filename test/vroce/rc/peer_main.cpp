@@ -287,7 +287,12 @@ struct Requester {
 
 void run_opcodes_requester(const Args& a, Device& dev, Endpoint& ep, const PeerInfo& remote) {
   Requester r(a, dev, ep, remote, a.max_size);
-  std::vector<uint64_t> sizes = {0, 1, 7, 4095, 4096, 4097, 65539, 1 << 20};
+  std::vector<uint64_t> sizes;
+  for (uint64_t s : {0ull, 1ull, 7ull, 4095ull, 4096ull, 4097ull, 65539ull, 1ull << 20}) {
+    if (s <= a.max_size) {
+      sizes.push_back(s);
+    }
+  }
   for (uint64_t s = 4 << 20; s <= a.max_size; s *= 4) {
     sizes.push_back(s);
   }

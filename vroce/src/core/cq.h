@@ -17,6 +17,7 @@ namespace vroce {
 
 struct Context;
 struct Cq;
+class DeviceState;
 
 struct CompChannel {
   ibv_comp_channel ibv{};  // first member; ibv.fd is an eventfd, readable while events wait
@@ -41,6 +42,7 @@ inline CompChannel* to_channel(ibv_comp_channel* channel) noexcept {
 struct Cq {
   ibv_cq ibv{};  // first member: users hold &ibv
   Context* ctx = nullptr;
+  DeviceState* device = nullptr;  // whose engine an idle poller may drive
   CompChannel* channel = nullptr;
   std::atomic<uint32_t> qps{0};  // QPs using this CQ (send or receive)
 

@@ -104,6 +104,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
   pthread_mutex_init(&cq->ibv.mutex, nullptr);
   pthread_cond_init(&cq->ibv.cond, nullptr);
   cq->ctx = ctx;
+  cq->device = &DeviceState::of(*ctx->device);
   if (channel != nullptr) {
     cq->channel = to_channel(channel);
     cq->channel->cqs.fetch_add(1, std::memory_order_relaxed);

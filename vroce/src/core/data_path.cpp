@@ -187,8 +187,17 @@ int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   return rc;
 }
 
-int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
-  return to_cq(cq)->poll(num_entries, wc);
+int poll_cq(ibv_cq* ibv, int num_entries, ibv_wc* wc) {
+  Cq* cq = to_cq(ibv);
+  int n = cq->poll(num_entries, wc);
+  if (n == 0 && num_entries > 0) {
+    // Nothing yet: if the engine is idle, receive what arrived on this thread rather than wait
+    // for the progress thread to be scheduled (programs that busy-poll would otherwise compete
+    // with it for the CPU).
+    cq->device->progress();
+    n = cq->poll(num_entries, wc);
+  }
+  return n;
 }
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {

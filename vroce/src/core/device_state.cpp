@@ -2,6 +2,7 @@
 
 #include <map>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include "device/device.h"
@@ -51,13 +52,42 @@ uint32_t DeviceState::allocate_qpn() {
 }
 
 std::shared_ptr<transport::Engine> DeviceState::engine(int* error) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (auto running = engine_.lock()) {
     return running;
   }
-  auto started = transport::Engine::start(*this, error);
-  engine_ = started;
-  return started;
+  // A previous engine whose last QP just went may still hold the port: let it finish.
+  stopped_.wait(lock, [this] { return engines_alive_ == 0; });
+  std::unique_ptr<transport::Engine> fresh = transport::Engine::start(*this, error);
+  if (!fresh) {
+    return nullptr;
+  }
+  transport::Engine* raw = fresh.release();
+  ++engines_alive_;
+  live_.store(raw, std::memory_order_seq_cst);
+  std::shared_ptr<transport::Engine> shared(raw,
+                                            [this](transport::Engine* e) { engine_stopped(e); });
+  engine_ = shared;
+  return shared;
+}
+
+void DeviceState::engine_stopped(transport::Engine* engine) {
+  live_.store(nullptr, std::memory_order_seq_cst);
+  while (pollers_.load(std::memory_order_seq_cst) != 0) {
+    std::this_thread::yield();
+  }
+  delete engine;  // joins the progress thread and closes the socket
+  std::lock_guard lock(mutex_);
+  --engines_alive_;
+  stopped_.notify_all();
+}
+
+void DeviceState::progress() noexcept {
+  pollers_.fetch_add(1, std::memory_order_seq_cst);
+  if (transport::Engine* engine = live_.load(std::memory_order_seq_cst)) {
+    engine->try_progress();
+  }
+  pollers_.fetch_sub(1, std::memory_order_release);
 }
 
 void track_context_object(const Context* ctx, int delta) {

@@ -3,6 +3,8 @@
 // thread), which starts with the device's first QP and stops after its last.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,11 +39,23 @@ class DeviceState {
   // (EADDRINUSE when another process owns the address's UDP port 4791).
   std::shared_ptr<transport::Engine> engine(int* error);
 
+  // Lets the running engine, if any, process what arrived (called by pollers of an empty CQ).
+  void progress() noexcept;
+
  private:
+  // Engines are shared by the QPs of the device; the last QP's destruction stops the engine.
+  // `live_` lets CQ pollers reach the engine without owning it: the engine clears it and waits
+  // for pollers in flight before it goes away.
+  void engine_stopped(transport::Engine* engine);
+
   Device& device_;
   KeyTable keys_;
   std::mutex mutex_;
-  std::weak_ptr<transport::Engine> engine_;
+  std::condition_variable stopped_;
+  std::weak_ptr<transport::Engine> engine_;  // guarded by mutex_
+  int engines_alive_ = 0;                    // guarded by mutex_: 0 or 1
+  std::atomic<transport::Engine*> live_{nullptr};
+  std::atomic<uint32_t> pollers_{0};
   uint32_t next_qpn_;
 };
 

@@ -90,8 +90,8 @@ timespec to_timespec(Clock::time_point t) {
 
 }  // namespace
 
-std::shared_ptr<Engine> Engine::start(DeviceState& device, int* error) {
-  auto engine = std::make_shared<Engine>(device, config().faults);
+std::unique_ptr<Engine> Engine::start(DeviceState& device, int* error) {
+  auto engine = std::make_unique<Engine>(device, config().faults);
   std::string message;
   int rc = engine->open(&message);
   if (rc != 0) {
@@ -168,25 +168,15 @@ Engine::~Engine() {
   }
 }
 
-// ---- application side ------------------------------------------------------------------------
+// ---- any thread --------------------------------------------------------------------------
 
 int Engine::call(const std::function<int()>& fn) {
-  if (std::this_thread::get_id() == thread_id_) {
-    return fn();
-  }
-  Command command;
-  command.fn = &fn;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    commands_.push_back(&command);
-  }
-  kick_pending_.store(true, std::memory_order_seq_cst);
-  if (sleeping_.load(std::memory_order_seq_cst)) {
-    wake();
-  }
-  std::unique_lock lock(inbox_mutex_);
-  command_done_.wait(lock, [&] { return command.done; });
-  return command.result;
+  std::lock_guard lock(mutex_);
+  now_ = Clock::now();
+  int rc = fn();
+  flush_tx();
+  hand_over(!active_.empty());
+  return rc;
 }
 
 void Engine::add_qp(Qp* qp) {
@@ -213,6 +203,20 @@ void Engine::remove_qp(Qp* qp) {
 }
 
 void Engine::kick(Qp* qp) noexcept {
+  if (mutex_.try_lock()) {
+    // The engine is idle: transmit now from this thread, as a doorbell would start the NIC.
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    now_ = Clock::now();
+    activate(qp);
+    if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
+      take_kicks();
+    }
+    transmit_pass();
+    flush_tx();
+    hand_over(!active_.empty());
+    return;
+  }
+  // Someone holds the engine: leave the QP for them, and wake the thread if it sleeps.
   if (!qp->kick_queued.exchange(true, std::memory_order_seq_cst)) {
     std::lock_guard lock(inbox_mutex_);
     kicked_.push_back(qp);
@@ -223,6 +227,14 @@ void Engine::kick(Qp* qp) noexcept {
   }
 }
 
+void Engine::try_progress() noexcept {
+  if (!mutex_.try_lock()) {
+    return;  // another thread is making progress right now
+  }
+  std::lock_guard lock(mutex_, std::adopt_lock);
+  hand_over(pump(true));
+}
+
 void Engine::wake() noexcept {
   if (!eventfd_signalled_.exchange(true, std::memory_order_acq_rel)) {
     uint64_t one = 1;
@@ -230,42 +242,46 @@ void Engine::wake() noexcept {
   }
 }
 
-// ---- progress thread -------------------------------------------------------------------------
+void Engine::hand_over(bool more) {
+  if (more) {
+    wake();  // more to send than one round: the progress thread carries on
+    return;
+  }
+  bool any = false;
+  Clock::time_point deadline = next_deadline(&any);
+  if (any && (!timer_armed_ || deadline < armed_deadline_)) {
+    arm_timerfd(deadline, true);
+  }
+}
+
+// ---- the progress thread ---------------------------------------------------------------------
 
 void Engine::run() {
-  thread_id_ = std::this_thread::get_id();
   epoll_event events[4];
+  bool timer_fired = false;
   while (!stop_.load(std::memory_order_relaxed)) {
-    now_ = Clock::now();
-    if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
-      run_commands();
-      take_kicks();
+    bool more = true;
+    while (more && !stop_.load(std::memory_order_relaxed)) {
+      // The lock is given up between rounds, so posting and polling threads can get in.
+      std::lock_guard lock(mutex_);
+      if (timer_fired) {
+        timer_armed_ = false;
+        timer_fired = false;
+      }
+      more = pump(true);
     }
-    bool received = false;
-    receive_pass(&received);
-    now_ = Clock::now();
-    timer_pass();
-    transmit_pass();
-    flush_tx();
-    if (received || !active_.empty()) {
-      continue;
-    }
-    if (held_) {
-      // A packet held back for reordering goes out when nothing follows it.
-      OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
-                    held_->dst_len,     held_->traffic_class, held_->hop_limit};
-      size_t refused = 0;
-      port_.send(&d, 1, &refused);
-      held_.reset();
+    {
+      std::lock_guard lock(mutex_);
+      send_held();
+      bool any = false;
+      Clock::time_point deadline = next_deadline(&any);
+      arm_timerfd(deadline, any);
     }
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (kick_pending_.load(std::memory_order_seq_cst)) {
+    if (kick_pending_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_seq_cst)) {
       sleeping_.store(false, std::memory_order_relaxed);
       continue;
     }
-    bool any = false;
-    Clock::time_point deadline = next_deadline(&any);
-    arm_timerfd(deadline, any);
     int n = ::epoll_wait(epoll_fd_, events, 4, -1);
     sleeping_.store(false, std::memory_order_seq_cst);
     for (int i = 0; i < n; ++i) {
@@ -275,35 +291,26 @@ void Engine::run() {
         [[maybe_unused]] ssize_t r = ::read(event_fd_, &value, sizeof(value));
       } else if (events[i].data.fd == timer_fd_) {
         [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
-        timer_armed_ = false;
+        timer_fired = true;
       }
     }
   }
-  // Commands that raced with the stop still get an answer.
-  run_commands();
 }
 
-void Engine::run_commands() {
-  std::vector<Command*> commands;
-  {
-    std::lock_guard lock(inbox_mutex_);
-    commands.swap(commands_);
+bool Engine::pump(bool receive) {
+  now_ = Clock::now();
+  if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
+    take_kicks();
   }
-  if (commands.empty()) {
-    return;
+  bool received = false;
+  if (receive) {
+    receive_pass(&received);
+    now_ = Clock::now();
   }
-  for (Command* command : commands) {
-    command->result = (*command->fn)();
-  }
-  // Commands may have produced packets (flush ACKs) or completions; send before answering.
+  timer_pass();
+  transmit_pass();
   flush_tx();
-  {
-    std::lock_guard lock(inbox_mutex_);
-    for (Command* command : commands) {
-      command->done = true;
-    }
-  }
-  command_done_.notify_all();
+  return received || !active_.empty();
 }
 
 void Engine::take_kicks() {
@@ -316,6 +323,18 @@ void Engine::take_kicks() {
     qp->kick_queued.store(false, std::memory_order_seq_cst);
     activate(qp);
   }
+}
+
+void Engine::send_held() {
+  if (!held_) {
+    return;
+  }
+  // A packet held back for reordering goes out when nothing follows it.
+  OutDatagram d{held_->data.data(), held_->data.size(), &held_->dst,
+                held_->dst_len,     held_->traffic_class, held_->hop_limit};
+  size_t refused = 0;
+  port_.send(&d, 1, &refused);
+  held_.reset();
 }
 
 void Engine::activate(Qp* qp) noexcept {

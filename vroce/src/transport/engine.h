@@ -1,12 +1,14 @@
-// The RC transport engine of one device in one process: the device's UDP socket and one progress
-// thread that blocks in epoll on that socket, an eventfd (posting threads kick it, only when it
-// sleeps) and a timerfd (ACK timeouts, RNR waits, delayed packets). It owns every QP's transport
-// state; application threads reach it only by posting to queues, by kick(), and by call(), which
-// runs a control operation (modify, destroy) on the progress thread and waits for it.
+// The RC transport engine of one device in one process: the device's UDP socket, the transport
+// state of its QPs, and one progress thread that blocks in epoll on that socket, an eventfd and a
+// timerfd (ACK timeouts, RNR waits, delayed packets). All of it is guarded by one mutex, and any
+// thread that holds it may make progress: the progress thread when woken, a posting thread that
+// finds the engine idle (it transmits its own work at once, as a NIC's doorbell would), a thread
+// polling an empty CQ (it receives what arrived), and control operations (modify, destroy). A
+// posting thread that finds the engine busy leaves its QP on a list and wakes the thread only if
+// it sleeps. Nobody holds the mutex while blocked, so nothing waits for a sleeping thread.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -43,7 +45,7 @@ struct TxMeta {
 class Engine {
  public:
   // Opens the device's socket and starts the progress thread. nullptr with *error on failure.
-  static std::shared_ptr<Engine> start(DeviceState& device, int* error);
+  static std::unique_ptr<Engine> start(DeviceState& device, int* error);
 
   Engine(DeviceState& device, const FaultSpec& faults);
   Engine(const Engine&) = delete;
@@ -53,18 +55,22 @@ class Engine {
   DeviceState& device() const noexcept { return device_; }
   int socket_family() const noexcept { return port_.family(); }
 
-  // ---- application threads -----------------------------------------------------------------
+  // ---- any thread, without the mutex -------------------------------------------------------
 
-  // Runs fn on the progress thread and returns its result once it ran.
+  // Runs fn with the engine mutex held (control operations: add/remove/modify QPs).
   int call(const std::function<int()>& fn);
 
   void add_qp(Qp* qp);
   void remove_qp(Qp* qp);
 
-  // A QP has new send work (or, in ERR, new WQEs to flush). Cheap when the thread is awake.
+  // A QP has new send work (or, in ERR, new WQEs to flush). Transmits at once when the engine
+  // is idle; otherwise queues the QP for whoever holds the engine.
   void kick(Qp* qp) noexcept;
 
-  // ---- progress thread ---------------------------------------------------------------------
+  // Receives and processes what arrived, if no other thread is at it (a CQ poller's idle hook).
+  void try_progress() noexcept;
+
+  // ---- with the mutex held (transport code) --------------------------------------------------
 
   Clock::time_point now() const noexcept { return now_; }
 
@@ -94,16 +100,16 @@ class Engine {
     uint8_t traffic_class = 0;
     uint8_t hop_limit = 0;
   };
-  struct Command {
-    const std::function<int()>* fn = nullptr;
-    int result = 0;
-    bool done = false;
-  };
-
   int open(std::string* message);
   void run();
   void wake() noexcept;
-  void run_commands();
+  // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
+  // is more to do right away. Needs the mutex.
+  bool pump(bool receive);
+  // After work done by a thread other than the progress thread (which re-arms its timer before
+  // it sleeps): make sure the progress thread carries on when there is more to send, and that
+  // its timer covers the earliest deadline. Needs the mutex.
+  void hand_over(bool more);
   void take_kicks();
   void receive_pass(bool* got_any);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
@@ -111,6 +117,7 @@ class Engine {
   void transmit_pass();
   void flush_tx();
   void send_with_faults(size_t count);
+  void send_held();
   void timer_pass();
   Clock::time_point next_deadline(bool* any) const;
   void arm_timerfd(Clock::time_point deadline, bool any);
@@ -124,18 +131,16 @@ class Engine {
   int timer_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::thread::id thread_id_;
 
-  // Kicks and commands from application threads.
+  // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> eventfd_signalled_{false};
   std::mutex inbox_mutex_;
-  std::condition_variable command_done_;
-  std::vector<Qp*> kicked_;         // guarded by inbox_mutex_
-  std::vector<Command*> commands_;  // guarded by inbox_mutex_
+  std::vector<Qp*> kicked_;  // guarded by inbox_mutex_
 
-  // Progress-thread state.
+  // Everything below is guarded by mutex_.
+  std::mutex mutex_;
   Clock::time_point now_{};
   std::unordered_map<uint32_t, Qp*> qps_;  // by QPN
   std::vector<Qp*> all_qps_;
