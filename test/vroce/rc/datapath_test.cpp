@@ -445,3 +445,38 @@ TEST_CASE("completion channel: solicited-only and any-completion events", "[data
   ibv_ack_cq_events(cq, 1);
   CHECK(one(p.eb.recv_cq).wr_id == 3);
 }
+
+TEST_CASE("SQD: no new WQE starts, SQ_DRAINED once the started ones completed, RTS resumes",
+          "[datapath]") {
+  Pair p;
+  Buffer src(p.a.pd, 4096, kRemote);
+  Buffer dst(p.b.pd, 4096, kRemote);
+  fill_pattern(src.data, 4096, 77);
+  // A large WRITE is in flight when SQD is entered: it completes, then the queue has drained.
+  Buffer big_src(p.a.pd, 1 << 20, kRemote);
+  Buffer big_dst(p.b.pd, 1 << 20, kRemote);
+  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 1, {big_src.sge(0, 1 << 20)}, IBV_SEND_SIGNALED,
+                    big_dst.addr(), big_dst.mr->rkey) == 0);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_SQD;
+  attr.en_sqd_async_notify = 1;
+  REQUIRE(ibv_modify_qp(p.ea.qp, &attr, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+  ibv_async_event ev{};
+  REQUIRE(wait_async_event(p.a.ctx, &ev, kWait));
+  CHECK(ev.event_type == IBV_EVENT_SQ_DRAINED);
+  CHECK(ev.element.qp == p.ea.qp);
+  ibv_ack_async_event(&ev);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);  // the WRITE in flight completed
+  // Posted in SQD: queued, not started.
+  std::memset(dst.data, 0, 4096);
+  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE, 2, {src.sge(0, 4096)}, IBV_SEND_SIGNALED, dst.addr(),
+                    dst.mr->rkey) == 0);
+  CHECK(wait_completions(p.ea.send_cq, 1, 300ms).empty());
+  CHECK(dst.data[0] == 0);
+  attr.qp_state = IBV_QPS_RTS;
+  REQUIRE(ibv_modify_qp(p.ea.qp, &attr, IBV_QP_STATE) == 0);
+  ibv_wc wc = one(p.ea.send_cq);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(wc.wr_id == 2);
+  CHECK(find_mismatch(dst.data, 4096, 77) == -1);
+}

@@ -307,16 +307,19 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
   while (*budget > 0) {
     if (r.sq_next == r.sq_assigned) {
       // The cursor reached new work: assign PSNs to the next WQE, if it may start.
-      if (r.sq_assigned == tail) {
-        if (draining && !outstanding(r) && r.sq_head == r.sq_assigned && !r.drained_event_sent &&
-            r.sqd_notify) {
+      if (draining) {
+        // SQD starts nothing new; the queue has drained once all started WQEs completed.
+        if (r.sq_head == r.sq_assigned && !r.drained_event_sent && r.sqd_notify) {
           r.drained_event_sent = true;
           raise_qp_event(qp, IBV_EVENT_SQ_DRAINED);
         }
         return false;
       }
+      if (r.sq_assigned == tail) {
+        return false;
+      }
       SendWqe& w = qp.sq.wqe(r.sq_assigned);
-      if (draining || wire::psn_distance(r.una, r.psn) >= kWindow) {
+      if (wire::psn_distance(r.una, r.psn) >= kWindow) {
         return false;
       }
       if (is_read(w) && r.reads_outstanding >= std::max<uint32_t>(r.max_rd_atomic, 1)) {
