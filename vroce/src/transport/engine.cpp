@@ -22,7 +22,9 @@ namespace vroce::transport {
 namespace {
 
 constexpr size_t kRxBufferSize = wire::kMaxPacketSize + 256;
-constexpr size_t kRxBatchesPerPass = 8;
+// One receive batch per round: the ACKs a batch owes go out before the next batch is read, so a
+// requester's window keeps moving while a long stream is received.
+constexpr size_t kRxBatchesPerPass = 1;
 constexpr size_t kTxBudgetPerQp = 64;
 
 DropReason drop_reason(wire::ParseError error) {
@@ -227,7 +229,14 @@ void Engine::kick(Qp* qp) noexcept {
   }
 }
 
+bool Engine::pollers_active() const noexcept {
+  auto last = last_poll_ns_.load(std::memory_order_relaxed);
+  auto now = Clock::now().time_since_epoch().count();
+  return last != 0 && now - last < kPollerGrace.count();
+}
+
 void Engine::try_progress() noexcept {
+  last_poll_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (!mutex_.try_lock()) {
     return;  // another thread is making progress right now
   }
@@ -282,7 +291,18 @@ void Engine::run() {
       sleeping_.store(false, std::memory_order_relaxed);
       continue;
     }
-    int n = ::epoll_wait(epoll_fd_, events, 4, -1);
+    // While a program busy-polls its CQs it receives for us (try_progress); waking up for every
+    // packet as well would only take the CPU from it. Leave the socket out of the wait then, and
+    // look again every millisecond.
+    bool pollers = pollers_active();
+    if (pollers == socket_watched_) {
+      epoll_event ev{};
+      ev.events = pollers ? 0u : static_cast<uint32_t>(EPOLLIN);
+      ev.data.fd = port_.fd();
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, port_.fd(), &ev);
+      socket_watched_ = !pollers;
+    }
+    int n = ::epoll_wait(epoll_fd_, events, 4, pollers ? 1 : -1);
     sleeping_.store(false, std::memory_order_seq_cst);
     for (int i = 0; i < n; ++i) {
       uint64_t value;
@@ -302,15 +322,17 @@ bool Engine::pump(bool receive) {
   if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
     take_kicks();
   }
-  bool received = false;
+  bool more_waiting = false;
   if (receive) {
-    receive_pass(&received);
+    receive_pass(&more_waiting);
     now_ = Clock::now();
   }
   timer_pass();
   transmit_pass();
   flush_tx();
-  return received || !active_.empty();
+  // Only work left right now counts: waking the progress thread for a drained socket would
+  // cost a context switch per packet while a program busy-polls.
+  return more_waiting || !active_.empty();
 }
 
 void Engine::take_kicks() {
@@ -330,7 +352,7 @@ void Engine::send_held() {
     return;
   }
   // A packet held back for reordering goes out when nothing follows it.
-  OutDatagram d{held_->data.data(), held_->data.size(), &held_->dst,
+  OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
                 held_->dst_len,     held_->traffic_class, held_->hop_limit};
   size_t refused = 0;
   port_.send(&d, 1, &refused);
@@ -344,13 +366,14 @@ void Engine::activate(Qp* qp) noexcept {
   }
 }
 
-void Engine::receive_pass(bool* got_any) {
+void Engine::receive_pass(bool* more_waiting) {
   for (size_t pass = 0; pass < kRxBatchesPerPass; ++pass) {
     size_t n = port_.receive(rx_.data(), rx_.size());
     if (n == 0) {
       return;
     }
-    *got_any = true;
+    // A full batch may have left more in the socket; a partial one drained it.
+    *more_waiting = n == rx_.size();
     for (size_t i = 0; i < n; ++i) {
       InDatagram& d = rx_[i];
       if (d.truncated) {

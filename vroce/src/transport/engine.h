@@ -106,12 +106,14 @@ class Engine {
   // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
   // is more to do right away. Needs the mutex.
   bool pump(bool receive);
+  // True while some thread polled an empty CQ of this engine within the last kPollerGrace.
+  bool pollers_active() const noexcept;
   // After work done by a thread other than the progress thread (which re-arms its timer before
   // it sleeps): make sure the progress thread carries on when there is more to send, and that
   // its timer covers the earliest deadline. Needs the mutex.
   void hand_over(bool more);
   void take_kicks();
-  void receive_pass(bool* got_any);
+  void receive_pass(bool* more_waiting);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst);
   void transmit_pass();
@@ -131,6 +133,9 @@ class Engine {
   int timer_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  static constexpr std::chrono::nanoseconds kPollerGrace{1'000'000};
+  std::atomic<int64_t> last_poll_ns_{0};  // Clock time of the last try_progress()
+  bool socket_watched_ = true;            // progress thread only: the socket is in its epoll set
 
   // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};

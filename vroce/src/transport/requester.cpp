@@ -26,9 +26,9 @@ namespace vroce::transport {
 namespace {
 
 // Unacknowledged request PSNs allowed in flight: sized to fit the receiver's socket buffer.
-constexpr uint32_t kWindow = 512;
+constexpr uint32_t kWindow = 1024;
 // AckReq at least this often within a long message, so the window keeps moving.
-constexpr uint32_t kAckReqInterval = 64;
+constexpr uint32_t kAckReqInterval = 32;
 
 bool is_read(const SendWqe& w) {
   return w.opcode == IBV_WR_RDMA_READ;
