@@ -326,6 +326,7 @@ int requester(int ctl, bool quick) {
   for (uint64_t size = 4096; size <= kMaxSize; size *= 4) {
     rows.push_back({size, write_bandwidth(ep, src, back, remote, size, total), 0});
   }
+  std::string after_writes = stats_json();
 
   // vroce ping-pong.
   put<int>(ctl, 1);
@@ -390,6 +391,10 @@ int requester(int ctl, bool quick) {
     std::printf("  %-27s %10.3f   %15.3f   %9.2f\n", label.c_str(), r.vroce_gbps, r.udp_gbps,
                 r.udp_gbps > 0 ? r.vroce_gbps / r.udp_gbps : 0.0);
   }
+  std::printf("  (requester: %llu packets retransmitted, %llu ACK timeouts, %llu NAKs received)\n",
+              static_cast<unsigned long long>(stat(after_writes, "retransmitted_packets")),
+              static_cast<unsigned long long>(stat(after_writes, "ack_timeouts")),
+              static_cast<unsigned long long>(stat(after_writes, "naks_received.psn_sequence")));
   std::printf("\n8-byte ping-pong round trip   p50 us   p90 us   p99 us\n");
   std::printf("  vroce WRITE_WITH_IMM       %7.1f  %7.1f  %7.1f\n", percentile(vroce_rtt, 0.5),
               percentile(vroce_rtt, 0.9), percentile(vroce_rtt, 0.99));

@@ -5,6 +5,10 @@
 // under ASan/UBSan and TSan; the two-process suite covers the large sizes.
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -479,4 +483,137 @@ TEST_CASE("SQD: no new WQE starts, SQ_DRAINED once the started ones completed, R
   CHECK(wc.status == IBV_WC_SUCCESS);
   CHECK(wc.wr_id == 2);
   CHECK(find_mismatch(dst.data, 4096, 77) == -1);
+}
+
+TEST_CASE("a message above the port's max_msg_sz completes with LOC_LEN_ERR",
+          "[datapath][errors]") {
+  Pair p;
+  // 1.5 GiB of address space, registered but never touched (the port's max_msg_sz is 1 GiB).
+  size_t big = size_t{3} << 29;
+  void* mem = mmap(nullptr, big, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(mem != MAP_FAILED);
+  ibv_mr* mr = ibv_reg_mr(p.a.pd, mem, big, IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(mr != nullptr);
+  ibv_sge sge{reinterpret_cast<uint64_t>(mem), static_cast<uint32_t>(big), mr->lkey};
+  REQUIRE(post_send(p.ea, IBV_WR_SEND, 1, {sge}) == 0);
+  ibv_wc wc = one(p.ea.send_cq);
+  CHECK(wc.status == IBV_WC_LOC_LEN_ERR);
+  CHECK(state_of(p.ea.qp) == IBV_QPS_ERR);
+  CHECK(ibv_dereg_mr(mr) == 0);
+  munmap(mem, big);
+}
+
+namespace {
+
+// The ICRC as RoCEv2 defines it, computed here with zlib rather than vroce's codec: CRC-32 over
+// 8 bytes of 0xFF, the IPv4 header with TOS, TTL and checksum set to ones (vroce sends ID 0 with
+// DF), the UDP header with checksum 0xFFFF, the BTH with byte 4 set to 0xFF, and the rest.
+uint32_t reference_icrc(uint32_t src, uint32_t dst, uint16_t sport, const std::vector<uint8_t>& p) {
+  std::vector<uint8_t> b(8, 0xFF);
+  size_t udp_len = 8 + p.size() + 4;
+  size_t ip_len = 20 + udp_len;
+  uint8_t ip[20] = {0x45,
+                    0xFF,
+                    static_cast<uint8_t>(ip_len >> 8),
+                    static_cast<uint8_t>(ip_len),
+                    0,
+                    0,
+                    0x40,
+                    0,
+                    0xFF,
+                    17,
+                    0xFF,
+                    0xFF};
+  uint32_t s = htonl(src), d = htonl(dst);
+  std::memcpy(ip + 12, &s, 4);
+  std::memcpy(ip + 16, &d, 4);
+  b.insert(b.end(), ip, ip + 20);
+  uint8_t udp[8] = {static_cast<uint8_t>(sport >> 8),   static_cast<uint8_t>(sport),   0x12, 0xB7,
+                    static_cast<uint8_t>(udp_len >> 8), static_cast<uint8_t>(udp_len), 0xFF, 0xFF};
+  b.insert(b.end(), udp, udp + 8);
+  size_t bth = b.size();
+  b.insert(b.end(), p.begin(), p.end());
+  b[bth + 4] = 0xFF;
+  return static_cast<uint32_t>(crc32(0, b.data(), static_cast<uInt>(b.size())));
+}
+
+// A SEND_ONLY (or any opcode) with 8 payload bytes and a correct ICRC for the flow.
+std::vector<uint8_t> packet(uint8_t opcode, uint32_t qpn, uint32_t psn, uint32_t src, uint32_t dst,
+                            uint16_t sport) {
+  std::vector<uint8_t> p = {opcode,
+                            0,
+                            0xFF,
+                            0xFF,
+                            0,
+                            static_cast<uint8_t>(qpn >> 16),
+                            static_cast<uint8_t>(qpn >> 8),
+                            static_cast<uint8_t>(qpn),
+                            0x80,
+                            static_cast<uint8_t>(psn >> 16),
+                            static_cast<uint8_t>(psn >> 8),
+                            static_cast<uint8_t>(psn)};
+  for (int i = 0; i < 8; ++i) {
+    p.push_back(static_cast<uint8_t>(i));
+  }
+  uint32_t crc = reference_icrc(src, dst, sport, p);
+  for (int i = 0; i < 4; ++i) {
+    p.push_back(static_cast<uint8_t>(crc >> (8 * i)));  // little-endian
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("malformed and stray packets are dropped and counted, never executed",
+          "[datapath][errors]") {
+  Pair p;
+  Buffer dst(p.b.pd, 64, kRemote);
+  std::memset(dst.data, 0, 64);
+  post_recv(p.eb, 1, {dst.sge(0, 64)});
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in me{};
+  me.sin_family = AF_INET;
+  me.sin_port = htons(4791);
+  inet_pton(AF_INET, "127.0.3.22", &me.sin_addr);  // not the responder QP's peer
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof(me)) == 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(4791);
+  inet_pton(AF_INET, "127.0.3.21", &to.sin_addr);
+  const uint32_t from_ip = 0x7F000316, to_ip = 0x7F000315;
+  uint32_t qpn = p.eb.qp->qp_num;
+  auto send = [&](const std::vector<uint8_t>& bytes) {
+    REQUIRE(::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to),
+                     sizeof(to)) == static_cast<ssize_t>(bytes.size()));
+  };
+  std::string before = stats_json();
+  send({0x04, 0, 0xFF});  // shorter than a BTH
+  std::vector<uint8_t> corrupt = packet(0x04, qpn, 0, from_ip, to_ip, 4791);
+  corrupt[14] ^= 1;  // payload changed after the ICRC
+  send(corrupt);
+  send(packet(0x04, qpn ^ 0x800000, 0, from_ip, to_ip, 4791));  // no such QP
+  send(packet(0x1F, qpn, 0, from_ip, to_ip, 4791));             // not an RC opcode
+  send(packet(0x04, qpn, p.ea.psn, from_ip, to_ip, 4791));      // right QP, wrong sender
+  auto deadline = std::chrono::steady_clock::now() + kWait;
+  auto delta = [&](const char* path) { return stat(stats_json(), path) - stat(before, path); };
+  while (delta("drops.wrong_peer") == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(delta("drops.truncated") == 1);
+  CHECK(delta("drops.bad_icrc") == 1);  // the reference ICRC matches vroce's: only this one
+  CHECK(delta("drops.unknown_qpn") == 1);
+  CHECK(delta("drops.unknown_opcode") == 1);
+  CHECK(delta("drops.wrong_peer") == 1);
+  // Nothing reached the receive queue or memory, and the QP still works.
+  CHECK(wait_completions(p.eb.recv_cq, 1, 200ms).empty());
+  CHECK(dst.data[0] == 0);
+  Buffer src(p.a.pd, 64, kRemote);
+  fill_pattern(src.data, 64, 3);
+  REQUIRE(post_send(p.ea, IBV_WR_SEND, 9, {src.sge(0, 64)}) == 0);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(one(p.eb.recv_cq).status == IBV_WC_SUCCESS);
+  CHECK(find_mismatch(dst.data, 64, 3) == -1);
+  ::close(fd);
 }

@@ -2,7 +2,10 @@
 // registration rules (access, bounds, mapping, dma-buf), PD/CQ/channel busy rules, CQ sizes and
 // overrun, QP creation caps, modify_qp refusals that leave the QP unchanged, and post-time
 // errors with *bad_wr.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -429,4 +432,30 @@ TEST_CASE("the live-object counters return to zero", "[objects]") {
   CHECK(stat(after, "live.pds") == 0);
   CHECK(stat(after, "live.mrs") == 0);
   CHECK(stat(after, "live.engines") == 0);  // the last QP stopped the progress thread
+}
+
+TEST_CASE("a device address whose UDP port 4791 is taken: ibv_create_qp fails with EADDRINUSE",
+          "[objects][qp]") {
+  // Stands in for another process that owns the device.
+  int squatter = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(squatter >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(4791);
+  inet_pton(AF_INET, "127.0.3.10", &addr.sin_addr);
+  REQUIRE(::bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  {
+    Device d("vrO");
+    ibv_cq* cq = ibv_create_cq(d.ctx, 8, nullptr, nullptr, 0);
+    errno = 0;
+    CHECK(make_qp(d, cq) == nullptr);
+    CHECK(errno == EADDRINUSE);
+    CHECK(stat(stats_json(), "live.engines") == 0);
+    ::close(squatter);
+    // Once the port is free the device works again.
+    ibv_qp* qp = make_qp(d, cq);
+    CHECK(qp != nullptr);
+    CHECK(ibv_destroy_qp(qp) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+  }
 }
