@@ -2,6 +2,8 @@
 # Debian's unmodified ibv_rc_pingpong (linked against rdma-core 44) between two processes, each on
 # its own vroce device, through LD_LIBRARY_PATH=<build>/vroce/lib: busy-polling and with
 # completion events (-e), several sizes. Checks the program's own report and vroce's counters.
+# Then ibv_srq/ud/uc/xsrq_pingpong, which need what vroce does not implement, must load and refuse
+# cleanly.
 #
 #   rc_pingpong_test.sh <dir holding vroce's libibverbs.so.1>
 set -euo pipefail
@@ -69,3 +71,19 @@ run_case busy-poll
 run_case events -e
 run_case size-64k-mtu-1024 -s 65536 -m 1024
 run_case size-1-mtu-4096 -s 1 -m 4096 -e
+
+# Debian's programs for what vroce does not implement load (every symbol they import exists) and
+# fail with their own message, not a crash: SRQ, UD and UC QPs, XRC domains.
+expect_refusal() {
+  local prog=$1 message=$2
+  local status=0
+  VROCE_DEVICES=vrP1=127.0.3.50 timeout 30 "$prog" -d vrP1 -g 3 -p $((20000 + (RANDOM % 20000))) \
+    >"$work/$prog.log" 2>&1 || status=$?
+  ((status == 1)) || fail "$prog: exit status $status, expected 1 (a refusal, not a crash)"
+  grep -q "$message" "$work/$prog.log" || fail "$prog: no '$message'"
+  echo "ok: $prog refused: $(grep "$message" "$work/$prog.log")"
+}
+expect_refusal ibv_srq_pingpong "Couldn't create SRQ"
+expect_refusal ibv_ud_pingpong "Couldn't create QP"
+expect_refusal ibv_uc_pingpong "Couldn't create QP"
+expect_refusal ibv_xsrq_pingpong "Couldn't Open the XRC Domain"
