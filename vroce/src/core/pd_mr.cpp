@@ -178,6 +178,12 @@ ibv_mr* reg_mr(ibv_pd* ibv, void* addr, size_t length, uint64_t iova, unsigned a
     return fail<ibv_mr>(EINVAL);
   }
   gpu::MemoryKind kind = gpu::classify(addr, length);
+  if (kind == gpu::MemoryKind::Host && gpu::is_device_pointer(start)) {
+    VROCE_LOG(Warn,
+              "ibv_reg_mr: [%p, +%zu) starts in CUDA device memory but runs past its allocation",
+              addr, length);
+    return fail<ibv_mr>(EFAULT);
+  }
   if (kind == gpu::MemoryKind::Host && !mapped(addr, length)) {
     VROCE_LOG(Warn, "ibv_reg_mr: [%p, +%zu) is not mapped memory of this process", addr, length);
     return fail<ibv_mr>(EFAULT);
