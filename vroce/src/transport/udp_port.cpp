@@ -4,6 +4,7 @@
 #include <netinet/ip.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -151,9 +152,8 @@ size_t UdpPort::send(const OutDatagram* datagrams, size_t count, size_t* refused
       continue;
     }
     // The first datagram of the batch was refused: count it as lost on the wire and go on.
-    static bool logged = false;
-    if (!logged) {
-      logged = true;
+    static std::atomic<bool> logged{false};  // shared by the engines of all devices
+    if (!logged.exchange(true, std::memory_order_relaxed)) {
       VROCE_LOG(Warn, "sendmmsg refused a packet (%s); treating it as wire loss",
                 std::strerror(errno));
     }
