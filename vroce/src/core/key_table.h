@@ -63,8 +63,10 @@ class MrRef {
 class KeyTable {
  public:
   static constexpr uint32_t kChunkSlots = 4096;
-  static constexpr uint32_t kMaxChunks = 64;  // 262144 regions per device
+  // 2^24 regions per device, the max_mr the device reports; chunks are allocated on demand.
+  static constexpr uint32_t kMaxChunks = 4096;
   static constexpr uint32_t kMaxSlots = kChunkSlots * kMaxChunks;
+  static_assert(kMaxSlots <= (uint32_t{1} << 24), "a key is slot << 8 | tag in 32 bits");
 
   KeyTable() = default;
   KeyTable(const KeyTable&) = delete;
