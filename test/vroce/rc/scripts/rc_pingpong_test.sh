@@ -16,8 +16,10 @@ command -v ibv_rc_pingpong >/dev/null || { echo "ibv_rc_pingpong missing (apt-ge
 work=$(mktemp -d /tmp/vr-pingpong.XXXXXX)
 server=""
 cleanup() {
-  [[ -n $server ]] && kill "$server" 2>/dev/null || true
-  [[ -n $server ]] && wait "$server" 2>/dev/null || true
+  if [[ -n $server ]]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
