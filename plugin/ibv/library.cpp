@@ -77,7 +77,8 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
   }
 
   std::shared_ptr<Library> lib(new Library());
-  lib->handle_ = handle;  // from here on the destructor closes it, also when we throw below
+  lib->handle_ = handle;
+  lib->reject_on_destroy_ = true;  // unloaded again if we throw below
   lib->requested_path_ = requested;
   lib->resolved_path_ = resolved_file(handle, requested);
 
@@ -120,6 +121,7 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
   optional.bind(f.query_gid_ex, "_ibv_query_gid_ex", "IBVERBS_1.11");
   optional.bind(f.reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12");
   lib->missing_optional_ = std::move(optional.missing);
+  lib->reject_on_destroy_ = false;
 
   ROCE_INFO(NCCL_INIT, "libibverbs loaded from {}{}{}", lib->resolved_path_,
             lib->missing_optional_.empty() ? "" : "; absent optional entry points: ",
@@ -137,7 +139,10 @@ std::shared_ptr<const Library> Library::from_functions(const Functions& function
 }
 
 Library::~Library() {
-  if (handle_ != nullptr && dlclose(handle_) != 0) {
+  // A library that loaded completely stays mapped for the life of the process, as NCCL's own
+  // verbs wrapper does: providers (and vroce) may keep threads or exit handlers inside it, and
+  // a later init dlopens the same handle again. Only a rejected library is unloaded.
+  if (handle_ != nullptr && reject_on_destroy_ && dlclose(handle_) != 0) {
     const char* why = dlerror();
     ROCE_WARN(NCCL_INIT, "dlclose of {} failed: {}", resolved_path_,
               why != nullptr ? why : "unknown error");

@@ -71,6 +71,7 @@ class Library {
   static std::shared_ptr<const Library> from_functions(const Functions& functions,
                                                        std::string name);
 
+  // Keeps a successfully loaded library mapped (see library.cpp); unloads a rejected one.
   ~Library();
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
@@ -86,6 +87,7 @@ class Library {
   Library() = default;
 
   void* handle_ = nullptr;
+  bool reject_on_destroy_ = false;  // dlclose in the destructor (load failed part-way)
   Functions fn_;
   std::string requested_path_;
   std::string resolved_path_;
