@@ -5,8 +5,10 @@
 #include <cerrno>
 
 #include "core/gdr_probe.h"
+#include "fake_verbs.h"
 #include "fixture_tree.h"
 #include "nccl_net/types.h"
+#include "verbs/device_list.h"
 
 using namespace roce;
 using roce::test::FixtureTree;
@@ -132,4 +134,24 @@ TEST_CASE("peermem is found through any of the three sysfs paths under the root"
     CHECK(check.present);
     CHECK(check.found == tree.path("module/nvidia_peermem/version"));
   }
+}
+
+TEST_CASE("detection on a device: peermem from sysfs, no dma-buf symbol, no CUDA in process",
+          "[gdr]") {
+  roce::test::FakeVerbs fake;  // its library has no ibv_reg_dmabuf_mr
+  auto lib = fake.library();
+  verbs::DeviceList list(lib);
+  const auto context = verbs::Context::open(lib, list.devices()[0]);
+  FixtureTree tree;
+  tree.write("module/nvidia_peermem/version", "550.54\n");
+  const GdrSupport support = detect_gdr(context, tree.root(), true);
+  CHECK(support.peermem);
+  CHECK_FALSE(support.dmabuf);
+  // This test process never loads libcuda, so the registration probe must not run.
+  CHECK(support.registration_probe.status == CudaProbeStatus::NoCuda);
+  CHECK(support.mode == "peermem");
+  CHECK(support.ptr_support() == (NCCL_PTR_HOST | NCCL_PTR_CUDA));
+  CHECK(fake.live_pds == 0);  // probes leave nothing behind
+  const GdrSupport disabled = detect_gdr(context, tree.root(), false);
+  CHECK(disabled.checked.find("disabled (NCCL_ROCE_DMABUF=0)") != std::string::npos);
 }
