@@ -64,13 +64,13 @@ TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery]"
   // One load for all filters: vroce reads its device list once per process.
   const auto lib = test::load_vroce("pv0=127.0.8.30,pv1=127.0.8.31,pv10=127.0.8.32");
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"", {"pv0", "pv1", "pv10"}},  // unset: every device
-      {"pv1", {"pv1", "pv10"}},      // a prefix
-      {"=pv1", {"pv1"}},             // an exact name
-      {"^pv1", {"pv0"}},             // exclusion (of the prefix)
-      {"^=pv1", {"pv0", "pv10"}},    // exclusion of an exact name
-      {"pv0:1,=pv10", {"pv0", "pv10"}},
-      {"=pv0:2", {}},  // a port the device does not have
+      {"", {"pv0", "pv1", "pv10"}},      // unset: every device
+      {"pv1", {"pv1", "pv10"}},          // a prefix
+      {"=pv1", {"pv1"}},                 // an exact name
+      {"^pv1", {"pv0"}},                 // exclusion (of the prefix)
+      {"^=pv1", {"pv0", "pv10"}},        // exclusion of an exact name
+      {"=pv0:1,pv10", {"pv0", "pv10"}},  // "=" applies to the whole list
+      {"=pv0:2", {}},                    // a port the device does not have
   };
   for (const auto& [filter, expected] : cases) {
     INFO("NCCL_IB_HCA=" << filter);

@@ -104,7 +104,7 @@ int run() {
   }
 
   setenv("VROCE_DEVICES", "pv0=127.0.8.90,pv1=127.0.8.91", 1);
-  setenv("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH, 1);
+  setenv("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH, 0);  // a copy elsewhere may be named instead
   std::string error;
   const auto config = parse_config(&env_lookup, nullptr, &error);
   if (!config) {
