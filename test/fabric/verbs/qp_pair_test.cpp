@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "connected_pair.h"
 #include "core/device_discovery.h"
 #include "verbs/completion_queue.h"
 #include "verbs/memory_region.h"
@@ -18,56 +19,12 @@
 
 using namespace roce;
 using namespace std::chrono_literals;
+using test::make_side;
+using test::Side;
+using test::wait_for_completion;
 
 namespace {
-
 constexpr uint8_t kTrafficClass = 106;  // DSCP 26 + ECT(0), a common lossless-class marking
-
-struct Side {
-  const PluginDevice* device = nullptr;
-  std::shared_ptr<verbs::ProtectionDomain> pd;
-  std::shared_ptr<verbs::CompletionQueue> cq;
-  std::unique_ptr<verbs::QueuePair> qp;
-};
-
-Side make_side(const PluginDevice& device) {
-  Side side;
-  side.device = &device;
-  side.pd = verbs::ProtectionDomain::create(device.context);
-  side.cq = verbs::CompletionQueue::create(device.context, 64);
-  verbs::QpCapabilities caps;
-  caps.max_send_wr = 16;
-  caps.max_recv_wr = 16;
-  side.qp = verbs::QueuePair::create_rc(side.pd, side.cq, side.cq, caps);
-  side.qp->to_init(
-      {0, static_cast<uint8_t>(device.port), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE});
-  return side;
-}
-
-verbs::RtrAttributes rtr_towards(const Side& self, const Side& peer) {
-  verbs::RtrAttributes rtr;
-  std::memcpy(rtr.dgid.raw, peer.device->gid.entry.gid.data(), sizeof(rtr.dgid.raw));
-  rtr.sgid_index = static_cast<uint8_t>(self.device->gid.index);
-  rtr.traffic_class = kTrafficClass;
-  rtr.path_mtu = std::min(self.device->active_mtu, peer.device->active_mtu);
-  rtr.dest_qpn = peer.qp->qp_num();
-  return rtr;
-}
-
-ibv_wc wait_for_completion(verbs::CompletionQueue& cq) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  ibv_wc wc{};
-  for (;;) {
-    const int n = cq.poll(1, &wc);
-    REQUIRE(n >= 0);
-    if (n == 1) {
-      return wc;
-    }
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(100us);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves data", "[qp]") {
@@ -78,8 +35,8 @@ TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves
   Side a = make_side(found.devices[0]);
   Side b = make_side(found.devices[1]);
 
-  a.qp->to_rtr(rtr_towards(a, b));
-  b.qp->to_rtr(rtr_towards(b, a));
+  a.qp->to_rtr(test::rtr_towards(a, b, kTrafficClass));
+  b.qp->to_rtr(test::rtr_towards(b, a, kTrafficClass));
   CHECK(a.qp->state() == IBV_QPS_RTR);
   CHECK(a.qp->query_traffic_class() == kTrafficClass);
   CHECK(b.qp->query_traffic_class() == kTrafficClass);
