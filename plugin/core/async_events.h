@@ -1,0 +1,63 @@
+// The per-device async-event thread. It waits on the context's async fd (made non-blocking) and
+// on an eventfd of its own with poll(), so stop() ends it at once; each event is read with
+// ibv_get_async_event, logged once (device, port or QP number, event name), recorded, and acked.
+// Fatal events mark what they concern so the data path can fail instead of hanging:
+// DEVICE_FATAL the device; PORT_ERR the port; CQ_ERR the CompletionQueue; QP_FATAL, QP_REQ_ERR
+// and QP_ACCESS_ERR the QueuePair (through the cq_context/qp_context the verbs layer set).
+// rdma-core makes ibv_destroy_qp/cq wait until events naming them are acked, so a marked object
+// is alive while we mark it.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "verbs/context.h"
+
+namespace roce {
+
+// True for the events that make the device, a port, a CQ or a QP unusable.
+bool is_fatal_async_event(ibv_event_type type) noexcept;
+// "IBV_EVENT_PORT_ERR"; "IBV_EVENT_<n>" for values this build does not know.
+std::string async_event_name(ibv_event_type type);
+
+class AsyncEventMonitor {
+ public:
+  // Starts the thread. Throws verbs::VerbsError when the async fd cannot be made non-blocking
+  // or the stop eventfd cannot be created.
+  explicit AsyncEventMonitor(std::shared_ptr<verbs::Context> context);
+  ~AsyncEventMonitor();  // stop()
+  AsyncEventMonitor(const AsyncEventMonitor&) = delete;
+  AsyncEventMonitor& operator=(const AsyncEventMonitor&) = delete;
+
+  // Ends the thread and waits for it; idempotent.
+  void stop() noexcept;
+
+  bool device_fatal() const noexcept { return device_fatal_.load(std::memory_order_acquire); }
+  // Ports 1..63 (a PORT_ERR seen on it; a later PORT_ACTIVE does not clear it: QPs that were
+  // on the port when it failed may already be broken).
+  bool port_failed(int port) const noexcept;
+  uint64_t events_seen() const noexcept { return events_seen_.load(std::memory_order_acquire); }
+  // Waits until events_seen() >= count or the timeout passes; returns whether it got there.
+  bool wait_for_events(uint64_t count, std::chrono::milliseconds timeout) const;
+
+  const std::shared_ptr<verbs::Context>& context() const noexcept { return context_; }
+
+ private:
+  void run() noexcept;
+  void handle(const ibv_async_event& event);
+
+  std::shared_ptr<verbs::Context> context_;
+  int stop_fd_ = -1;
+  std::atomic<bool> device_fatal_{false};
+  std::atomic<uint64_t> failed_ports_{0};
+  std::atomic<uint64_t> events_seen_{0};
+  std::thread thread_;
+};
+
+}  // namespace roce

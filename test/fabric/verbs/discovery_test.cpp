@@ -1,0 +1,114 @@
+// Device discovery over vroce devices: names, speed, MTU, GID, NCCL_IB_HCA, NCCL_IB_GID_INDEX.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+
+#include "core/device_discovery.h"
+#include "vroce_process.h"
+
+using namespace roce;
+
+namespace {
+
+std::array<uint8_t, 16> v4_mapped(const char* address) {
+  std::array<uint8_t, 16> gid{};
+  gid[10] = 0xff;
+  gid[11] = 0xff;
+  REQUIRE(inet_pton(AF_INET, address, gid.data() + 12) == 1);
+  return gid;
+}
+
+DiscoveryResult discover(const std::shared_ptr<const ibv::Library>& lib) {
+  return discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
+}
+
+std::vector<std::string> names_of(const DiscoveryResult& result) {
+  std::vector<std::string> names;
+  for (const auto& device : result.devices) {
+    names.push_back(device.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GID", "[discovery]") {
+  const auto lib = test::load_vroce("pv0=127.0.8.20,pv1=127.0.8.21");
+  const DiscoveryResult result = discover(lib);
+  REQUIRE(result.devices.size() == 2);
+  const char* addresses[] = {"127.0.8.20", "127.0.8.21"};
+  for (size_t i = 0; i < 2; ++i) {
+    const PluginDevice& dev = result.devices[i];
+    INFO("device " << dev.name);
+    CHECK(dev.name == (i == 0 ? "pv0" : "pv1"));
+    CHECK(dev.ibv_name == dev.name);
+    CHECK(dev.port == 1);
+    CHECK(dev.speed_mbps == 400000);        // VROCE_PORT_GBPS defaults to 400
+    CHECK(dev.active_mtu == IBV_MTU_4096);  // lo's MTU 65536 gives 4096
+    CHECK(dev.link_layer == IBV_LINK_LAYER_ETHERNET);
+    CHECK(dev.max_comms > 0);
+    CHECK(dev.guid != 0);
+    CHECK(dev.context != nullptr);
+    CHECK_FALSE(dev.pci_path.has_value());  // no sysfs tree for vroce devices here
+    CHECK(dev.gid.entry.type == GidType::RoceV2);
+    CHECK(dev.gid.entry.gid == v4_mapped(addresses[i]));
+    REQUIRE(dev.gid.index >= 0);
+    REQUIRE(static_cast<size_t>(dev.gid.index) < dev.gid_table.size());
+    CHECK(dev.gid_table[static_cast<size_t>(dev.gid.index)].gid == dev.gid.entry.gid);
+  }
+  CHECK(result.devices[0].guid != result.devices[1].guid);
+}
+
+TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery]") {
+  // One load for all filters: vroce reads its device list once per process.
+  const auto lib = test::load_vroce("pv0=127.0.8.30,pv1=127.0.8.31,pv10=127.0.8.32");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"", {"pv0", "pv1", "pv10"}},      // unset: every device
+      {"pv1", {"pv1", "pv10"}},          // a prefix
+      {"=pv1", {"pv1"}},                 // an exact name
+      {"^pv1", {"pv0"}},                 // exclusion (of the prefix)
+      {"^=pv1", {"pv0", "pv10"}},        // exclusion of an exact name
+      {"=pv0:1,pv10", {"pv0", "pv10"}},  // "=" applies to the whole list
+      {"=pv0:2", {}},                    // a port the device does not have
+  };
+  for (const auto& [filter, expected] : cases) {
+    INFO("NCCL_IB_HCA=" << filter);
+    test::set_env("NCCL_IB_HCA", filter);
+    const DiscoveryResult result = discover(lib);
+    CHECK(names_of(result) == expected);
+    if (expected.size() < 3) {
+      CHECK(result.skipped_summary().find("not selected by NCCL_IB_HCA") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 entry is an init error naming the v2 index",
+          "[discovery]") {
+  const auto lib = test::load_vroce("pv0=127.0.8.40");
+  const DiscoveryResult automatic = discover(lib);
+  REQUIRE(automatic.devices.size() == 1);
+  const PluginDevice& dev = automatic.devices[0];
+  // The RoCE v1 twin of the selected address, wherever vroce's table puts it.
+  int v1_index = -1;
+  for (const auto& entry : dev.gid_table) {
+    if (entry.type == GidType::RoceV1 && entry.gid == dev.gid.entry.gid) {
+      v1_index = entry.index;
+    }
+  }
+  REQUIRE(v1_index >= 0);
+  test::set_env("NCCL_IB_GID_INDEX", std::to_string(v1_index));
+  try {
+    discover(lib);
+    FAIL("a RoCE v1 GID index was accepted");
+  } catch (const DiscoveryError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find(fmt::format("NCCL_IB_GID_INDEX={}", v1_index)) != std::string::npos);
+    CHECK(what.find(fmt::format("NCCL_IB_GID_INDEX={}", dev.gid.index)) != std::string::npos);
+  }
+  test::set_env("NCCL_IB_GID_INDEX", std::to_string(dev.gid.index));
+  const DiscoveryResult overridden = discover(lib);
+  REQUIRE(overridden.devices.size() == 1);
+  CHECK(overridden.devices[0].gid.index == dev.gid.index);
+}

@@ -1,0 +1,158 @@
+// vroce's CUDA memory path on a machine without a GPU: regions over "device memory" of a
+// stand-in libcuda.so.1 (fake_cuda/) that the CPU cannot touch (PROT_NONE), so every byte vroce
+// moves in or out of them must go through gpu/memory.h's driver copies; a direct access would
+// crash the test. Two devices in one process (vrC1=127.0.3.70, vrC2=127.0.3.71).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include "fake_cuda/fake_cuda.h"
+#include "harness.h"
+
+using namespace vroce_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr unsigned kRemote =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+struct DeviceMemory {
+  unsigned long long ptr = 0;
+  size_t size = 0;
+  explicit DeviceMemory(size_t bytes) : size(bytes) { REQUIRE(cuMemAlloc_v2(&ptr, bytes) == 0); }
+  ~DeviceMemory() { cuMemFree_v2(ptr); }
+  void* addr() const { return reinterpret_cast<void*>(ptr); }
+  void fill(uint64_t seed) const {
+    std::vector<uint8_t> host(size);
+    fill_pattern(host.data(), size, seed);
+    REQUIRE(cuMemcpyHtoD_v2(ptr, host.data(), size) == 0);
+  }
+  int64_t mismatch(uint64_t seed, size_t at = 0, size_t length = 0) const {
+    std::vector<uint8_t> host(size);
+    REQUIRE(cuMemcpyDtoH_v2(host.data(), ptr, size) == 0);
+    return find_mismatch(host.data() + at, length == 0 ? size - at : length, seed);
+  }
+};
+
+struct Fixture {
+  Fixture() {
+    REQUIRE(cuInit(0) == 0);
+    FakeContext* ctx = nullptr;
+    REQUIRE(cuDevicePrimaryCtxRetain(&ctx, 0) == 0);
+    REQUIRE(cuCtxSetCurrent(ctx) == 0);  // this thread's copies; vroce manages its own
+  }
+};
+
+int post(Endpoint& e, ibv_wr_opcode op, ibv_sge sge, uint64_t raddr = 0, uint32_t rkey = 0) {
+  ibv_send_wr wr{};
+  wr.opcode = op;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(e.qp, &wr, &bad);
+}
+
+ibv_wc one(ibv_cq* cq) {
+  auto wcs = wait_completions(cq, 1, 10000ms);
+  REQUIRE(wcs.size() == 1);
+  return wcs[0];
+}
+
+}  // namespace
+
+TEST_CASE("WRITE, READ and SEND between CUDA regions go through the driver's copies", "[cuda]") {
+  Fixture cuda;
+  Device a("vrC1");
+  Device b("vrC2");
+  Endpoint ea(a, {});
+  Endpoint eb(b, {});
+  ea.connect(eb.info());
+  eb.connect(ea.info());
+  constexpr size_t kSize = (1 << 20) + 123;
+  DeviceMemory da(kSize);
+  DeviceMemory db(kSize);
+  da.fill(41);
+  ibv_mr* ma = ibv_reg_mr(a.pd, da.addr(), kSize, kRemote);
+  ibv_mr* mb = ibv_reg_mr(b.pd, db.addr(), kSize, kRemote);
+  REQUIRE(ma != nullptr);
+  REQUIRE(mb != nullptr);
+  auto copies_before = fake_cuda_copies();
+
+  // Device -> device WRITE.
+  REQUIRE(post(ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, kSize, ma->lkey}, db.ptr, mb->rkey) == 0);
+  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(db.mismatch(41) == -1);
+  // Device -> host READ, host -> device READ.
+  Buffer host(a.pd, kSize, kRemote);
+  REQUIRE(post(ea, IBV_WR_RDMA_READ, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(find_mismatch(host.data, kSize, 41) == -1);
+  Buffer remote_host(b.pd, kSize, kRemote);
+  fill_pattern(remote_host.data, kSize, 42);
+  REQUIRE(post(ea, IBV_WR_RDMA_READ, ibv_sge{da.ptr, kSize, ma->lkey}, remote_host.addr(),
+               remote_host.mr->rkey) == 0);
+  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(da.mismatch(42) == -1);
+  // Host SEND into a receive buffer in device memory.
+  ibv_sge rsge{db.ptr, 70000, mb->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  REQUIRE(ibv_post_recv(eb.qp, &rwr, &rbad) == 0);
+  fill_pattern(host.data, 70000, 43);
+  REQUIRE(post(ea, IBV_WR_SEND, host.sge(0, 70000)) == 0);
+  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  ibv_wc r = one(eb.recv_cq);
+  CHECK(r.status == IBV_WC_SUCCESS);
+  CHECK(r.byte_len == 70000);
+  CHECK(db.mismatch(43, 0, 70000) == -1);
+  // Every packet's worth of data crossed the driver (17 packets of 64 KiB and more).
+  CHECK(fake_cuda_copies() - copies_before > 4 * 256);
+  CHECK(ibv_dereg_mr(ma) == 0);
+  CHECK(ibv_dereg_mr(mb) == 0);
+}
+
+TEST_CASE("dma-buf registration with a device address as iova reaches CUDA memory", "[cuda]") {
+  Fixture cuda;
+  Device a("vrC1");
+  Device b("vrC2");
+  Endpoint ea(a, {});
+  Endpoint eb(b, {});
+  ea.connect(eb.info());
+  eb.connect(ea.info());
+  DeviceMemory da(8192);
+  da.fill(44);
+  // NCCL passes the dma-buf fd of the allocation and its device address as iova; vroce reaches
+  // the memory by that address and never maps the fd (a memfd stands in for it here).
+  int fd = memfd_create("dmabuf", MFD_CLOEXEC);
+  REQUIRE(fd >= 0);
+  ibv_mr* ma = ibv_reg_dmabuf_mr(a.pd, 0, 8192, da.ptr, fd, static_cast<int>(kRemote));
+  REQUIRE(ma != nullptr);
+  close(fd);
+  Buffer dst(b.pd, 8192, kRemote);
+  REQUIRE(post(ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, 8192, ma->lkey}, dst.addr(), dst.mr->rkey) ==
+          0);
+  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(find_mismatch(dst.data, 8192, 44) == -1);
+  CHECK(ibv_dereg_mr(ma) == 0);
+}
+
+TEST_CASE("a range that starts in device memory and runs past its allocation is EFAULT", "[cuda]") {
+  Fixture cuda;
+  Device a("vrC1");
+  DeviceMemory d(4096);
+  errno = 0;
+  CHECK(ibv_reg_mr(a.pd, d.addr(), 8192, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+  CHECK(errno == EFAULT);
+  ibv_mr* ok = ibv_reg_mr(a.pd, d.addr(), 4096, IBV_ACCESS_LOCAL_WRITE);
+  REQUIRE(ok != nullptr);
+  CHECK(ibv_dereg_mr(ok) == 0);
+}

@@ -1,0 +1,195 @@
+// A stand-in libcuda.so.1 for tests on machines without a GPU: the few driver API entry points
+// vroce's gpu/memory.cpp loads, over "device memory" that the CPU cannot touch. Allocations live
+// in a PROT_NONE view of a memfd; the driver's copies go through a second, writable view of the
+// same memfd. Any direct CPU access to device memory by vroce therefore faults, and everything
+// that must reach it through cuMemcpyHtoD/DtoH is counted. Test code only; never installed.
+#include "fake_cuda.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#define FAKE_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+
+constexpr CUresult kSuccess = 0;
+constexpr CUresult kInvalidValue = 1;
+constexpr size_t kArena = size_t{512} << 20;
+
+}  // namespace
+
+struct FakeContext {
+  int ordinal = 0;
+};
+
+namespace {
+
+struct Driver {
+  std::mutex mutex;
+  uint8_t* device = nullptr;  // PROT_NONE: what device pointers point into
+  uint8_t* host = nullptr;    // the same pages, writable: what the copies use
+  size_t next = 0;
+  std::map<uint64_t, size_t> allocations;  // start -> size
+  unsigned long long copies = 0;
+  unsigned long long bytes = 0;
+  FakeContext context;
+
+  Driver() {
+    int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(kArena)) != 0) {
+      return;
+    }
+    void* d = mmap(nullptr, kArena, PROT_NONE, MAP_SHARED, fd, 0);
+    void* h = mmap(nullptr, kArena, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (d != MAP_FAILED && h != MAP_FAILED) {
+      device = static_cast<uint8_t*>(d);
+      host = static_cast<uint8_t*>(h);
+    }
+  }
+
+  // The allocation holding [addr, addr + length), or allocations.end().
+  std::map<uint64_t, size_t>::iterator find(uint64_t addr, size_t length) {
+    auto it = allocations.upper_bound(addr);
+    if (it == allocations.begin()) {
+      return allocations.end();
+    }
+    --it;
+    if (addr - it->first > it->second || length > it->second - (addr - it->first)) {
+      return allocations.end();
+    }
+    return it;
+  }
+
+  uint8_t* writable(uint64_t addr) { return host + (addr - reinterpret_cast<uint64_t>(device)); }
+};
+
+Driver& driver() {
+  static Driver d;
+  return d;
+}
+
+thread_local FakeContext* current = nullptr;
+
+}  // namespace
+
+FAKE_CUDA_EXPORT CUresult cuInit(unsigned int) {
+  return driver().device ? kSuccess : 100;
+}
+
+FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
+  *name = error == kSuccess ? "CUDA_SUCCESS" : "CUDA_ERROR_INVALID_VALUE";
+  return kSuccess;
+}
+
+// Memory type 2 (device) for addresses inside an allocation, 0 (unknown) otherwise, as the real
+// driver's cuPointerGetAttributes reports host memory it does not know.
+FAKE_CUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int count, int* attributes, void** data,
+                                                 CUdeviceptr ptr) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  auto it = d.find(ptr, 1);
+  bool known = it != d.allocations.end();
+  for (unsigned int i = 0; i < count; ++i) {
+    switch (attributes[i]) {
+      case 1:  // CONTEXT
+        *static_cast<FakeContext**>(data[i]) = known ? &d.context : nullptr;
+        break;
+      case 2:  // MEMORY_TYPE
+        *static_cast<unsigned int*>(data[i]) = known ? 2u : 0u;
+        break;
+      case 9:  // DEVICE_ORDINAL
+        *static_cast<int*>(data[i]) = known ? 0 : -1;
+        break;
+      case 11:  // RANGE_START_ADDR
+        *static_cast<CUdeviceptr*>(data[i]) = known ? it->first : 0;
+        break;
+      case 12:  // RANGE_SIZE
+        *static_cast<size_t*>(data[i]) = known ? it->second : 0;
+        break;
+      default:
+        return kInvalidValue;
+    }
+  }
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDeviceGet(int* device, int ordinal) {
+  *device = ordinal;
+  return ordinal == 0 ? kSuccess : kInvalidValue;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(FakeContext** ctx, int) {
+  *ctx = &driver().context;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuCtxGetCurrent(FakeContext** ctx) {
+  *ctx = current;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuCtxSetCurrent(FakeContext* ctx) {
+  current = ctx;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (current != &d.context || d.find(dst, bytes) == d.allocations.end()) {
+    return kInvalidValue;  // no context current, or not device memory
+  }
+  std::memcpy(d.writable(dst), src, bytes);
+  ++d.copies;
+  d.bytes += bytes;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (current != &d.context || d.find(src, bytes) == d.allocations.end()) {
+    return kInvalidValue;
+  }
+  std::memcpy(dst, d.writable(src), bytes);
+  ++d.copies;
+  d.bytes += bytes;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  size_t size = (bytes + 4095) & ~size_t{4095};
+  if (d.device == nullptr || bytes == 0 || d.next + size > kArena) {
+    return kInvalidValue;
+  }
+  *ptr = reinterpret_cast<CUdeviceptr>(d.device + d.next);
+  d.allocations[*ptr] = bytes;
+  d.next += size;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  return d.allocations.erase(ptr) == 1 ? kSuccess : kInvalidValue;
+}
+
+// For the tests: how many copies (and bytes) went through the driver.
+FAKE_CUDA_EXPORT unsigned long long fake_cuda_copies() {
+  return driver().copies;
+}
+FAKE_CUDA_EXPORT unsigned long long fake_cuda_bytes() {
+  return driver().bytes;
+}

@@ -1,0 +1,24 @@
+// The entry points of the stand-in libcuda.so.1 (fake_cuda.cpp), with the driver API's
+// signatures, for the stand-in itself and for tests that allocate and inspect its device memory.
+#pragma once
+
+#include <cstddef>
+
+struct FakeContext;
+
+extern "C" {
+int cuInit(unsigned int flags);
+int cuGetErrorName(int error, const char** name);
+int cuPointerGetAttributes(unsigned int count, int* attributes, void** data,
+                           unsigned long long ptr);
+int cuDeviceGet(int* device, int ordinal);
+int cuDevicePrimaryCtxRetain(FakeContext** ctx, int device);
+int cuCtxGetCurrent(FakeContext** ctx);
+int cuCtxSetCurrent(FakeContext* ctx);
+int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t bytes);
+int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t bytes);
+int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes);
+int cuMemFree_v2(unsigned long long ptr);
+unsigned long long fake_cuda_copies();
+unsigned long long fake_cuda_bytes();
+}

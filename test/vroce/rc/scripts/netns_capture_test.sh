@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# RC traffic between two network namespaces joined by a veth pair (MTU 1500, so path MTU 1024),
+# captured with tshark on the veth, then checked packet by packet:
+#   - nothing but RoCEv2 on UDP 4791 leaves vroce, and tshark decodes all of it as InfiniBand;
+#   - the opcodes of every operation the scenario runs appear;
+#   - DSCP/ECN equal the QP's traffic class (106: DSCP 26, ECT(0)) and the TTL its hop limit on
+#     every packet, and VROCE_TC_OVERRIDE (184: DSCP 46) rewrites the class on the wire;
+#   - every packet carries a valid ICRC (tools/pcap-icrc-check);
+#   - the same over IPv6 (traffic class in the IPv6 header).
+# Namespaces are named vr-<pid>-a/b and removed on exit, whatever happens.
+#
+#   netns_capture_test.sh <vroce_rc_peer> <pcap-icrc-check>
+set -euo pipefail
+
+usage() { echo "usage: $0 <vroce_rc_peer> <pcap-icrc-check>" >&2; exit 2; }
+[[ $# -eq 2 && -x $1 && -x $2 ]] || usage
+peer=$(realpath "$1")
+checker=$(realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+for tool in ip tshark python3; do
+  command -v "$tool" >/dev/null || { echo "$tool missing (scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+tag=$$
+ns_a=vr-$tag-a
+ns_b=vr-$tag-b
+if_a=vr${tag}a
+if_b=vr${tag}b
+net=$((tag % 250))
+work=$(mktemp -d /tmp/vr-netns.XXXXXX)
+capture_pid=""
+
+cleanup() {
+  if [[ -n $capture_pid ]]; then
+    kill -INT "$capture_pid" 2>/dev/null || true
+    wait "$capture_pid" 2>/dev/null || true
+  fi
+  ip netns del "$ns_a" 2>/dev/null || true
+  ip netns del "$ns_b" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+ip netns add "$ns_a"
+ip netns add "$ns_b"
+ip link add "$if_a" type veth peer name "$if_b"
+ip link set "$if_a" netns "$ns_a"
+ip link set "$if_b" netns "$ns_b"
+ip -n "$ns_a" addr add "10.78.$net.1/24" dev "$if_a"
+ip -n "$ns_b" addr add "10.78.$net.2/24" dev "$if_b"
+ip -n "$ns_a" -6 addr add "fd00:78:$net::1/64" dev "$if_a" nodad
+ip -n "$ns_b" -6 addr add "fd00:78:$net::2/64" dev "$if_b" nodad
+for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+ip -n "$ns_a" link set "$if_a" up
+ip -n "$ns_b" link set "$if_b" up
+
+start_capture() {  # $1: pcap file
+  ip netns exec "$ns_a" tshark -i "$if_a" -w "$1" >"$work/tshark.log" 2>&1 &
+  capture_pid=$!
+  for _ in $(seq 100); do
+    grep -q "Capturing on" "$work/tshark.log" && return 0
+    sleep 0.1
+  done
+  fail "tshark did not start: $(cat "$work/tshark.log")"
+}
+
+stop_capture() {
+  sleep 0.5  # let the last packets reach the capture
+  kill -INT "$capture_pid"
+  wait "$capture_pid" || true
+  capture_pid=""
+}
+
+# $1 name, $2 requester address, $3 responder address, $4.. extra run_pair arguments
+run_traffic() {
+  local name=$1 addr_a=$2 addr_b=$3; shift 3
+  python3 "$here/run_pair.py" "$peer" opcodes --req-netns "$ns_a" --resp-netns "$ns_b" \
+    --req-env "VROCE_DEVICES=vrA=$addr_a" --resp-env "VROCE_DEVICES=vrB=$addr_b" \
+    --timeout 120 "$@" -- --max-size $((256 << 10)) --mtu 3 --tclass 106 \
+    >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; fail "$name: traffic failed"; }
+  grep -q "requester: size_ok=262144" "$work/$name.out" || fail "$name: transfers incomplete"
+}
+
+# $1 pcap, $2 name, $3 ip|ipv6, $4 expected DSCP, $5 expected ECN
+check_capture() {
+  local pcap=$1 name=$2 family=$3 dscp=$4 ecn=$5
+  local dsfield=ip.dsfield ttl=ip.ttl
+  if [[ $family == ipv6 ]]; then dsfield=ipv6.tclass; ttl=ipv6.hlim; fi
+  # One tshark pass; the checks run over its fields.
+  tshark -r "$pcap" -Y udp -T fields -E "separator=;" -e frame.protocols -e udp.srcport \
+    -e udp.dstport -e infiniband.bth.opcode -e "$dsfield.dscp" -e "$dsfield.ecn" -e "$ttl" \
+    >"$work/$name.fields" 2>/dev/null || fail "$name: tshark could not read the capture"
+  python3 - "$work/$name.fields" "$dscp" "$ecn" <<'PY' || fail "$name: capture check"
+import sys
+path, dscp, ecn = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = [(line.rstrip("\n").split(";") + [""] * 7)[:7] for line in open(path) if line.strip()]
+roce = [r for r in rows if r[1] == "4791" and r[2] == "4791"]
+stray = [r for r in rows if r not in roce]
+assert not stray, f"{len(stray)} UDP packets not between two ports 4791, e.g. {stray[0]}"
+undecoded = [r for r in roce if ":infiniband" not in r[0]]
+assert not undecoded, f"{len(undecoded)} packets on 4791 that tshark does not decode as RoCEv2"
+assert len(roce) > 1000, f"only {len(roce)} RoCEv2 packets captured"
+# SEND first/middle/last-imm/only-imm, WRITE first/middle/last/last-imm/only/only-imm, READ
+# request, READ responses first/middle/last/only, ACK.
+seen = {int(r[3]) for r in roce}
+missing = {0, 1, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17} - seen
+assert not missing, f"opcodes never on the wire: {sorted(missing)} (seen {sorted(seen)})"
+wrong = [r for r in roce if (r[4], r[5], r[6]) != (dscp, ecn, "64")]
+assert not wrong, f"{len(wrong)} packets without DSCP {dscp}, ECN {ecn}, hop limit 64: {wrong[0][4:]}"
+print(f"{len(roce)} RoCEv2 packets, opcodes {sorted(seen)}, DSCP {dscp} ECN {ecn} hop limit 64 on all")
+PY
+  # A valid ICRC on every packet.
+  "$checker" "$pcap" >"$work/$name.icrc" 2>&1 || { cat "$work/$name.icrc" >&2; fail "$name: invalid ICRCs"; }
+  echo "ok: $name: ICRC valid on every packet"
+}
+
+start_capture "$work/v4.pcap"
+run_traffic v4 "10.78.$net.1" "10.78.$net.2"
+stop_capture
+check_capture "$work/v4.pcap" ipv4 ip 26 2
+
+start_capture "$work/override.pcap"
+run_traffic override "10.78.$net.1" "10.78.$net.2" \
+  --req-env VROCE_TC_OVERRIDE=184 --resp-env VROCE_TC_OVERRIDE=184
+stop_capture
+check_capture "$work/override.pcap" tc-override ip 46 0
+
+start_capture "$work/v6.pcap"
+run_traffic v6 "fd00:78:$net::1" "fd00:78:$net::2"
+stop_capture
+check_capture "$work/v6.pcap" ipv6 ipv6 26 2

@@ -1,0 +1,150 @@
+#include "core/cq.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "core/async_events.h"
+#include "core/stats.h"
+#include "util/log.h"
+
+namespace vroce {
+
+void CompChannel::post(Cq* cq) {
+  std::lock_guard lock(mutex);
+  events.push_back(cq);
+  uint64_t one = 1;
+  // The eventfd counter only mirrors "events is not empty" for programs that poll the fd.
+  if (::write(ibv.fd, &one, sizeof(one)) < 0) {
+    VROCE_LOG(Error, "completion channel fd %d: write failed: %s", ibv.fd, std::strerror(errno));
+  }
+}
+
+int CompChannel::get(Cq** cq) {
+  for (;;) {
+    {
+      std::lock_guard lock(mutex);
+      if (!events.empty()) {
+        *cq = events.front();
+        events.pop_front();
+        // Counted while the channel lock is held, so ibv_destroy_cq (which discards the CQ's
+        // queued events under the same lock first) sees every event handed out.
+        pthread_mutex_lock(&(*cq)->ibv.mutex);
+        ++(*cq)->events_delivered;
+        pthread_mutex_unlock(&(*cq)->ibv.mutex);
+        if (events.empty()) {
+          // Every post wrote to the eventfd under this mutex, so its counter is non-zero while
+          // events wait: this read returns at once and makes the fd unreadable again.
+          uint64_t count;
+          [[maybe_unused]] ssize_t n = ::read(ibv.fd, &count, sizeof(count));
+        }
+        return 0;
+      }
+    }
+    if ((::fcntl(ibv.fd, F_GETFL) & O_NONBLOCK) != 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    pollfd pfd{ibv.fd, POLLIN, 0};
+    if (::poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+      return -1;
+    }
+  }
+}
+
+uint32_t CompChannel::discard(const Cq* cq) {
+  std::lock_guard lock(mutex);
+  auto before = events.size();
+  std::erase(events, cq);
+  auto removed = static_cast<uint32_t>(before - events.size());
+  if (removed != 0 && events.empty()) {
+    uint64_t count;  // non-zero while events waited, so this does not block
+    [[maybe_unused]] ssize_t n = ::read(ibv.fd, &count, sizeof(count));
+  }
+  return removed;
+}
+
+int Cq::resize(int cqe) {
+  if (cqe < 1) {
+    return EINVAL;
+  }
+  std::lock_guard lock(mutex_);
+  uint32_t count = count_.load(std::memory_order_relaxed);
+  uint32_t wanted = std::max(static_cast<uint32_t>(cqe), count);
+  // One slot stays free, as in mlx5, so the reported size is a power of two minus one.
+  uint32_t size = std::bit_ceil(wanted + 1);
+  if (size - 1 < count) {
+    return EINVAL;
+  }
+  std::vector<ibv_wc> ring(size);
+  for (uint32_t i = 0; i < count; ++i) {
+    ring[i] = ring_[(head_ + i) & (static_cast<uint32_t>(ring_.size()) - 1)];
+  }
+  ring_ = std::move(ring);
+  head_ = 0;
+  capacity_ = size - 1;
+  ibv.cqe = static_cast<int>(capacity_);
+  return 0;
+}
+
+bool Cq::push(const ibv_wc& wc, bool solicited) {
+  bool notify = false;
+  {
+    std::lock_guard lock(mutex_);
+    uint32_t count = count_.load(std::memory_order_relaxed);
+    if (count >= capacity_) {
+      bool first = !overrun_.exchange(true, std::memory_order_relaxed);
+      stats().cq_overruns.add();
+      if (first) {
+        VROCE_LOG(Error,
+                  "CQ %p overrun: %u completions queued, none polled; completions are lost from "
+                  "now on (create the CQ with more entries or poll it more often)",
+                  static_cast<void*>(&ibv), capacity_);
+        ibv_async_event event{};
+        event.element.cq = &ibv;
+        event.event_type = IBV_EVENT_CQ_ERR;
+        raise_async_event(*ctx, event);
+      }
+      return false;
+    }
+    ring_[(head_ + count) & (static_cast<uint32_t>(ring_.size()) - 1)] = wc;
+    count_.store(count + 1, std::memory_order_release);
+    if (armed_ && (!solicited_only_ || solicited || wc.status != IBV_WC_SUCCESS)) {
+      armed_ = false;
+      notify = true;
+    }
+  }
+  if (notify && channel != nullptr) {
+    channel->post(this);
+  }
+  return true;
+}
+
+int Cq::poll(int n, ibv_wc* wc) {
+  if (n <= 0 || count_.load(std::memory_order_acquire) == 0) {
+    return 0;
+  }
+  std::lock_guard lock(mutex_);
+  uint32_t count = count_.load(std::memory_order_relaxed);
+  uint32_t take = std::min(count, static_cast<uint32_t>(n));
+  uint32_t mask = static_cast<uint32_t>(ring_.size()) - 1;
+  for (uint32_t i = 0; i < take; ++i) {
+    wc[i] = ring_[(head_ + i) & mask];
+  }
+  head_ = (head_ + take) & mask;
+  count_.store(count - take, std::memory_order_release);
+  return static_cast<int>(take);
+}
+
+void Cq::arm(bool solicited_only) {
+  std::lock_guard lock(mutex_);
+  armed_ = true;
+  solicited_only_ = solicited_only;
+}
+
+}  // namespace vroce

@@ -1,0 +1,110 @@
+#include "core/device_state.h"
+
+#include <map>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "device/device.h"
+#include "transport/engine.h"
+
+namespace vroce {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// Never destroyed: contexts may be closed from atexit handlers after static teardown began.
+std::unordered_map<const Context*, int>& context_counts() {
+  static auto* counts = new std::unordered_map<const Context*, int>();
+  return *counts;
+}
+
+}  // namespace
+
+DeviceState& DeviceState::of(Device& device) {
+  // Devices live for the process, so their states do too (never destroyed: the progress
+  // threads they may own are stopped by the last QP's destruction, not by static teardown).
+  static auto* states = new std::map<Device*, std::unique_ptr<DeviceState>>();
+  std::lock_guard lock(registry_mutex());
+  auto& slot = (*states)[&device];
+  if (!slot) {
+    slot = std::make_unique<DeviceState>(device);
+  }
+  return *slot;
+}
+
+DeviceState::DeviceState(Device& device) : device_(device) {
+  std::random_device random;
+  next_qpn_ = 0x100 + (random() % 0xF00000);
+}
+
+uint32_t DeviceState::allocate_qpn() {
+  std::lock_guard lock(mutex_);
+  uint32_t qpn = next_qpn_;
+  next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
+  if (next_qpn_ < 2) {
+    next_qpn_ = 2;
+  }
+  return qpn;
+}
+
+std::shared_ptr<transport::Engine> DeviceState::engine(int* error) {
+  std::unique_lock lock(mutex_);
+  if (auto running = engine_.lock()) {
+    return running;
+  }
+  // A previous engine whose last QP just went may still hold the port: let it finish.
+  stopped_.wait(lock, [this] { return engines_alive_ == 0; });
+  std::unique_ptr<transport::Engine> fresh = transport::Engine::start(*this, error);
+  if (!fresh) {
+    return nullptr;
+  }
+  transport::Engine* raw = fresh.release();
+  ++engines_alive_;
+  live_.store(raw, std::memory_order_seq_cst);
+  std::shared_ptr<transport::Engine> shared(raw,
+                                            [this](transport::Engine* e) { engine_stopped(e); });
+  engine_ = shared;
+  return shared;
+}
+
+void DeviceState::engine_stopped(transport::Engine* engine) {
+  live_.store(nullptr, std::memory_order_seq_cst);
+  while (pollers_.load(std::memory_order_seq_cst) != 0) {
+    std::this_thread::yield();
+  }
+  delete engine;  // joins the progress thread and closes the socket
+  std::lock_guard lock(mutex_);
+  --engines_alive_;
+  stopped_.notify_all();
+}
+
+void DeviceState::progress() noexcept {
+  pollers_.fetch_add(1, std::memory_order_seq_cst);
+  if (transport::Engine* engine = live_.load(std::memory_order_seq_cst)) {
+    engine->try_progress();
+  }
+  pollers_.fetch_sub(1, std::memory_order_release);
+}
+
+void track_context_object(const Context* ctx, int delta) {
+  std::lock_guard lock(registry_mutex());
+  auto& counts = context_counts();
+  int& count = counts[ctx];
+  count += delta;
+  if (count == 0) {
+    counts.erase(ctx);
+  }
+}
+
+int context_objects(const Context* ctx) {
+  std::lock_guard lock(registry_mutex());
+  auto& counts = context_counts();
+  auto it = counts.find(ctx);
+  return it == counts.end() ? 0 : it->second;
+}
+
+}  // namespace vroce

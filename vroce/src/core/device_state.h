@@ -1,0 +1,66 @@
+// What the RC part keeps per emulated device for the life of the process: the key table shared
+// by all contexts of the device, QP numbering, and the transport engine (socket + progress
+// thread), which starts with the device's first QP and stops after its last.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "core/key_table.h"
+
+namespace vroce {
+
+class Device;
+struct Context;
+namespace transport {
+class Engine;
+}
+
+class DeviceState {
+ public:
+  // The state of `device`, created on first use.
+  static DeviceState& of(Device& device);
+
+  explicit DeviceState(Device& device);
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
+
+  Device& device() const noexcept { return device_; }
+  KeyTable& keys() noexcept { return keys_; }
+
+  // A fresh 24-bit QP number, never 0 or 1 (the special QPs), unique in this process; the start
+  // is random so that a restarted process does not reuse its predecessor's numbers.
+  uint32_t allocate_qpn();
+
+  // The running engine, starting it if none runs. On failure returns nullptr with *error set
+  // (EADDRINUSE when another process owns the address's UDP port 4791).
+  std::shared_ptr<transport::Engine> engine(int* error);
+
+  // Lets the running engine, if any, process what arrived (called by pollers of an empty CQ).
+  void progress() noexcept;
+
+ private:
+  // Engines are shared by the QPs of the device; the last QP's destruction stops the engine.
+  // `live_` lets CQ pollers reach the engine without owning it: the engine clears it and waits
+  // for pollers in flight before it goes away.
+  void engine_stopped(transport::Engine* engine);
+
+  Device& device_;
+  KeyTable keys_;
+  std::mutex mutex_;
+  std::condition_variable stopped_;
+  std::weak_ptr<transport::Engine> engine_;  // guarded by mutex_
+  int engines_alive_ = 0;                    // guarded by mutex_: 0 or 1
+  std::atomic<transport::Engine*> live_{nullptr};
+  std::atomic<uint32_t> pollers_{0};
+  uint32_t next_qpn_;
+};
+
+// Live PDs, CQs, QPs and completion channels per context, for ibv_close_device's EBUSY.
+void track_context_object(const Context* ctx, int delta);
+int context_objects(const Context* ctx);
+
+}  // namespace vroce

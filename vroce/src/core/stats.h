@@ -1,0 +1,100 @@
+// Process-wide counters of vroce's RC engine: packets by opcode class, retransmissions, timeouts,
+// NAKs, drops by reason, injected faults, completions by status and the live verbs objects (for
+// leak checks). Tests read them through vroce_stats_json() (VROCE_PRIVATE_1.0); VROCE_STATS_FILE
+// writes the same JSON at exit. Counters are relaxed atomics: each is exact, a snapshot of several
+// is not atomic as a whole.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace vroce {
+
+enum class PacketClass : uint8_t { Send, Write, ReadRequest, ReadResponse, Ack, Other, kCount };
+
+enum class NakKind : uint8_t { Sequence, InvalidRequest, RemoteAccess, RemoteOperational, kCount };
+
+enum class DropReason : uint8_t {
+  // the wire parser's verdicts
+  Truncated,
+  BadIcrc,
+  BadTransportVersion,
+  UnknownOpcode,
+  BadPadCount,
+  LengthMismatch,
+  PayloadTooLarge,
+  BadAethSyndrome,
+  // the datagram itself
+  OversizeDatagram,  // larger than any RoCE packet (MSG_TRUNC)
+  BadSource,         // no usable source/destination address
+  // demultiplexing and state
+  UnknownQpn,
+  QpNotReady,          // the QP is not in RTR/RTS/SQD (requests) or RTS/SQD (responses)
+  WrongPeer,           // source address or QPN is not the QP's connected peer
+  DuplicateNakGap,     // ahead of ePSN after the one NAK of this gap was sent
+  UnexpectedResponse,  // an ACK/response for no outstanding PSN
+  Unsupported,         // atomics, CNP, SEND with invalidate: valid but not implemented
+  TxSocketError,       // sendmmsg refused the packet (treated as wire loss)
+  kCount
+};
+
+enum class FaultKind : uint8_t { Drop, Duplicate, Corrupt, Reorder, Delay, kCount };
+
+struct Counter {
+  std::atomic<uint64_t> value{0};
+  void add(uint64_t n = 1) noexcept { value.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
+  void reset() noexcept { value.store(0, std::memory_order_relaxed); }
+};
+
+struct Gauge {
+  std::atomic<int64_t> value{0};
+  void inc() noexcept { value.fetch_add(1, std::memory_order_relaxed); }
+  void dec() noexcept { value.fetch_sub(1, std::memory_order_relaxed); }
+  int64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
+};
+
+// IBV_WC_SUCCESS .. IBV_WC_TM_RNDV_INCOMPLETE
+inline constexpr size_t kWcStatusCount = IBV_WC_TM_RNDV_INCOMPLETE + 1;
+
+struct Stats {
+  Counter tx_packets[static_cast<size_t>(PacketClass::kCount)];
+  Counter rx_packets[static_cast<size_t>(PacketClass::kCount)];
+  Counter tx_payload_bytes;
+  Counter rx_payload_bytes;
+  Counter retransmitted_packets;  // request packets sent again (Go-Back-N, timeouts, RNR)
+  Counter ack_timeouts;           // local ACK timer expirations
+  Counter implied_naks;           // READ responses or ACKs that revealed lost responses
+  Counter naks_sent[static_cast<size_t>(NakKind::kCount)];
+  Counter naks_received[static_cast<size_t>(NakKind::kCount)];
+  Counter rnr_naks_sent;
+  Counter rnr_naks_received;
+  Counter duplicate_requests;  // requests below ePSN, re-acknowledged (READs re-served)
+  Counter drops[static_cast<size_t>(DropReason::kCount)];
+  Counter faults[static_cast<size_t>(FaultKind::kCount)];
+  Counter completions[kWcStatusCount];
+  Counter cq_overruns;
+  Gauge live_pds;
+  Gauge live_mrs;
+  Gauge live_cqs;
+  Gauge live_qps;
+  Gauge live_comp_channels;
+  Gauge live_engines;
+
+  void count_drop(DropReason reason) noexcept { drops[static_cast<size_t>(reason)].add(); }
+  void count_fault(FaultKind kind) noexcept { faults[static_cast<size_t>(kind)].add(); }
+};
+
+Stats& stats() noexcept;
+
+// The counters as one JSON object (see docs/vroce.md for the fields).
+std::string stats_json();
+
+// Zeroes every counter; the live-object gauges are state, not counters, and stay.
+void stats_reset() noexcept;
+
+}  // namespace vroce

@@ -1,0 +1,652 @@
+#include "transport/engine.h"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "config/config.h"
+#include "core/device_state.h"
+#include "core/qp.h"
+#include "device/device.h"
+#include "transport/protocol.h"
+#include "util/log.h"
+#include "wire/ip_udp.h"
+
+namespace vroce::transport {
+namespace {
+
+constexpr size_t kRxBufferSize = wire::kMaxPacketSize + 256;
+// One receive batch per round: the ACKs a batch owes go out before the next batch is read, so a
+// requester's window keeps moving while a long stream is received.
+constexpr size_t kRxBatchesPerPass = 1;
+constexpr size_t kTxBudgetPerQp = 64;
+
+DropReason drop_reason(wire::ParseError error) {
+  switch (error) {
+    case wire::ParseError::Truncated:
+      return DropReason::Truncated;
+    case wire::ParseError::BadIcrc:
+      return DropReason::BadIcrc;
+    case wire::ParseError::BadTransportVersion:
+      return DropReason::BadTransportVersion;
+    case wire::ParseError::UnknownOpcode:
+      return DropReason::UnknownOpcode;
+    case wire::ParseError::BadPadCount:
+      return DropReason::BadPadCount;
+    case wire::ParseError::LengthMismatch:
+      return DropReason::LengthMismatch;
+    case wire::ParseError::PayloadTooLarge:
+      return DropReason::PayloadTooLarge;
+    case wire::ParseError::BadAethSyndrome:
+    case wire::ParseError::Ok:
+      break;
+  }
+  return DropReason::BadAethSyndrome;
+}
+
+PacketClass packet_class(const wire::OpcodeTraits& traits) {
+  switch (traits.kind) {
+    case wire::OpKind::Send:
+      return PacketClass::Send;
+    case wire::OpKind::Write:
+      return PacketClass::Write;
+    case wire::OpKind::ReadRequest:
+      return PacketClass::ReadRequest;
+    case wire::OpKind::ReadResponse:
+      return PacketClass::ReadResponse;
+    case wire::OpKind::Acknowledge:
+      return PacketClass::Ack;
+    default:
+      return PacketClass::Other;
+  }
+}
+
+bool same_ip(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) {
+    return false;
+  }
+  if (a.ss_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
+  }
+  return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
+                     &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr, sizeof(in6_addr)) == 0;
+}
+
+timespec to_timespec(Clock::time_point t) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  if (ns < 1) {
+    ns = 1;  // 0 would disarm the timer
+  }
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1000000000);
+  ts.tv_nsec = static_cast<long>(ns % 1000000000);
+  return ts;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::start(DeviceState& device, int* error) {
+  auto engine = std::make_unique<Engine>(device, config().faults);
+  std::string message;
+  int rc = engine->open(&message);
+  if (rc != 0) {
+    VROCE_LOG(Error, "%s", message.c_str());
+    *error = rc;
+    return nullptr;
+  }
+  Engine* raw = engine.get();
+  engine->thread_ = std::thread([raw] { raw->run(); });
+  std::string name = "vroce-" + device.device().name();
+  name.resize(std::min<size_t>(name.size(), 15));
+  pthread_setname_np(engine->thread_.native_handle(), name.c_str());
+  stats().live_engines.inc();
+  return engine;
+}
+
+Engine::Engine(DeviceState& device, const FaultSpec& faults) : device_(device), faults_(faults) {
+  tx_.resize(UdpPort::kMaxBatch);
+  out_.resize(UdpPort::kMaxBatch * 3);
+  rx_buffers_.resize(UdpPort::kMaxBatch);
+  rx_.resize(UdpPort::kMaxBatch);
+  for (size_t i = 0; i < UdpPort::kMaxBatch; ++i) {
+    rx_buffers_[i].resize(kRxBufferSize);
+    rx_[i].data = rx_buffers_[i].data();
+    rx_[i].capacity = kRxBufferSize;
+  }
+  bounce_.resize(wire::kMaxPayload);
+}
+
+int Engine::open(std::string* message) {
+  Device& dev = device_.device();
+  int rc = port_.open(dev.address(), dev.name(), message);
+  if (rc != 0) {
+    return rc;
+  }
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (epoll_fd_ < 0 || event_fd_ < 0 || timer_fd_ < 0) {
+    int err = errno;
+    *message = "device " + dev.name() +
+               ": cannot create the progress thread's descriptors: " + std::strerror(err);
+    return err;
+  }
+  for (int fd : {port_.fd(), event_fd_, timer_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      int err = errno;
+      *message = "epoll_ctl: " + std::string(std::strerror(err));
+      return err;
+    }
+  }
+  if (faults_.enabled()) {
+    VROCE_LOG(Info, "device %s: fault injection active (VROCE_FAULTS)", dev.name().c_str());
+  }
+  return 0;
+}
+
+Engine::~Engine() {
+  if (thread_.joinable()) {
+    stop_.store(true, std::memory_order_seq_cst);
+    kick_pending_.store(true, std::memory_order_seq_cst);
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof(one));
+    thread_.join();
+    stats().live_engines.dec();
+  }
+  for (int fd : {epoll_fd_, event_fd_, timer_fd_}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+}
+
+// ---- any thread --------------------------------------------------------------------------
+
+int Engine::call(const std::function<int()>& fn) {
+  std::lock_guard lock(mutex_);
+  now_ = Clock::now();
+  int rc = fn();
+  flush_tx();
+  hand_over(!active_.empty());
+  return rc;
+}
+
+void Engine::add_qp(Qp* qp) {
+  call([this, qp] {
+    qps_[qp->ibv.qp_num] = qp;
+    all_qps_.push_back(qp);
+    qp->tp.registered = true;
+    return 0;
+  });
+}
+
+void Engine::remove_qp(Qp* qp) {
+  call([this, qp] {
+    qps_.erase(qp->ibv.qp_num);
+    std::erase(all_qps_, qp);
+    std::erase(active_, qp);
+    qp->tp.active = false;
+    qp->tp.registered = false;
+    std::lock_guard lock(inbox_mutex_);
+    std::erase(kicked_, qp);
+    qp->kick_queued.store(false, std::memory_order_relaxed);
+    return 0;
+  });
+}
+
+void Engine::kick(Qp* qp) noexcept {
+  if (mutex_.try_lock()) {
+    // The engine is idle: transmit now from this thread, as a doorbell would start the NIC.
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    now_ = Clock::now();
+    activate(qp);
+    if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
+      take_kicks();
+    }
+    transmit_pass();
+    flush_tx();
+    hand_over(!active_.empty());
+    return;
+  }
+  // Someone holds the engine: leave the QP for them, and wake the thread if it sleeps.
+  if (!qp->kick_queued.exchange(true, std::memory_order_seq_cst)) {
+    std::lock_guard lock(inbox_mutex_);
+    kicked_.push_back(qp);
+  }
+  kick_pending_.store(true, std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    wake();
+  }
+}
+
+bool Engine::pollers_active() const noexcept {
+  auto last = last_poll_ns_.load(std::memory_order_relaxed);
+  auto now = Clock::now().time_since_epoch().count();
+  return last != 0 && now - last < kPollerGrace.count();
+}
+
+void Engine::try_progress() noexcept {
+  last_poll_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  if (!mutex_.try_lock()) {
+    return;  // another thread is making progress right now
+  }
+  std::lock_guard lock(mutex_, std::adopt_lock);
+  hand_over(pump(true));
+}
+
+void Engine::wake() noexcept {
+  if (!eventfd_signalled_.exchange(true, std::memory_order_acq_rel)) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof(one));
+  }
+}
+
+void Engine::hand_over(bool more) {
+  if (more) {
+    wake();  // more to send than one round: the progress thread carries on
+    return;
+  }
+  bool any = false;
+  Clock::time_point deadline = next_deadline(&any);
+  if (any && (!timer_armed_ || deadline < armed_deadline_)) {
+    arm_timerfd(deadline, true);
+  }
+}
+
+// ---- the progress thread ---------------------------------------------------------------------
+
+void Engine::run() {
+  epoll_event events[4];
+  bool timer_fired = false;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool more = true;
+    while (more && !stop_.load(std::memory_order_relaxed)) {
+      // The lock is given up between rounds, so posting and polling threads can get in.
+      std::lock_guard lock(mutex_);
+      if (timer_fired) {
+        timer_armed_ = false;
+        timer_fired = false;
+      }
+      more = pump(true);
+    }
+    {
+      std::lock_guard lock(mutex_);
+      send_held();
+      bool any = false;
+      Clock::time_point deadline = next_deadline(&any);
+      arm_timerfd(deadline, any);
+    }
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (kick_pending_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_seq_cst)) {
+      sleeping_.store(false, std::memory_order_relaxed);
+      continue;
+    }
+    // While a program busy-polls its CQs it receives for us (try_progress); waking up for every
+    // packet as well would only take the CPU from it. Leave the socket out of the wait then, and
+    // look again every millisecond.
+    bool pollers = pollers_active();
+    if (pollers == socket_watched_) {
+      epoll_event ev{};
+      ev.events = pollers ? 0u : static_cast<uint32_t>(EPOLLIN);
+      ev.data.fd = port_.fd();
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, port_.fd(), &ev);
+      socket_watched_ = !pollers;
+    }
+    int n = ::epoll_wait(epoll_fd_, events, 4, pollers ? 1 : -1);
+    sleeping_.store(false, std::memory_order_seq_cst);
+    for (int i = 0; i < n; ++i) {
+      uint64_t value;
+      if (events[i].data.fd == event_fd_) {
+        eventfd_signalled_.store(false, std::memory_order_release);
+        [[maybe_unused]] ssize_t r = ::read(event_fd_, &value, sizeof(value));
+      } else if (events[i].data.fd == timer_fd_) {
+        [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
+        timer_fired = true;
+      }
+    }
+  }
+}
+
+bool Engine::pump(bool receive) {
+  now_ = Clock::now();
+  if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
+    take_kicks();
+  }
+  bool more_waiting = false;
+  if (receive) {
+    receive_pass(&more_waiting);
+    now_ = Clock::now();
+  }
+  timer_pass();
+  transmit_pass();
+  flush_tx();
+  // Only work left right now counts: waking the progress thread for a drained socket would
+  // cost a context switch per packet while a program busy-polls.
+  return more_waiting || !active_.empty();
+}
+
+void Engine::take_kicks() {
+  std::vector<Qp*> kicked;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    kicked.swap(kicked_);
+  }
+  for (Qp* qp : kicked) {
+    qp->kick_queued.store(false, std::memory_order_seq_cst);
+    activate(qp);
+  }
+}
+
+void Engine::send_held() {
+  if (!held_) {
+    return;
+  }
+  // A packet held back for reordering goes out when nothing follows it.
+  OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
+                held_->dst_len,     held_->traffic_class, held_->hop_limit};
+  size_t refused = 0;
+  port_.send(&d, 1, &refused);
+  held_.reset();
+}
+
+void Engine::activate(Qp* qp) noexcept {
+  if (!qp->tp.active && qp->tp.registered) {
+    qp->tp.active = true;
+    active_.push_back(qp);
+  }
+}
+
+void Engine::receive_pass(bool* more_waiting) {
+  for (size_t pass = 0; pass < kRxBatchesPerPass; ++pass) {
+    size_t n = port_.receive(rx_.data(), rx_.size());
+    if (n == 0) {
+      return;
+    }
+    // A full batch may have left more in the socket; a partial one drained it.
+    *more_waiting = n == rx_.size();
+    for (size_t i = 0; i < n; ++i) {
+      InDatagram& d = rx_[i];
+      if (d.truncated) {
+        stats().count_drop(DropReason::OversizeDatagram);
+        continue;
+      }
+      if (!d.dst_known) {
+        stats().count_drop(DropReason::BadSource);
+        continue;
+      }
+      dispatch(d.data, d.length, d.src, d.dst);
+    }
+    if (n < rx_.size()) {
+      return;
+    }
+  }
+}
+
+void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
+                      const sockaddr_storage& dst) {
+  auto flow = wire::flow_from_sockaddrs(reinterpret_cast<const sockaddr&>(src),
+                                        reinterpret_cast<const sockaddr&>(dst));
+  if (!flow) {
+    stats().count_drop(DropReason::BadSource);
+    return;
+  }
+  wire::ParseOptions options;
+  options.flow = *flow;
+  wire::ParseResult parsed = wire::parse_packet(wire::ByteSpan(data, length), options);
+  if (!parsed.ok()) {
+    stats().count_drop(drop_reason(parsed.error));
+    VROCE_LOG(Debug, "dropped a packet: %.*s (%.*s)",
+              static_cast<int>(wire::parse_error_name(parsed.error).size()),
+              wire::parse_error_name(parsed.error).data(),
+              static_cast<int>(wire::parse_error_hint(parsed.error).size()),
+              wire::parse_error_hint(parsed.error).data());
+    return;
+  }
+  const wire::PacketView& view = parsed.view;
+  const wire::OpcodeTraits& traits = *view.traits;
+  stats().rx_packets[static_cast<size_t>(packet_class(traits))].add();
+  if (traits.kind == wire::OpKind::Cnp) {
+    return;  // congestion notifications need no action from an emulated NIC
+  }
+  auto it = qps_.find(view.headers.bth.dest_qp);
+  if (it == qps_.end()) {
+    stats().count_drop(DropReason::UnknownQpn);
+    return;
+  }
+  Qp& qp = *it->second;
+  ibv_qp_state state = qp.state.load(std::memory_order_relaxed);
+  bool request = traits.direction == wire::Direction::Request;
+  bool ready = request ? (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD)
+                       : (state == IBV_QPS_RTS || state == IBV_QPS_SQD);
+  if (!ready) {
+    stats().count_drop(DropReason::QpNotReady);
+    return;
+  }
+  if (!same_ip(src, qp.tp.path.addr)) {
+    stats().count_drop(DropReason::WrongPeer);
+    return;
+  }
+  stats().rx_payload_bytes.add(view.payload.size());
+  if (request) {
+    responder_on_request(*this, qp, view);
+  } else {
+    requester_on_response(*this, qp, view);
+  }
+  activate(&qp);
+}
+
+void Engine::transmit_pass() {
+  // Visit each QP once; QPs that still have work stay on the list for the next pass.
+  size_t count = active_.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Qp* qp = active_[i];
+    size_t budget = kTxBudgetPerQp;
+    bool more = false;
+    ibv_qp_state state = qp->state.load(std::memory_order_relaxed);
+    if (state == IBV_QPS_ERR) {
+      flush_queues(*qp);
+    } else {
+      if (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD) {
+        more |= responder_transmit(*this, *qp, &budget);
+      }
+      if (state == IBV_QPS_RTS || state == IBV_QPS_SQD) {
+        more |= requester_transmit(*this, *qp, &budget);
+      }
+    }
+    if (more) {
+      active_[kept++] = qp;
+    } else {
+      qp->tp.active = false;
+    }
+  }
+  // QPs activated during the pass (by completions of others) were appended after `count`.
+  for (size_t i = count; i < active_.size(); ++i) {
+    active_[kept++] = active_[i];
+  }
+  active_.resize(kept);
+}
+
+bool Engine::emit(const Qp& qp, const wire::PacketHeaders& headers,
+                  std::span<const wire::ByteSpan> payload, const TxMeta& meta) {
+  if (tx_count_ == tx_.size()) {
+    flush_tx();
+  }
+  TxSlot& slot = tx_[tx_count_];
+  wire::BuildResult built = wire::build_packet(headers, payload, qp.tp.path.flow, slot.data);
+  if (!built.ok()) {
+    auto name = wire::build_error_name(built.error);
+    VROCE_LOG(Error, "qp 0x%x: cannot build opcode 0x%02x: %.*s (a vroce bug)", qp.ibv.qp_num,
+              headers.bth.opcode, static_cast<int>(name.size()), name.data());
+    return false;
+  }
+  slot.length = built.size;
+  slot.path = &qp.tp.path;
+  slot.meta = meta;
+  ++tx_count_;
+  Stats& s = stats();
+  s.tx_packets[static_cast<size_t>(meta.cls)].add();
+  s.tx_payload_bytes.add(meta.payload);
+  if (meta.retransmission) {
+    s.retransmitted_packets.add();
+  }
+  return true;
+}
+
+uint8_t Engine::traffic_class_for(const PeerPath& path) const noexcept {
+  const auto& override_tc = config().tc_override;
+  return override_tc ? *override_tc : path.traffic_class;
+}
+
+void Engine::flush_tx() {
+  if (tx_count_ == 0) {
+    return;
+  }
+  if (faults_.enabled()) {
+    send_with_faults(tx_count_);
+  } else {
+    for (size_t i = 0; i < tx_count_; ++i) {
+      const TxSlot& slot = tx_[i];
+      out_[i] = OutDatagram{slot.data,
+                            slot.length,
+                            &slot.path->addr,
+                            slot.path->addr_len,
+                            traffic_class_for(*slot.path),
+                            slot.path->hop_limit};
+    }
+    size_t refused = 0;
+    port_.send(out_.data(), tx_count_, &refused);
+    stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
+  }
+  tx_count_ = 0;
+}
+
+void Engine::send_with_faults(size_t count) {
+  size_t n = 0;
+  Stats& s = stats();
+  auto push_held = [&] {
+    if (held_) {
+      out_[n++] = OutDatagram{held_->data.data(), held_->data.size(),   &held_->dst,
+                              held_->dst_len,     held_->traffic_class, held_->hop_limit};
+    }
+  };
+  std::vector<std::unique_ptr<Delayed>> released;  // held packets queued in out_, kept alive
+  for (size_t i = 0; i < count; ++i) {
+    TxSlot& slot = tx_[i];
+    FaultVerdict verdict = faults_.decide(slot.meta.dest_qpn, slot.meta.psn,
+                                          slot.meta.cls != PacketClass::Ack, slot.meta.request);
+    if (verdict.drop) {
+      s.count_fault(FaultKind::Drop);
+      continue;
+    }
+    if (verdict.corrupt) {
+      s.count_fault(FaultKind::Corrupt);
+      slot.data[FaultInjector::corrupt_offset(slot.length)] ^= 0x5A;
+    }
+    uint8_t tclass = traffic_class_for(*slot.path);
+    if (faults_.delay_us() > 0 || (verdict.reorder && !held_)) {
+      auto copy = std::make_unique<Delayed>();
+      copy->data.assign(slot.data, slot.data + slot.length);
+      std::memcpy(&copy->dst, &slot.path->addr, sizeof(sockaddr_storage));
+      copy->dst_len = slot.path->addr_len;
+      copy->traffic_class = tclass;
+      copy->hop_limit = slot.path->hop_limit;
+      if (verdict.reorder && !held_) {
+        s.count_fault(FaultKind::Reorder);
+        held_ = std::move(copy);
+        continue;
+      }
+      s.count_fault(FaultKind::Delay);
+      copy->due = now_ + std::chrono::microseconds(faults_.delay_us());
+      int copies = verdict.duplicate ? 2 : 1;
+      if (verdict.duplicate) {
+        s.count_fault(FaultKind::Duplicate);
+      }
+      for (int c = 0; c < copies; ++c) {
+        delayed_.push_back(*copy);
+      }
+      continue;
+    }
+    OutDatagram out{slot.data,           slot.length, &slot.path->addr,
+                    slot.path->addr_len, tclass,      slot.path->hop_limit};
+    out_[n++] = out;
+    if (verdict.duplicate) {
+      s.count_fault(FaultKind::Duplicate);
+      out_[n++] = out;
+    }
+    if (held_) {
+      push_held();
+      released.push_back(std::move(held_));
+    }
+  }
+  size_t refused = 0;
+  port_.send(out_.data(), n, &refused);
+  s.drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
+}
+
+void Engine::timer_pass() {
+  for (Qp* qp : all_qps_) {
+    requester_on_timer(*this, *qp);
+  }
+  size_t due = 0;
+  while (!delayed_.empty() && delayed_.front().due <= now_) {
+    const Delayed& d = delayed_.front();
+    OutDatagram out{d.data.data(), d.data.size(), &d.dst, d.dst_len, d.traffic_class, d.hop_limit};
+    size_t refused = 0;
+    port_.send(&out, 1, &refused);
+    delayed_.pop_front();
+    ++due;
+  }
+}
+
+Clock::time_point Engine::next_deadline(bool* any) const {
+  Clock::time_point best{};
+  *any = false;
+  auto consider = [&](Clock::time_point t) {
+    if (!*any || t < best) {
+      best = t;
+      *any = true;
+    }
+  };
+  for (const Qp* qp : all_qps_) {
+    Clock::time_point t;
+    if (requester_deadline(*qp, &t)) {
+      consider(t);
+    }
+  }
+  if (!delayed_.empty()) {
+    consider(delayed_.front().due);
+  }
+  return best;
+}
+
+void Engine::arm_timerfd(Clock::time_point deadline, bool any) {
+  if (!any) {
+    if (timer_armed_) {
+      itimerspec off{};
+      ::timerfd_settime(timer_fd_, 0, &off, nullptr);
+      timer_armed_ = false;
+    }
+    return;
+  }
+  if (timer_armed_ && deadline == armed_deadline_) {
+    return;
+  }
+  itimerspec spec{};
+  spec.it_value = to_timespec(deadline);
+  ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+  armed_deadline_ = deadline;
+  timer_armed_ = true;
+}
+
+}  // namespace vroce::transport

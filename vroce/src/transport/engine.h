@@ -1,0 +1,165 @@
+// The RC transport engine of one device in one process: the device's UDP socket, the transport
+// state of its QPs, and one progress thread that blocks in epoll on that socket, an eventfd and a
+// timerfd (ACK timeouts, RNR waits, delayed packets). All of it is guarded by one mutex, and any
+// thread that holds it may make progress: the progress thread when woken, a posting thread that
+// finds the engine idle (it transmits its own work at once, as a NIC's doorbell would), a thread
+// polling an empty CQ (it receives what arrived), and control operations (modify, destroy). A
+// posting thread that finds the engine busy leaves its QP on a list and wakes the thread only if
+// it sleeps. Nobody holds the mutex while blocked, so nothing waits for a sleeping thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/stats.h"
+#include "transport/fault_injector.h"
+#include "transport/qp_transport.h"
+#include "transport/udp_port.h"
+#include "wire/packet.h"
+
+namespace vroce {
+class DeviceState;
+struct Qp;
+}  // namespace vroce
+
+namespace vroce::transport {
+
+// Per-packet facts the fault injector and the counters need.
+struct TxMeta {
+  uint32_t dest_qpn = 0;
+  uint32_t psn = 0;
+  PacketClass cls = PacketClass::Other;
+  bool request = false;
+  bool retransmission = false;
+  size_t payload = 0;
+};
+
+class Engine {
+ public:
+  // Opens the device's socket and starts the progress thread. nullptr with *error on failure.
+  static std::unique_ptr<Engine> start(DeviceState& device, int* error);
+
+  Engine(DeviceState& device, const FaultSpec& faults);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  DeviceState& device() const noexcept { return device_; }
+  int socket_family() const noexcept { return port_.family(); }
+
+  // ---- any thread, without the mutex -------------------------------------------------------
+
+  // Runs fn with the engine mutex held (control operations: add/remove/modify QPs).
+  int call(const std::function<int()>& fn);
+
+  void add_qp(Qp* qp);
+  void remove_qp(Qp* qp);
+
+  // A QP has new send work (or, in ERR, new WQEs to flush). Transmits at once when the engine
+  // is idle; otherwise queues the QP for whoever holds the engine.
+  void kick(Qp* qp) noexcept;
+
+  // Receives and processes what arrived, if no other thread is at it (a CQ poller's idle hook).
+  void try_progress() noexcept;
+
+  // ---- with the mutex held (transport code) --------------------------------------------------
+
+  Clock::time_point now() const noexcept { return now_; }
+
+  // Puts a QP on the list the transmit pass visits.
+  void activate(Qp* qp) noexcept;
+
+  // Builds one packet for `qp` into the transmit batch (flushing it first when full). Returns
+  // false when the codec refused the headers (a bug; logged).
+  bool emit(const Qp& qp, const wire::PacketHeaders& headers,
+            std::span<const wire::ByteSpan> payload, const TxMeta& meta);
+
+  // A scratch buffer of one MTU for gathering from CUDA memory.
+  std::span<uint8_t> bounce() noexcept { return bounce_; }
+
+ private:
+  struct TxSlot {
+    uint8_t data[wire::kMaxPacketSize];
+    size_t length = 0;
+    const PeerPath* path = nullptr;
+    TxMeta meta;
+  };
+  struct Delayed {
+    Clock::time_point due;
+    std::vector<uint8_t> data;
+    sockaddr_storage dst{};
+    socklen_t dst_len = 0;
+    uint8_t traffic_class = 0;
+    uint8_t hop_limit = 0;
+  };
+  int open(std::string* message);
+  void run();
+  void wake() noexcept;
+  // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
+  // is more to do right away. Needs the mutex.
+  bool pump(bool receive);
+  // True while some thread polled an empty CQ of this engine within the last kPollerGrace.
+  bool pollers_active() const noexcept;
+  // After work done by a thread other than the progress thread (which re-arms its timer before
+  // it sleeps): make sure the progress thread carries on when there is more to send, and that
+  // its timer covers the earliest deadline. Needs the mutex.
+  void hand_over(bool more);
+  void take_kicks();
+  void receive_pass(bool* more_waiting);
+  void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
+                const sockaddr_storage& dst);
+  void transmit_pass();
+  void flush_tx();
+  void send_with_faults(size_t count);
+  void send_held();
+  void timer_pass();
+  Clock::time_point next_deadline(bool* any) const;
+  void arm_timerfd(Clock::time_point deadline, bool any);
+  uint8_t traffic_class_for(const PeerPath& path) const noexcept;
+
+  DeviceState& device_;
+  UdpPort port_;
+  FaultInjector faults_;
+  int epoll_fd_ = -1;
+  int event_fd_ = -1;
+  int timer_fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  static constexpr std::chrono::nanoseconds kPollerGrace{1'000'000};
+  std::atomic<int64_t> last_poll_ns_{0};  // Clock time of the last try_progress()
+  bool socket_watched_ = true;            // progress thread only: the socket is in its epoll set
+
+  // Kicks from threads that found the engine busy.
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> kick_pending_{false};
+  std::atomic<bool> eventfd_signalled_{false};
+  std::mutex inbox_mutex_;
+  std::vector<Qp*> kicked_;  // guarded by inbox_mutex_
+
+  // Everything below is guarded by mutex_.
+  std::mutex mutex_;
+  Clock::time_point now_{};
+  std::unordered_map<uint32_t, Qp*> qps_;  // by QPN
+  std::vector<Qp*> all_qps_;
+  std::vector<Qp*> active_;
+  std::vector<TxSlot> tx_;  // kMaxBatch slots
+  size_t tx_count_ = 0;
+  std::vector<OutDatagram> out_;
+  std::deque<Delayed> delayed_;
+  std::unique_ptr<Delayed> held_;  // a packet reordered behind the next one
+  std::vector<std::vector<uint8_t>> rx_buffers_;
+  std::vector<InDatagram> rx_;
+  std::vector<uint8_t> bounce_;
+  Clock::time_point armed_deadline_{};
+  bool timer_armed_ = false;
+};
+
+}  // namespace vroce::transport

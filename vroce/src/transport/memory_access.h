@@ -1,0 +1,69 @@
+// How the progress thread reads and writes application memory: through the device's key table
+// (so every access is checked against the key, the PD, the bounds and the rights, and pins the
+// region while it copies) and through gpu/memory.h for CUDA regions. Gathering a packet's payload
+// from an SGE list, scattering a payload into one, and placing bytes at an IOVA under an rkey.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/key_table.h"
+#include "wire/packet.h"
+
+namespace vroce {
+struct Pd;
+}
+
+namespace vroce::transport {
+
+// The payload pieces of one outgoing packet, with the regions they point into pinned until the
+// Gather is destroyed (after the packet was built).
+class Gather {
+ public:
+  static constexpr size_t kMaxPieces = 32;
+
+  // Collects [offset, offset + length) of the message described by `sges` (lkeys, local read).
+  // CUDA pieces are copied into `bounce` (one MTU). Returns KeyError::None on success.
+  KeyError collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
+                   uint64_t offset, uint32_t length, std::span<uint8_t> bounce);
+
+  // The same from one remote region under an rkey with REMOTE_READ (READ responses).
+  KeyError collect_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_t va,
+                          uint32_t length, std::span<uint8_t> bounce);
+
+  std::span<const wire::ByteSpan> pieces() const noexcept { return {pieces_.data(), count_}; }
+
+  // Unpins everything (also done by the destructor).
+  void release() noexcept {
+    for (size_t i = 0; i < count_; ++i) {
+      pins_[i] = MrRef();
+    }
+    count_ = 0;
+  }
+
+ private:
+  std::array<wire::ByteSpan, kMaxPieces> pieces_{};
+  std::array<MrRef, kMaxPieces> pins_{};
+  size_t count_ = 0;
+};
+
+// Writes `data` at byte `offset` of the message buffer described by `sges` (lkeys needing
+// LOCAL_WRITE). Returns KeyError::None, or why it could not (nothing partial is undone: a NIC
+// also leaves the bytes it already wrote).
+KeyError scatter(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
+                 uint64_t offset, wire::ByteSpan data);
+
+// Writes `data` at IOVA `va` of the region of `rkey`, which must grant `access`.
+KeyError place_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_t va,
+                      unsigned access, wire::ByteSpan data);
+
+// Checks that every SGE resolves with `access` (0 = local read) and that the SGEs add up to at
+// most 2^31 bytes (the largest RC message). Returns KeyError::None when usable.
+KeyError check_sges(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
+                    unsigned access);
+
+}  // namespace vroce::transport

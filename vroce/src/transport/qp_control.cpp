@@ -1,0 +1,148 @@
+// QP-level transport actions shared by the requester and the responder: send completions (with
+// the hold-until-signaled slot rule), the error state and its flush, async events.
+#include <cstring>
+
+#include "core/async_events.h"
+#include "core/context.h"
+#include "core/cq.h"
+#include "core/qp.h"
+#include "core/stats.h"
+#include "transport/engine.h"
+#include "transport/protocol.h"
+#include "util/log.h"
+
+namespace vroce::transport {
+namespace {
+
+ibv_wc_opcode send_wc_opcode(ibv_wr_opcode opcode) {
+  switch (opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ:
+      return IBV_WC_RDMA_READ;
+    default:
+      return IBV_WC_SEND;
+  }
+}
+
+void push_completion(Qp& qp, Cq& cq, const ibv_wc& wc, bool solicited) {
+  stats().completions[static_cast<size_t>(wc.status)].add();
+  if (!cq.push(wc, solicited)) {
+    // The CQ raised IBV_EVENT_CQ_ERR; the QP whose completion was lost cannot go on.
+    if (qp.state.load(std::memory_order_relaxed) != IBV_QPS_ERR) {
+      qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
+      raise_qp_event(qp, IBV_EVENT_QP_FATAL);
+    }
+  }
+}
+
+}  // namespace
+
+uint32_t vendor_syndrome(ibv_wc_status status) noexcept {
+  switch (status) {
+    case IBV_WC_SUCCESS:
+      return 0;
+    case IBV_WC_LOC_LEN_ERR:
+      return 0x01;
+    case IBV_WC_LOC_QP_OP_ERR:
+      return 0x02;
+    case IBV_WC_LOC_PROT_ERR:
+      return 0x04;
+    case IBV_WC_WR_FLUSH_ERR:
+      return 0x05;
+    case IBV_WC_BAD_RESP_ERR:
+      return 0x10;
+    case IBV_WC_LOC_ACCESS_ERR:
+      return 0x11;
+    case IBV_WC_REM_INV_REQ_ERR:
+      return 0x12;
+    case IBV_WC_REM_ACCESS_ERR:
+      return 0x13;
+    case IBV_WC_REM_OP_ERR:
+      return 0x14;
+    case IBV_WC_RETRY_EXC_ERR:
+      return 0x15;
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      return 0x16;
+    default:
+      return 0xFF;
+  }
+}
+
+void raise_qp_event(Qp& qp, ibv_event_type type) {
+  ibv_async_event event{};
+  event.element.qp = &qp.ibv;
+  event.event_type = type;
+  qp.async_events_raised.fetch_add(1, std::memory_order_relaxed);
+  raise_async_event(*qp.ctx, event);
+}
+
+void complete_send(Qp& qp, uint32_t index, ibv_wc_status status) {
+  Requester& r = qp.tp.req;
+  SendWqe& w = qp.sq.wqe(index);
+  bool signaled = (w.send_flags & IBV_SEND_SIGNALED) != 0;
+  if (status != IBV_WC_SUCCESS || signaled) {
+    ibv_wc wc{};
+    wc.wr_id = w.wr_id;
+    wc.status = status;
+    wc.opcode = send_wc_opcode(w.opcode);
+    wc.vendor_err = vendor_syndrome(status);
+    wc.byte_len = static_cast<uint32_t>(w.length);
+    wc.qp_num = qp.ibv.qp_num;
+    wc.src_qp = qp.tp.path.dest_qpn;
+    push_completion(qp, *qp.send_cq, wc, false);
+    // This completion frees its slot and those of the unsignaled WQEs before it.
+    qp.sq.free_head.store(index + 1, std::memory_order_release);
+  }
+  if (w.opcode == IBV_WR_RDMA_READ && w.started && r.reads_outstanding > 0) {
+    --r.reads_outstanding;
+  }
+  w.started = false;
+  r.sq_head = index + 1;
+}
+
+void flush_queues(Qp& qp) {
+  Requester& r = qp.tp.req;
+  uint32_t tail = qp.sq.tail.load(std::memory_order_seq_cst);
+  while (r.sq_head != tail) {
+    complete_send(qp, r.sq_head, IBV_WC_WR_FLUSH_ERR);
+  }
+  r.sq_assigned = r.sq_head;
+  r.sq_next = r.sq_head;
+  r.next_pkt = 0;
+  r.psn = r.psn_end;
+  r.una = r.psn_end;
+  r.reads_outstanding = 0;
+  r.ack_timer_armed = false;
+  r.rnr_waiting = false;
+
+  Responder& s = qp.tp.resp;
+  uint32_t rq_tail = qp.rq.tail.load(std::memory_order_acquire);
+  uint32_t head = qp.rq.head.load(std::memory_order_relaxed);
+  while (head != rq_tail) {
+    const RecvWqe& w = qp.rq.wqe(head);
+    ibv_wc wc{};
+    wc.wr_id = w.wr_id;
+    wc.status = IBV_WC_WR_FLUSH_ERR;
+    wc.opcode = IBV_WC_RECV;
+    wc.vendor_err = vendor_syndrome(IBV_WC_WR_FLUSH_ERR);
+    wc.qp_num = qp.ibv.qp_num;
+    ++head;
+    qp.rq.head.store(head, std::memory_order_release);
+    push_completion(qp, *qp.recv_cq, wc, false);
+  }
+  s.inbound = InboundKind::None;
+  s.recv_wqe_taken = false;
+  s.reads_count = 0;
+  s.ack_owed = false;
+  s.nak_owed = false;
+}
+
+void enter_error(Engine& engine, Qp& qp) {
+  qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
+  flush_queues(qp);
+  engine.activate(&qp);
+}
+
+}  // namespace vroce::transport
