@@ -1,0 +1,325 @@
+// pingpong, bw and bibw over an Endpoint.
+#include "p2p_modes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "patterns.h"
+#include "poller.h"
+#include "rendezvous.h"
+
+namespace roce::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double micros(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+struct Sample {
+  double elapsed_us;
+  std::uint64_t wrong;
+};
+
+// Every rank's (elapsed, wrong) pair.
+std::vector<Sample> gather(Rendezvous& rendezvous, Sample mine) {
+  const auto all =
+      rendezvous.allgather(std::string_view(reinterpret_cast<const char*>(&mine), sizeof(mine)));
+  std::vector<Sample> out;
+  for (const auto& blob : all) {
+    Sample s{};
+    if (blob.size() != sizeof(s)) {
+      throw BenchError("malformed result exchange between ranks");
+    }
+    std::memcpy(&s, blob.data(), sizeof(s));
+    out.push_back(s);
+  }
+  return out;
+}
+
+class P2pRun {
+ public:
+  P2pRun(Endpoint& ep, Rendezvous& rendezvous, const Options& options, const SizeStep& step,
+         std::uint64_t seed)
+      : ep_(ep),
+        rendezvous_(rendezvous),
+        options_(options),
+        step_(step),
+        seed_(seed),
+        rank_(rendezvous.rank()),
+        poller_(options.timeout_s, options.poll_sleep_us, &rendezvous),
+        window_(slots_for(ep.capacity(), step.bytes, options.window)) {}
+
+  Row pingpong();
+  Row bandwidth(bool bidirectional);
+
+ private:
+  void send(int slot, Ticket& ticket, const char* what);
+  void recv(int slot, Ticket& ticket, const char* what);
+  void wait(Ticket& ticket, const char* what);
+  void wait_both(Ticket& a, Ticket& b, const char* what);
+  // Streams `count` messages with up to window_ outstanding per direction.
+  void stream(int count, bool sending, bool receiving);
+  std::uint64_t check_slot(int slot, std::uint64_t seed);
+  void fill_slot(int slot, std::uint64_t seed);
+  std::size_t words() const { return step_.bytes / sizeof(std::uint32_t); }
+  std::string where(const char* what) const {
+    return std::string(mode_name(options_.mode)) + " " + std::to_string(step_.bytes) + " B (" +
+           std::string(ep_.label()) + "): " + what;
+  }
+
+  Endpoint& ep_;
+  Rendezvous& rendezvous_;
+  const Options& options_;
+  SizeStep step_;
+  std::uint64_t seed_;
+  int rank_;
+  Poller poller_;
+  int window_;
+};
+
+void P2pRun::send(int slot, Ticket& ticket, const char* what) {
+  while (!ep_.post_send(slot, step_.bytes, ticket)) {
+    poller_.idle(where(what));
+  }
+  poller_.progress();
+}
+
+void P2pRun::recv(int slot, Ticket& ticket, const char* what) {
+  while (!ep_.post_recv(slot, step_.bytes, ticket)) {
+    poller_.idle(where(what));
+  }
+  poller_.progress();
+}
+
+void P2pRun::wait(Ticket& ticket, const char* what) {
+  while (!ep_.test(ticket)) {
+    poller_.idle(where(what));
+  }
+  poller_.progress();
+}
+
+void P2pRun::wait_both(Ticket& a, Ticket& b, const char* what) {
+  bool a_done = false;
+  bool b_done = false;
+  while (!(a_done && b_done)) {
+    bool advanced = false;
+    if (!a_done && ep_.test(a)) {
+      a_done = advanced = true;
+    }
+    if (!b_done && ep_.test(b)) {
+      b_done = advanced = true;
+    }
+    if (advanced) {
+      poller_.progress();
+    } else {
+      poller_.idle(where(what));
+    }
+  }
+}
+
+void P2pRun::fill_slot(int slot, std::uint64_t seed) {
+  std::vector<std::uint32_t> data(words());
+  fill_message(data, seed);
+  ep_.send_buffer().write(static_cast<std::size_t>(slot) * slot_stride(step_.bytes), data.data(),
+                          step_.bytes);
+}
+
+std::uint64_t P2pRun::check_slot(int slot, std::uint64_t seed) {
+  const std::size_t offset = static_cast<std::size_t>(slot) * slot_stride(step_.bytes);
+  if (options_.inject_corruption && rank_ == rendezvous_.nranks() - 1 && slot == 0) {
+    corrupt_word(ep_.recv_buffer(), offset + (words() / 2) * sizeof(std::uint32_t));
+  }
+  std::vector<std::uint32_t> data(words());
+  ep_.recv_buffer().read(offset, data.data(), step_.bytes);
+  return count_message_errors(data, seed);
+}
+
+Row P2pRun::pingpong() {
+  Ticket s;
+  Ticket r;
+  const int total = step_.warmup + step_.iters;
+  std::vector<double> rtts;
+  rtts.reserve(static_cast<std::size_t>(step_.iters));
+  if (rank_ == 0) {
+    for (int i = 0; i < total; ++i) {
+      recv(0, r, "posting the receive for the reply");
+      const auto t0 = Clock::now();
+      send(0, s, "posting the ping (waiting for rank 1's clear-to-send)");
+      wait_both(s, r, "waiting for the reply from rank 1");
+      if (i >= step_.warmup) {
+        rtts.push_back(micros(Clock::now() - t0));
+      }
+    }
+  } else {
+    recv(0, r, "posting the first receive");
+    for (int i = 0; i < total; ++i) {
+      wait(r, "waiting for the ping from rank 0");
+      send(0, s, "posting the reply (waiting for rank 0's clear-to-send)");
+      if (i + 1 < total) {
+        recv(0, r, "posting the next receive");
+      }
+      wait(s, "waiting for the reply's send to complete");
+    }
+  }
+
+  // Verification round: rank 0 sends pattern A, rank 1 checks it and answers with pattern B.
+  const std::uint64_t seed_a = seed_ * 4;
+  const std::uint64_t seed_b = seed_ * 4 + 1;
+  std::uint64_t wrong = 0;
+  if (rank_ == 0) {
+    fill_slot(0, seed_a);
+    recv(0, r, "verification: posting the receive");
+    send(0, s, "verification: posting the send");
+    wait_both(s, r, "verification: waiting for the reply");
+    wrong = check_slot(0, seed_b);
+  } else {
+    fill_slot(0, seed_b);
+    recv(0, r, "verification: posting the receive");
+    wait(r, "verification: waiting for rank 0's message");
+    wrong = check_slot(0, seed_a);
+    send(0, s, "verification: posting the reply");
+    wait(s, "verification: waiting for the reply's send");
+  }
+
+  const auto all = gather(rendezvous_, Sample{0, wrong});
+  Row row;
+  row.bytes = step_.bytes;
+  row.count = step_.bytes / sizeof(float);
+  row.iters = step_.iters;
+  for (const auto& sample : all) {
+    row.wrong += sample.wrong;
+  }
+  if (rank_ == 0) {
+    row.has_rtt = true;
+    row.rtt_us = percentiles(std::move(rtts));
+    row.time_us = row.rtt_us.p50 / 2;
+    row.algbw = gbps(row.bytes, row.time_us);
+    row.busbw = row.algbw;
+  }
+  return row;
+}
+
+void P2pRun::stream(int count, bool sending, bool receiving) {
+  const int depth = ep_.receive_depth(window_);
+  std::vector<Ticket> sends(static_cast<std::size_t>(window_));
+  std::vector<Ticket> recvs(static_cast<std::size_t>(depth));
+  int sent_posted = 0;
+  int sent_done = 0;
+  int recv_posted = 0;
+  int recv_done = 0;
+  const int send_total = sending ? count : 0;
+  const int recv_total = receiving ? count : 0;
+  while (sent_done < send_total || recv_done < recv_total) {
+    bool advanced = false;
+    // Receives first: they carry the clear-to-send the peer's isend waits for.
+    while (recv_posted < recv_total && recv_posted - recv_done < depth) {
+      const int slot = recv_posted % window_;
+      if (!ep_.post_recv(slot, step_.bytes, recvs[static_cast<std::size_t>(recv_posted % depth)])) {
+        break;
+      }
+      ++recv_posted;
+      advanced = true;
+    }
+    while (sent_posted < send_total && sent_posted - sent_done < window_) {
+      const int slot = sent_posted % window_;
+      if (!ep_.post_send(slot, step_.bytes, sends[static_cast<std::size_t>(slot)])) {
+        break;
+      }
+      ++sent_posted;
+      advanced = true;
+    }
+    // As NCCL's proxy does, test the oldest outstanding request of each direction.
+    if (recv_done < recv_posted && ep_.test(recvs[static_cast<std::size_t>(recv_done % depth)])) {
+      ++recv_done;
+      advanced = true;
+    }
+    if (sent_done < sent_posted && ep_.test(sends[static_cast<std::size_t>(sent_done % window_)])) {
+      ++sent_done;
+      advanced = true;
+    }
+    if (advanced) {
+      poller_.progress();
+    } else {
+      poller_.idle(where(sent_done < send_total ? "streaming sends" : "streaming receives"));
+    }
+  }
+}
+
+Row P2pRun::bandwidth(bool bidirectional) {
+  const bool sending = bidirectional || rank_ == 0;
+  const bool receiving = bidirectional || rank_ == 1;
+  stream(step_.warmup, sending, receiving);
+  rendezvous_.barrier();
+  const auto t0 = Clock::now();
+  stream(step_.iters, sending, receiving);
+  const double elapsed = micros(Clock::now() - t0);
+
+  // Verification: one window of messages, each slot with its own pattern.
+  const int batch = window_;
+  const std::uint64_t base = seed_ * 64;
+  if (sending) {
+    for (int slot = 0; slot < batch; ++slot) {
+      fill_slot(slot, base + static_cast<std::uint64_t>(rank_ * kMaxWindow + slot));
+    }
+  }
+  rendezvous_.barrier();
+  stream(batch, sending, receiving);
+  std::uint64_t wrong = 0;
+  if (receiving) {
+    const int peer = 1 - rank_;
+    for (int slot = 0; slot < batch; ++slot) {
+      wrong += check_slot(slot, base + static_cast<std::uint64_t>(peer * kMaxWindow + slot));
+    }
+  }
+
+  const auto all = gather(rendezvous_, Sample{elapsed, wrong});
+  Row row;
+  row.bytes = step_.bytes;
+  row.count = step_.bytes / sizeof(float);
+  row.iters = step_.iters;
+  double slowest = 0;
+  for (const auto& sample : all) {
+    row.wrong += sample.wrong;
+    slowest = std::max(slowest, sample.elapsed_us);
+  }
+  row.time_us = slowest / step_.iters;
+  row.algbw = gbps(row.bytes, row.time_us);
+  row.busbw = row.algbw;
+  return row;
+}
+
+}  // namespace
+
+void corrupt_word(Buffer& buffer, std::size_t offset) {
+  std::uint32_t word = 0;
+  buffer.read(offset, &word, sizeof(word));
+  word ^= 0x00010000U;
+  buffer.write(offset, &word, sizeof(word));
+}
+
+Row run_p2p(Endpoint& endpoint, Rendezvous& rendezvous, const Options& options,
+            const SizeStep& step, std::uint64_t seed) {
+  if (step.bytes > endpoint.capacity()) {
+    throw BenchError("internal: message larger than the endpoint's slots");
+  }
+  P2pRun run(endpoint, rendezvous, options, step, seed);
+  switch (options.mode) {
+    case Mode::PingPong:
+      return run.pingpong();
+    case Mode::Bandwidth:
+      return run.bandwidth(false);
+    case Mode::BiBandwidth:
+      return run.bandwidth(true);
+    case Mode::AllReduce:
+      break;
+  }
+  throw BenchError("internal: all-reduce is not a point-to-point mode");
+}
+
+}  // namespace roce::bench
