@@ -68,6 +68,7 @@ std::string vroce_library(const Options& options) {
   setenv("VROCE_DEVICES", env.vroce_devices.c_str(), 1);
   setenv("NCCL_IB_HCA", env.nccl_ib_hca.c_str(), 1);
   setenv("NCCL_IBVERBS_LIB", env.ibverbs_lib.c_str(), 1);
+  setenv(kLaunchedEnv, "1", 1);
   if (rank == 0) {
     const int flags = fcntl(listen_fd, F_GETFD);
     fcntl(listen_fd, F_SETFD, flags & ~FD_CLOEXEC);

@@ -13,6 +13,10 @@ namespace roce::bench {
 
 // The environment variable through which rank 0 inherits the listening rendezvous socket.
 inline constexpr const char* kRendezvousFdEnv = "ROCE_BENCH_RENDEZVOUS_FD";
+// Set for the ranks the launcher starts: they show the user's command, not the appended
+// --rank/--nranks/--rendezvous (kAppendedArgs arguments).
+inline constexpr const char* kLaunchedEnv = "ROCE_BENCH_LAUNCHED";
+inline constexpr std::size_t kAppendedArgs = 6;
 
 // Returns the exit status for the whole run.
 int launch_ranks(const Options& options, const std::vector<std::string>& args);

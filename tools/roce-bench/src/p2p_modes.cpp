@@ -64,7 +64,8 @@ class P2pRun {
   void wait(Ticket& ticket, const char* what);
   void wait_both(Ticket& a, Ticket& b, const char* what);
   // Streams `count` messages with up to window_ outstanding per direction.
-  void stream(int count, bool sending, bool receiving);
+  // Returns when the stream started (after its barrier).
+  Clock::time_point stream(int count, bool sending, bool receiving);
   std::uint64_t check_slot(int slot, std::uint64_t seed);
   void fill_slot(int slot, std::uint64_t seed);
   std::size_t words() const { return step_.bytes / sizeof(std::uint32_t); }
@@ -141,28 +142,38 @@ std::uint64_t P2pRun::check_slot(int slot, std::uint64_t seed) {
 }
 
 Row P2pRun::pingpong() {
+  // Both ranks keep two receives posted ahead, so the receive for the next round trip is never
+  // on the critical path: the plugin's clear-to-send for it is already out, and raw RC never
+  // meets a missing receive WQE (an RNR NAK and its timer would measure vroce's RNR path instead).
+  constexpr int kAhead = 2;
   Ticket s;
   Ticket r;
+  Ticket rs[kAhead];
   const int total = step_.warmup + step_.iters;
   std::vector<double> rtts;
   rtts.reserve(static_cast<std::size_t>(step_.iters));
-  if (rank_ == 0) {
-    for (int i = 0; i < total; ++i) {
-      recv(0, r, "posting the receive for the reply");
+  for (int i = 0; i < kAhead && i < total; ++i) {
+    recv(0, rs[i], "posting the first receives");
+  }
+  // No message leaves before the peer's first receives are posted.
+  rendezvous_.barrier();
+  for (int i = 0; i < total; ++i) {
+    Ticket& ri = rs[i % kAhead];
+    if (rank_ == 0) {
       const auto t0 = Clock::now();
       send(0, s, "posting the ping (waiting for rank 1's clear-to-send)");
-      wait_both(s, r, "waiting for the reply from rank 1");
+      wait_both(s, ri, "waiting for the reply from rank 1");
       if (i >= step_.warmup) {
         rtts.push_back(micros(Clock::now() - t0));
       }
-    }
-  } else {
-    recv(0, r, "posting the first receive");
-    for (int i = 0; i < total; ++i) {
-      wait(r, "waiting for the ping from rank 0");
+      if (i + kAhead < total) {
+        recv(0, ri, "posting a receive");
+      }
+    } else {
+      wait(ri, "waiting for the ping from rank 0");
       send(0, s, "posting the reply (waiting for rank 0's clear-to-send)");
-      if (i + 1 < total) {
-        recv(0, r, "posting the next receive");
+      if (i + kAhead < total) {
+        recv(0, ri, "posting a receive");
       }
       wait(s, "waiting for the reply's send to complete");
     }
@@ -172,15 +183,14 @@ Row P2pRun::pingpong() {
   const std::uint64_t seed_a = seed_ * 4;
   const std::uint64_t seed_b = seed_ * 4 + 1;
   std::uint64_t wrong = 0;
+  fill_slot(0, rank_ == 0 ? seed_a : seed_b);
+  recv(0, r, "verification: posting the receive");
+  rendezvous_.barrier();
   if (rank_ == 0) {
-    fill_slot(0, seed_a);
-    recv(0, r, "verification: posting the receive");
     send(0, s, "verification: posting the send");
     wait_both(s, r, "verification: waiting for the reply");
     wrong = check_slot(0, seed_b);
   } else {
-    fill_slot(0, seed_b);
-    recv(0, r, "verification: posting the receive");
     wait(r, "verification: waiting for rank 0's message");
     wrong = check_slot(0, seed_a);
     send(0, s, "verification: posting the reply");
@@ -205,7 +215,7 @@ Row P2pRun::pingpong() {
   return row;
 }
 
-void P2pRun::stream(int count, bool sending, bool receiving) {
+Clock::time_point P2pRun::stream(int count, bool sending, bool receiving) {
   const int depth = ep_.receive_depth(window_);
   std::vector<Ticket> sends(static_cast<std::size_t>(window_));
   std::vector<Ticket> recvs(static_cast<std::size_t>(depth));
@@ -215,6 +225,15 @@ void P2pRun::stream(int count, bool sending, bool receiving) {
   int recv_done = 0;
   const int send_total = sending ? count : 0;
   const int recv_total = receiving ? count : 0;
+  // Every receive that fits is posted before any message leaves (barrier), as NCCL's receiver
+  // is ready before its peer sends; raw RC would otherwise start with RNR NAKs.
+  while (recv_posted < recv_total && recv_posted < depth) {
+    recv(recv_posted % window_, recvs[static_cast<std::size_t>(recv_posted % depth)],
+         "posting the first receives");
+    ++recv_posted;
+  }
+  rendezvous_.barrier();
+  const auto started = Clock::now();
   while (sent_done < send_total || recv_done < recv_total) {
     bool advanced = false;
     // Receives first: they carry the clear-to-send the peer's isend waits for.
@@ -249,15 +268,14 @@ void P2pRun::stream(int count, bool sending, bool receiving) {
       poller_.idle(where(sent_done < send_total ? "streaming sends" : "streaming receives"));
     }
   }
+  return started;
 }
 
 Row P2pRun::bandwidth(bool bidirectional) {
   const bool sending = bidirectional || rank_ == 0;
   const bool receiving = bidirectional || rank_ == 1;
   stream(step_.warmup, sending, receiving);
-  rendezvous_.barrier();
-  const auto t0 = Clock::now();
-  stream(step_.iters, sending, receiving);
+  const auto t0 = stream(step_.iters, sending, receiving);
   const double elapsed = micros(Clock::now() - t0);
 
   // Verification: one window of messages, each slot with its own pattern.
@@ -268,7 +286,6 @@ Row P2pRun::bandwidth(bool bidirectional) {
       fill_slot(slot, base + static_cast<std::uint64_t>(rank_ * kMaxWindow + slot));
     }
   }
-  rendezvous_.barrier();
   stream(batch, sending, receiving);
   std::uint64_t wrong = 0;
   if (receiving) {

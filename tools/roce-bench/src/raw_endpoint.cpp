@@ -228,9 +228,10 @@ void RawEndpoint::open(const Options& options) {
   if (pd_ == nullptr) {
     throw BenchError("--raw: ibv_alloc_pd on " + device_name_ + " failed: " + errno_text());
   }
-  // Sends in flight are at most the window; receives are kept twice as deep (receive_depth).
-  const int depth = 2 * options.window + 4;
-  cq_ = api_->create_cq(context_, 2 * depth, nullptr, nullptr, 0);
+  // Sends in flight are at most the window; receives go kReceiveDepth deep (receive_depth).
+  const int send_depth = 2 * options.window + 4;
+  const int recv_depth = kReceiveDepth + 4;
+  cq_ = api_->create_cq(context_, send_depth + recv_depth, nullptr, nullptr, 0);
   if (cq_ == nullptr) {
     throw BenchError("--raw: ibv_create_cq on " + device_name_ + " failed: " + errno_text());
   }
@@ -238,8 +239,8 @@ void RawEndpoint::open(const Options& options) {
   init.send_cq = cq_;
   init.recv_cq = cq_;
   init.qp_type = IBV_QPT_RC;
-  init.cap.max_send_wr = static_cast<uint32_t>(depth);
-  init.cap.max_recv_wr = static_cast<uint32_t>(depth);
+  init.cap.max_send_wr = static_cast<uint32_t>(send_depth);
+  init.cap.max_recv_wr = static_cast<uint32_t>(recv_depth);
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   init.cap.max_inline_data = 64;

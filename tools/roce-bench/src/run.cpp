@@ -55,9 +55,13 @@ std::string hostname() {
 }
 
 std::string command_line(const std::vector<std::string>& args) {
+  std::size_t shown = args.size();
+  if (std::getenv(kLaunchedEnv) != nullptr && shown >= kAppendedArgs) {
+    shown -= kAppendedArgs;
+  }
   std::string text = "roce-bench";
-  for (const auto& a : args) {
-    text += " " + a;
+  for (std::size_t i = 0; i < shown; ++i) {
+    text += " " + args[i];
   }
   return text;
 }
