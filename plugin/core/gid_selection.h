@@ -5,6 +5,11 @@
 // AF_INET) inside NCCL_IB_ADDR_RANGE, skipping zero and link-local (fe80::/10) entries.
 // Override (NCCL_IB_GID_INDEX >= 0): taken as given only if the entry is valid, RoCEv2 and of the
 // wanted family; otherwise an error that names the entry's type and the index to use instead.
+// NCCL_IB_ADDR_RANGE does not apply to an override (as in NCCL). An entry of unknown type is
+// accepted only through an override (see GidSelection::type_unknown).
+//
+// The table may be complete (ibv_query_gid per index, empty slots all-zero) or sparse
+// (ibv_query_gid_table, empty slots absent); an index missing from a sparse table is empty.
 #pragma once
 
 #include <array>
@@ -27,14 +32,21 @@ struct GidTableEntry {
 
 struct GidSelectionPolicy {
   AddressFamily family = AddressFamily::Ipv4;
-  std::string addr_range;   // CIDR ("10.0.0.0/8", "fd00::/8"); empty = any
+  std::string addr_range;  // CIDR ("10.0.0.0/8", "fd00::/8"); empty = any
   int roce_version = 2;
   int override_index = -1;  // NCCL_IB_GID_INDEX; -1 = automatic
+  // Only for messages ("on vroce0 port 1"); empty/0 leave the location out.
+  std::string device_name;
+  int port = 0;
 };
 
 struct GidSelection {
   int index = -1;
   GidTableEntry entry;
+  // The override named a valid entry of the wanted family whose type could not be read (sysfs
+  // gid_attrs hidden in some containers): used as RoCE v2 because the operator asked for it.
+  // The caller logs this; a wrong guess is caught when the QP reaches RTR.
+  bool type_unknown = false;
 };
 
 // Returns the selected entry, or std::nullopt with *error set to one actionable line (what was

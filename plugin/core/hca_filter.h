@@ -16,8 +16,8 @@ struct HcaEntry {
 };
 
 struct HcaFilter {
-  bool exclude = false;     // '^': the entries name what NOT to use
-  bool exact = false;       // '=': whole-name match instead of prefix
+  bool exclude = false;  // '^': the entries name what NOT to use
+  bool exact = false;    // '=': whole-name match instead of prefix
   std::vector<HcaEntry> entries;
 
   // True when device `name`, port `port` may be used.

@@ -20,49 +20,65 @@ enum class TrafficClassSource { Default, CommConfig, NcclIbTc, NcclRoceDscp, Ncc
 
 struct Config {
   // Device and GID selection
-  std::string ib_hca;                      // NCCL_IB_HCA, e.g. "^mlx5_1", "=mlx5_0:1,mlx5_2"
-  int gid_index = -1;                      // NCCL_IB_GID_INDEX; -1 = automatic
+  std::string ib_hca;  // NCCL_IB_HCA, e.g. "^mlx5_1", "=mlx5_0:1,mlx5_2"
+  int gid_index = -1;  // NCCL_IB_GID_INDEX; -1 = automatic
   AddressFamily addr_family = AddressFamily::Ipv4;  // NCCL_IB_ADDR_FAMILY (AF_INET/AF_INET6)
-  std::string addr_range;                  // NCCL_IB_ADDR_RANGE, CIDR; empty = any
-  int roce_version = 2;                    // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
+  std::string addr_range;                           // NCCL_IB_ADDR_RANGE, CIDR; empty = any
+  int roce_version = 2;  // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
 
   // Traffic class and service level. traffic_class is set when any of NCCL_ROCE_TC,
   // NCCL_ROCE_DSCP (tc = dscp << 2) or NCCL_IB_TC is set, in that order of precedence; otherwise
   // the communicator's class (v10 connect config, v11 init config) applies, else 0.
   std::optional<int> traffic_class;
   TrafficClassSource traffic_class_source = TrafficClassSource::Default;
-  std::optional<int> service_level;        // NCCL_IB_SL (0..15)
+  std::optional<int> service_level;  // NCCL_IB_SL (0..15)
+  // NCCL_IB_FIFO_TC: we apply one class to every QP, so when set it must equal the class in
+  // force; core/traffic_class.h checks it once the communicator's class is known.
+  std::optional<int> fifo_traffic_class;
 
   // Queue pairs
-  int ib_timeout = 20;                     // NCCL_IB_TIMEOUT (1..31): 4.096 us * 2^timeout
-  int retry_count = 7;                     // NCCL_IB_RETRY_CNT (0..7)
-  int qps_per_connection = 1;              // NCCL_IB_QPS_PER_CONNECTION (1..16)
-  int pkey_index = 0;                      // NCCL_IB_PKEY
-  bool use_inline = true;                  // NCCL_ROCE_INLINE: CTS entries posted inline
+  int ib_timeout = 20;         // NCCL_IB_TIMEOUT (1..31): 4.096 us * 2^timeout
+  int retry_count = 7;         // NCCL_IB_RETRY_CNT (0..7)
+  int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..16)
+  int pkey_index = 0;          // NCCL_IB_PKEY
+  bool use_inline = true;      // NCCL_ROCE_INLINE: CTS entries posted inline
 
   // Memory and GPUDirect
-  bool require_gdr = false;                // NCCL_ROCE_REQUIRE_GDR: init fails without GPUDirect
-  bool gdr_flush_disable = false;          // NCCL_GDR_FLUSH_DISABLE
-  int pci_relaxed_ordering = 2;            // NCCL_IB_PCI_RELAXED_ORDERING (0 off, 1 on, 2 auto)
-  bool dmabuf_enable = true;               // NCCL_ROCE_DMABUF (0 hides DMABUF from ptrSupport)
+  bool require_gdr = false;        // NCCL_ROCE_REQUIRE_GDR: init fails without GPUDirect
+  bool gdr_flush_disable = false;  // NCCL_GDR_FLUSH_DISABLE
+  int pci_relaxed_ordering = 2;    // NCCL_IB_PCI_RELAXED_ORDERING (0 off, 1 on, 2 auto)
+  bool dmabuf_enable = true;       // NCCL_ROCE_DMABUF (0 hides DMABUF from ptrSupport)
 
   // Plumbing
-  std::string ibverbs_lib;                 // NCCL_IBVERBS_LIB; empty = "libibverbs.so.1"
-  std::string sysfs_root = "/sys";         // NCCL_ROCE_SYSFS_ROOT (tests, containers)
-  int connect_timeout_ms = 30000;          // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
-  std::string socket_ifname;               // NCCL_SOCKET_IFNAME for the bootstrap listener
+  std::string ibverbs_lib;          // NCCL_IBVERBS_LIB; empty = "libibverbs.so.1"
+  std::string sysfs_root = "/sys";  // NCCL_ROCE_SYSFS_ROOT (tests, containers)
+  int connect_timeout_ms = 30000;   // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
+  std::string socket_ifname;        // NCCL_SOCKET_IFNAME for the bootstrap listener
+
+  // One line per setting found in the environment, and per recognised NCCL setting that we do
+  // not apply (with what we do instead); load_config() logs them at INFO (ENV).
+  std::vector<std::string> notes;
+
+  bool operator==(const Config&) const = default;
 };
 
 // One entry of the registry, for the init banner, docs and tests.
 struct SettingInfo {
-  std::string_view name;         // "NCCL_IB_TC"
-  std::string_view default_text; // "unset", "20"
-  std::string_view range_text;   // "0..255"
+  std::string_view name;          // "NCCL_IB_TC"
+  std::string_view default_text;  // "unset", "20"
+  std::string_view range_text;    // "0..255"
   std::string_view description;
+  std::string_view type_text;    // "integer", "boolean", "string", ...
+  std::string_view counterpart;  // the NCCL setting with the same role, if any
+  std::string_view precedence;   // how it combines with related settings; empty if alone
+  bool applied = true;           // false: a recognised NCCL setting that we report, not apply
 };
 
 // All settings the plugin reads, in documentation order.
 const std::vector<SettingInfo>& settings();
+
+// The registry as the Markdown tables of docs/configuration.md (checked by a unit test).
+std::string settings_markdown();
 
 // Parses a configuration from a lookup function (getenv in production, a map in tests).
 // On error returns std::nullopt and sets *error to one actionable line.

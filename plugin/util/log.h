@@ -12,8 +12,13 @@
 
 namespace roce::log {
 
-// Routes all later records to NCCL's logger; nullptr goes back to stderr. Thread-safe.
+// Routes all later records to NCCL's logger; nullptr goes back to stderr. Thread-safe. Also
+// re-reads NCCL_DEBUG and NCCL_DEBUG_SUBSYS (see util/log_filter.h).
 void set_nccl_logger(ncclDebugLogger_t logger) noexcept;
+
+// Re-reads NCCL_DEBUG and NCCL_DEBUG_SUBSYS from the environment (done lazily on first use and
+// by set_nccl_logger; tests call it after changing the variables).
+void reload_filter_from_env() noexcept;
 
 // True when a record of this level and subsystem would be emitted (cheap; use before
 // formatting anything expensive on hot paths).

@@ -7,12 +7,21 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace vroce {
+
+struct Context;
+struct InterfaceAddress;  // device/netdev.h
 
 struct GidEntry {
   ibv_gid gid{};
@@ -23,22 +32,71 @@ struct GidEntry {
 
 class Device {
  public:
+  // Builds the device a spec names: resolves its binding against the interface table, reads
+  // the netdev's MTU and MAC, lays out the GID table. nullptr with *error saying why and how to
+  // fix it when the binding resolves to nothing usable. index is its place in the device list.
+  static std::unique_ptr<Device> create(const DeviceSpec& spec, int index, uint32_t port_gbps,
+                                        const std::vector<InterfaceAddress>& table,
+                                        std::string* error);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
   // The public struct handed out by ibv_get_device_list.
   ibv_device* ibv() noexcept;
 
   const std::string& name() const noexcept;
-  uint64_t node_guid() const noexcept;         // EUI-64 derived from the netdev MAC (network order)
+  uint64_t node_guid() const noexcept;  // EUI-64 derived from the netdev MAC (network order)
 
   // The address this device sends from and receives on (UDP 4791), and its netdev.
   const sockaddr_storage& address() const noexcept;
   const std::string& netdev() const noexcept;
   int ifindex() const noexcept;
-  uint32_t netdev_mtu() const noexcept;        // read at open time
-  ibv_mtu active_mtu() const noexcept;         // the kernel rule: mtu - 96 >= 4096 ? 4096 : ...
+  uint32_t netdev_mtu() const noexcept;  // read at open time
+  ibv_mtu active_mtu() const noexcept;   // the kernel rule: mtu - 96 >= 4096 ? 4096 : ...
 
   const ibv_device_attr& device_attr() const noexcept;
-  ibv_port_attr port_attr() const noexcept;    // port 1, fully filled (52 bytes)
+  ibv_port_attr port_attr() const noexcept;  // port 1, fully filled (52 bytes)
   std::span<const GidEntry> gids() const noexcept;
+
+  int index() const noexcept;  // position in the device list
+  uint32_t port_speed_gbps() const noexcept;
+  const std::array<uint8_t, 6>& mac() const noexcept;  // the netdev's, or derived for lo
+
+  // Re-reads the netdev MTU (a NIC follows its netdev's MTU changes); called by
+  // ibv_open_device and ibv_query_port. Keeps the last value if the netdev is gone.
+  void refresh_netdev_mtu() noexcept;
+
+  // Port state as port_attr() reports it. PORT_ERR/PORT_ACTIVE injected by tests move it.
+  ibv_port_state port_state() const noexcept;
+
+  // Open contexts of this device, for events that concern every user of the port.
+  void attach_context(Context* ctx);
+  void detach_context(Context* ctx);
+
+  // Delivers a port-level (or device-fatal) event to every open context, after updating the
+  // port state it implies (PORT_ERR -> DOWN, PORT_ACTIVE -> ACTIVE). Returns the number of
+  // contexts that received it.
+  int raise_port_event(ibv_event_type type);
+
+ private:
+  Device() = default;
+
+  ibv_device ibv_device_{};
+  std::string name_;
+  int index_ = 0;
+  std::string netdev_;
+  int ifindex_ = 0;
+  sockaddr_storage address_{};
+  std::array<uint8_t, 6> mac_{};
+  uint32_t port_speed_gbps_ = 0;
+  std::atomic<uint32_t> netdev_mtu_{0};
+  std::atomic<ibv_port_state> port_state_{IBV_PORT_ACTIVE};
+  uint64_t node_guid_ = 0;
+  ibv_device_attr device_attr_{};
+  std::vector<GidEntry> gids_;
+  std::mutex contexts_mutex_;
+  std::vector<Context*> contexts_;
 };
 
 // All devices of this process, in config order.

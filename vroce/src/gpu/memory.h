@@ -17,6 +17,11 @@ MemoryKind classify(const void* addr, size_t length) noexcept;
 // True when addr is a CUDA device pointer whose allocation covers [addr, addr+length).
 bool is_device_range(uint64_t addr, size_t length) noexcept;
 
+// True when addr lies in CUDA device memory at all. With is_device_range() it tells a range that
+// starts in a device allocation but runs past its end (classify() says Host for it, and the CPU
+// cannot touch it either): registering such a range must fail (EFAULT), as it does on a NIC.
+bool is_device_pointer(uint64_t addr) noexcept;
+
 // Copies between a region of the given kind and host memory. Return 0 or an errno value.
 // Safe to call from any thread (vroce's progress thread makes the owning context current).
 int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_t length) noexcept;

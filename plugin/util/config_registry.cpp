@@ -1,0 +1,224 @@
+// Every setting the plugin reads, in documentation order. This table is the single source for
+// parsing (config.cpp), the settings() list and docs/configuration.md (config_doc.cpp).
+#include "util/config_registry.h"
+
+namespace roce::config_detail {
+namespace {
+
+using K = Kind;
+
+constexpr Setting kRegistry[] = {
+    // Traffic class and service level.
+    {{"NCCL_ROCE_TC", "unset", "0..255",
+      "Traffic class of every QP the plugin creates (the IP header's DSCP and ECN bits: "
+      "tc = 4 * dscp + ecn). Enforced: both sides compare it in the handshake, it is read back "
+      "from every QP, and a host override that would rewrite it is an error.",
+      "integer", "NCCL_IB_TC",
+      "Highest: wins over NCCL_ROCE_DSCP, NCCL_IB_TC and the communicator's trafficClass. If "
+      "NCCL_ROCE_DSCP is also set, both must name the same DSCP (tc >> 2 == dscp)."},
+     K::Integer,
+     0,
+     255},
+    {{"NCCL_ROCE_DSCP", "unset", "0..63",
+      "The traffic class as a DSCP code point: tc = dscp << 2, ECN bits 0 (26 means tc 104).",
+      "integer", "NCCL_IB_TC",
+      "Used when NCCL_ROCE_TC is unset; wins over NCCL_IB_TC and the communicator's "
+      "trafficClass."},
+     K::Integer,
+     0,
+     63},
+    {{"NCCL_IB_TC", "unset (-1)", "0..255, or -1 for unset",
+      "NCCL's traffic class setting, same meaning as in NCCL's IB transport.", "integer",
+      "NCCL_IB_TC",
+      "Used when NCCL_ROCE_TC and NCCL_ROCE_DSCP are unset; wins over the communicator's "
+      "trafficClass (as in NCCL). With none of the three and no communicator class: 0."},
+     K::Integer,
+     0,
+     255,
+     true},
+    {{"NCCL_IB_SL", "unset (-1): 0", "0..15, or -1 for unset",
+      "Service level of every QP (on RoCE, the 802.1p priority when the port uses a VLAN). "
+      "Unlike NCCL, an unset SL is 0, never derived from the traffic class.",
+      "integer", "NCCL_IB_SL", ""},
+     K::Integer,
+     0,
+     15,
+     true},
+
+    // Device and GID selection.
+    {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port][,name[:port]...]",
+      "Which devices and ports to use: '^' excludes, '=' asks for exact names (otherwise "
+      "prefixes), ':port' limits an entry to one port.",
+      "list", "NCCL_IB_HCA", ""},
+     K::Text},
+    {{"NCCL_IB_GID_INDEX", "-1 (automatic)", "0..255, or -1 for automatic",
+      "GID table index used as the source GID. Automatic: the first valid RoCE v2 GID of "
+      "NCCL_IB_ADDR_FAMILY inside NCCL_IB_ADDR_RANGE. An index naming a RoCE v1, empty, "
+      "link-local or other-family entry is an init error naming the index to use instead.",
+      "integer", "NCCL_IB_GID_INDEX", "Wins over the automatic choice."},
+     K::Integer,
+     0,
+     255,
+     true},
+    {{"NCCL_IB_ADDR_FAMILY", "AF_INET", "AF_INET, AF_INET6",
+      "Address family of the GID chosen automatically (AF_INET: IPv4-mapped GIDs).", "choice",
+      "NCCL_IB_ADDR_FAMILY", ""},
+     K::Text},
+    {{"NCCL_IB_ADDR_RANGE", "unset: any address", "CIDR of NCCL_IB_ADDR_FAMILY",
+      "Only GIDs inside this range are chosen automatically (10.0.0.0/8, fd00::/8).", "CIDR",
+      "NCCL_IB_ADDR_RANGE", ""},
+     K::Text},
+    {{"NCCL_IB_ROCE_VERSION_NUM", "2", "2",
+      "RoCE version of the GID. 1 is refused: RoCE v1 has no IP header, so it is not routable "
+      "and carries no DSCP.",
+      "integer", "NCCL_IB_ROCE_VERSION_NUM", ""},
+     K::Integer,
+     1,
+     2},
+
+    // Queue pairs.
+    {{"NCCL_IB_TIMEOUT", "20", "1..31",
+      "Local ACK timeout of every QP: 4.096 us * 2^value before a retransmission.", "integer",
+      "NCCL_IB_TIMEOUT", ""},
+     K::Integer,
+     1,
+     31},
+    {{"NCCL_IB_RETRY_CNT", "7", "0..7", "Transport retries before a send fails with RETRY_EXC.",
+      "integer", "NCCL_IB_RETRY_CNT", ""},
+     K::Integer,
+     0,
+     7},
+    {{"NCCL_IB_QPS_PER_CONNECTION", "1", "1..16",
+      "Data QPs per connection; messages are split across them.", "integer",
+      "NCCL_IB_QPS_PER_CONNECTION", ""},
+     K::Integer,
+     1,
+     16},
+    {{"NCCL_IB_PKEY", "0", "0..65535", "P_Key index of every QP.", "integer", "NCCL_IB_PKEY", ""},
+     K::Integer,
+     0,
+     65535},
+    {{"NCCL_ROCE_INLINE", "1", "0, 1",
+      "Post clear-to-send entries inline (saves a DMA read by the NIC per receive).", "boolean",
+      "NCCL_IB_USE_INLINE", "Wins over NCCL_IB_USE_INLINE."},
+     K::Boolean},
+    {{"NCCL_IB_USE_INLINE", "unset: NCCL_ROCE_INLINE applies", "0, 1",
+      "NCCL's inline setting, same meaning. NCCL's own default is 0; ours is 1.", "boolean",
+      "NCCL_IB_USE_INLINE", "Used when NCCL_ROCE_INLINE is unset."},
+     K::Boolean},
+
+    // Memory and GPUDirect.
+    {{"NCCL_ROCE_REQUIRE_GDR", "0", "0, 1",
+      "1: init fails when neither nvidia-peermem nor dma-buf GPUDirect RDMA is usable, instead "
+      "of offering host memory only.",
+      "boolean", "", ""},
+     K::Boolean},
+    {{"NCCL_GDR_FLUSH_DISABLE", "0", "0, 1",
+      "1: iflush does nothing (no RDMA READ flush after GPUDirect receives).", "boolean",
+      "NCCL_GDR_FLUSH_DISABLE", ""},
+     K::Boolean},
+    {{"NCCL_IB_PCI_RELAXED_ORDERING", "2", "0, 1, 2",
+      "PCIe relaxed ordering for registrations: 0 off, 1 on, 2 on when libibverbs has "
+      "ibv_reg_mr_iova2.",
+      "integer", "NCCL_IB_PCI_RELAXED_ORDERING", ""},
+     K::Integer,
+     0,
+     2},
+    {{"NCCL_ROCE_DMABUF", "1", "0, 1",
+      "0 hides NCCL_PTR_DMABUF from the device properties even when the dma-buf probe succeeds.",
+      "boolean", "NCCL_DMABUF_ENABLE (NCCL core)", ""},
+     K::Boolean},
+
+    // Plumbing.
+    {{"NCCL_IBVERBS_LIB", "libibverbs.so.1", "a library name or path",
+      "The libibverbs the plugin loads at run time.", "string", "NCCL_IBVERBS_LIB", ""},
+     K::Text},
+    {{"NCCL_ROCE_SYSFS_ROOT", "/sys", "an absolute path",
+      "Root of the sysfs tree read for PCI paths, GID types and GPUDirect detection "
+      "(containers, tests).",
+      "path", "", ""},
+     K::Text},
+    {{"NCCL_ROCE_CONNECT_TIMEOUT_MS", "30000", "10..3600000",
+      "Deadline for one connection's handshake, from connect or accept to ready.", "integer", "",
+      ""},
+     K::Integer,
+     10,
+     3600000},
+    {{"NCCL_SOCKET_IFNAME", "unset: the address of the device's GID", "[^][=]prefix[,prefix...]",
+      "Interface whose address the out-of-band TCP listener (the handshake) binds to.", "list",
+      "NCCL_SOCKET_IFNAME", ""},
+     K::Text},
+
+    // Recognised NCCL settings that this plugin does not apply.
+    {{"NCCL_IB_FIFO_TC", "unset (-1)", "0..255, or -1 for unset",
+      "Not applied separately: one traffic class is enforced on every QP, including the "
+      "clear-to-send path. Set to a different class than the one in force, it is an init error.",
+      "integer", "NCCL_IB_FIFO_TC", "Must equal the traffic class in force when set.", false},
+     K::Integer,
+     0,
+     255,
+     true},
+    {{"NCCL_IB_ADAPTIVE_ROUTING", "", "",
+      "Ignored: no adaptive-routing mode; every message ends in one RDMA WRITE WITH IMMEDIATE.", "",
+      "NCCL_IB_ADAPTIVE_ROUTING", "", false},
+     K::Recognised},
+    {{"NCCL_IB_AR_THRESHOLD", "", "", "Ignored: there is no adaptive-routing mode.", "",
+      "NCCL_IB_AR_THRESHOLD", "", false},
+     K::Recognised},
+    {{"NCCL_IB_ECE_ENABLE", "", "",
+      "Ignored: ECE is not negotiated; the NIC's default congestion control applies.", "",
+      "NCCL_IB_ECE_ENABLE", "", false},
+     K::Recognised},
+    {{"NCCL_IB_SPLIT_DATA_ON_QPS", "", "",
+      "Ignored: messages are always split across the NCCL_IB_QPS_PER_CONNECTION data QPs.", "",
+      "NCCL_IB_SPLIT_DATA_ON_QPS", "", false},
+     K::Recognised},
+    {{"NCCL_IB_MERGE_NICS", "", "",
+      "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "
+      "device.",
+      "", "NCCL_IB_MERGE_NICS", "", false},
+     K::Recognised},
+    {{"NCCL_IB_MERGE_VFS", "", "",
+      "Ignored: pciPath is the device's real sysfs path, virtual functions are not merged.", "",
+      "NCCL_IB_MERGE_VFS", "", false},
+     K::Recognised},
+    {{"NCCL_IB_DATA_DIRECT", "", "", "Ignored: mlx5 Data-Direct is not used.", "",
+      "NCCL_IB_DATA_DIRECT", "", false},
+     K::Recognised},
+    {{"NCCL_IB_RETURN_ASYNC_EVENTS", "", "",
+      "Ignored: fatal asynchronous events always make later calls on the device fail.", "",
+      "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
+     K::Recognised},
+    {{"NCCL_IB_ROUTABLE_FLID_GID_INDEX", "", "",
+      "Ignored: InfiniBand only; this plugin drives RoCE ports.", "",
+      "NCCL_IB_ROUTABLE_FLID_GID_INDEX", "", false},
+     K::Recognised},
+    {{"NCCL_IB_MQP_RETRY_ALL", "", "",
+      "Ignored: a failed QP transition is reported at once, not retried.", "",
+      "NCCL_IB_MQP_RETRY_ALL", "", false},
+     K::Recognised},
+    {{"NCCL_IB_MQP_RETRY_CNT", "", "",
+      "Ignored: a failed QP transition is reported at once, not retried.", "",
+      "NCCL_IB_MQP_RETRY_CNT", "", false},
+     K::Recognised},
+    {{"NCCL_IB_MQP_RETRY_SLEEP_MSEC", "", "",
+      "Ignored: a failed QP transition is reported at once, not retried.", "",
+      "NCCL_IB_MQP_RETRY_SLEEP_MSEC", "", false},
+     K::Recognised},
+    {{"NCCL_IB_WARN_RAIL_LOCAL", "", "", "Ignored: rail-locality warnings are NCCL's own.", "",
+      "NCCL_IB_WARN_RAIL_LOCAL", "", false},
+     K::Recognised},
+    {{"NCCL_IB_DISABLE", "", "",
+      "Not read: it disables NCCL's built-in IB transport, not this plugin (choose plugins with "
+      "NCCL_NET and NCCL_NET_PLUGIN).",
+      "", "NCCL_IB_DISABLE", "", false},
+     K::Recognised},
+};
+
+}  // namespace
+
+std::span<const Setting> registry() {
+  return kRegistry;
+}
+
+}  // namespace roce::config_detail

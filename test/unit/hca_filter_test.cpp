@@ -1,0 +1,94 @@
+// NCCL_IB_HCA: NCCL's prefix / exact / exclude / port semantics, and clear errors for bad input.
+#include "core/hca_filter.h"
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+roce::HcaFilter parse(std::string_view text) {
+  std::string error;
+  std::optional<roce::HcaFilter> filter = roce::parse_hca_filter(text, &error);
+  INFO(error);
+  REQUIRE(filter.has_value());
+  return *filter;
+}
+
+std::string error_of(std::string_view text) {
+  std::string error;
+  CHECK_FALSE(roce::parse_hca_filter(text, &error).has_value());
+  return error;
+}
+
+}  // namespace
+
+TEST_CASE("an empty NCCL_IB_HCA accepts every device and port", "[hca]") {
+  const roce::HcaFilter filter = parse("");
+  CHECK(filter.matches("mlx5_0", 1));
+  CHECK(filter.matches("vroce3", 2));
+  CHECK(parse("   ").matches("anything", 1));
+}
+
+TEST_CASE("an NCCL_IB_HCA entry is a name prefix unless '=' asks for exact names", "[hca]") {
+  const roce::HcaFilter prefix = parse("mlx5_1");
+  CHECK(prefix.matches("mlx5_1", 1));
+  CHECK(prefix.matches("mlx5_10", 1));
+  CHECK_FALSE(prefix.matches("mlx5_0", 1));
+
+  const roce::HcaFilter exact = parse("=mlx5_1");
+  CHECK(exact.exact);
+  CHECK(exact.matches("mlx5_1", 1));
+  CHECK_FALSE(exact.matches("mlx5_10", 1));
+}
+
+TEST_CASE("'^' excludes the listed devices and is read before '='", "[hca]") {
+  const roce::HcaFilter exclude = parse("^mlx5_1");
+  CHECK(exclude.exclude);
+  CHECK_FALSE(exclude.matches("mlx5_1", 1));
+  CHECK_FALSE(exclude.matches("mlx5_10", 1));
+  CHECK(exclude.matches("mlx5_0", 1));
+
+  const roce::HcaFilter exclude_exact = parse("^=mlx5_1");
+  CHECK(exclude_exact.exclude);
+  CHECK(exclude_exact.exact);
+  CHECK_FALSE(exclude_exact.matches("mlx5_1", 1));
+  CHECK(exclude_exact.matches("mlx5_10", 1));
+}
+
+TEST_CASE("':port' limits an NCCL_IB_HCA entry to one port", "[hca]") {
+  const roce::HcaFilter filter = parse("=mlx5_0:1,mlx5_2");
+  REQUIRE(filter.entries.size() == 2);
+  CHECK(filter.entries[0].port == 1);
+  CHECK_FALSE(filter.entries[1].port.has_value());
+  CHECK(filter.matches("mlx5_0", 1));
+  CHECK_FALSE(filter.matches("mlx5_0", 2));
+  CHECK(filter.matches("mlx5_2", 2));
+  CHECK_FALSE(filter.matches("mlx5_1", 1));
+
+  const roce::HcaFilter exclude_port = parse("^vroce0:2");
+  CHECK(exclude_port.matches("vroce0", 1));
+  CHECK_FALSE(exclude_port.matches("vroce0", 2));
+}
+
+TEST_CASE("spaces around NCCL_IB_HCA entries are ignored", "[hca]") {
+  const roce::HcaFilter filter = parse(" mlx5_0 , mlx5_1:1 ");
+  REQUIRE(filter.entries.size() == 2);
+  CHECK(filter.entries[0].name == "mlx5_0");
+  CHECK(filter.entries[1].name == "mlx5_1");
+  CHECK(filter.entries[1].port == 1);
+}
+
+TEST_CASE("a malformed NCCL_IB_HCA is an error naming the entry and the syntax", "[hca]") {
+  CHECK_THAT(error_of("mlx5_0,,mlx5_1"), Catch::Contains("empty entry"));
+  CHECK_THAT(error_of("mlx5_0,"), Catch::Contains("empty entry"));
+  CHECK_THAT(error_of("mlx5_0:x"), Catch::Contains("port 'x'"));
+  CHECK_THAT(error_of("mlx5_0:0"), Catch::Contains("1..255"));
+  CHECK_THAT(error_of("mlx5_0:256"), Catch::Contains("1..255"));
+  CHECK_THAT(error_of("mlx5_0:"), Catch::Contains("port ''"));
+  CHECK_THAT(error_of(":1"), Catch::Contains("no device name"));
+  CHECK_THAT(error_of("^"), Catch::Contains("no device follows"));
+  CHECK_THAT(error_of("^="), Catch::Contains("no device follows"));
+  CHECK_THAT(error_of("mlx5_0,=mlx5_1"), Catch::Contains("not a device name"));
+  const std::string error = error_of("mlx5_0:x");
+  CHECK_THAT(error, Catch::StartsWith("NCCL_IB_HCA=mlx5_0:x"));
+  CHECK_THAT(error, Catch::Contains("[^][=]name[:port]"));
+}

@@ -1,0 +1,33 @@
+// config(): the process environment read once, through the pure parsers in parsers.cpp.
+#include "config/config.h"
+
+#include <cstdlib>
+
+#include "config/parsers.h"
+#include "util/log.h"
+
+namespace vroce {
+
+const Config& config() {
+  // A function-local static: initialised once, thread-safely, on first use, so every malformed
+  // variable is reported exactly once per process.
+  static const Config parsed = [] {
+    std::vector<std::string> errors;
+    Config result = parse_config(
+        [](const char* name) -> std::optional<std::string> {
+          const char* value = std::getenv(name);
+          if (value == nullptr) {
+            return std::nullopt;
+          }
+          return std::string(value);
+        },
+        &errors);
+    for (const std::string& error : errors) {
+      VROCE_LOG(Error, "%s", error.c_str());
+    }
+    return result;
+  }();
+  return parsed;
+}
+
+}  // namespace vroce

@@ -1,0 +1,312 @@
+// Parsers for vroce's environment variables. Every parser is strict (the whole text must match,
+// no trailing garbage) because a silently half-read knob is worse than a loud rejection.
+#include "config/parsers.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <string_view>
+
+namespace vroce {
+namespace {
+
+constexpr uint32_t kPsnLimit = 1U << 24;
+constexpr uint32_t kMaxDelayUs = 10'000'000;  // 10 s: longer is a typo, not a test
+constexpr double kMaxTimeScale = 1000.0;
+constexpr size_t kMaxDeviceNameLength = 63;  // IBV_SYSFS_NAME_MAX - 1
+constexpr size_t kMaxBindingLength = 63;
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) {
+      parts.push_back(text.substr(start));
+      return parts;
+    }
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+std::string quoted(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
+
+template <typename Unsigned>
+std::optional<Unsigned> parse_unsigned(std::string_view text) {
+  Unsigned value{};
+  if (text.empty() || text.front() == '+' || text.front() == '-') {
+    return std::nullopt;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 10);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> parse_double(std::string_view text) {
+  double value = 0;
+  if (text.empty() || text.front() == '+') {
+    return std::nullopt;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+bool valid_device_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxDeviceNameLength) {
+    return false;
+  }
+  if (!((name.front() >= 'a' && name.front() <= 'z') ||
+        (name.front() >= 'A' && name.front() <= 'Z'))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+bool valid_binding(std::string_view binding) {
+  if (binding.empty() || binding.size() > kMaxBindingLength) {
+    return false;
+  }
+  return std::none_of(binding.begin(), binding.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '=' || c == ',' || c == '/' ||
+           static_cast<unsigned char>(c) < 0x20;
+  });
+}
+
+std::optional<double> parse_probability(std::string_view key, std::string_view value,
+                                        std::string* error) {
+  auto parsed = parse_double(value);
+  if (!parsed || *parsed < 0.0 || *parsed > 1.0) {
+    *error = std::string(key) + " must be a probability between 0 and 1, got " + quoted(value);
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+std::string fault_keys_help() {
+  return "accepted keys: drop=<p>, every=<k>, psn=<n>[:<n>...], dup=<p>, corrupt=<p>, "
+         "reorder=<p>, delay_us=<us>, seed=<n> (p a probability in [0, 1])";
+}
+
+}  // namespace
+
+std::vector<DeviceSpec> default_device_specs() {
+  std::vector<DeviceSpec> specs;
+  for (int i = 0; i < 8; ++i) {
+    specs.push_back({"vroce" + std::to_string(i), "127.0.0." + std::to_string(11 + i)});
+  }
+  return specs;
+}
+
+std::optional<std::vector<DeviceSpec>> parse_device_specs(const std::string& text,
+                                                          std::string* error) {
+  std::vector<DeviceSpec> specs;
+  if (trim(text).empty()) {
+    return specs;  // an explicitly empty list: a host with no RDMA devices
+  }
+  std::set<std::string, std::less<>> names;
+  std::set<std::string, std::less<>> bindings;
+  for (std::string_view entry : split(text, ',')) {
+    entry = trim(entry);
+    size_t equals = entry.find('=');
+    if (entry.empty() || equals == std::string_view::npos) {
+      *error = "entry " + quoted(entry) +
+               " is not <name>=<address or netdev> (example: vroce0=127.0.0.11,vroce1=veth0)";
+      return std::nullopt;
+    }
+    std::string_view name = trim(entry.substr(0, equals));
+    std::string_view binding = trim(entry.substr(equals + 1));
+    if (!valid_device_name(name)) {
+      *error = "device name " + quoted(name) +
+               " must start with a letter and hold at most 63 letters, digits, '_', '-' or '.'";
+      return std::nullopt;
+    }
+    if (!valid_binding(binding)) {
+      *error = "device " + std::string(name) + " is bound to " + quoted(binding) +
+               ", which is neither an IPv4/IPv6 address nor a netdev name";
+      return std::nullopt;
+    }
+    if (!names.insert(std::string(name)).second) {
+      *error = "device name " + std::string(name) + " appears twice";
+      return std::nullopt;
+    }
+    if (!bindings.insert(std::string(binding)).second) {
+      *error = std::string(binding) +
+               " is bound to two devices; each device needs its own address (UDP port 4791 of "
+               "an address belongs to one NIC)";
+      return std::nullopt;
+    }
+    specs.push_back({std::string(name), std::string(binding)});
+  }
+  return specs;
+}
+
+std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* error) {
+  FaultSpec spec;
+  if (trim(text).empty()) {
+    return spec;
+  }
+  std::set<std::string, std::less<>> seen;
+  for (std::string_view entry : split(text, ',')) {
+    entry = trim(entry);
+    size_t equals = entry.find('=');
+    if (equals == std::string_view::npos) {
+      *error = "entry " + quoted(entry) + " is not <key>=<value>; " + fault_keys_help();
+      return std::nullopt;
+    }
+    std::string_view key = trim(entry.substr(0, equals));
+    std::string_view value = trim(entry.substr(equals + 1));
+    if (!seen.insert(std::string(key)).second) {
+      *error = "key " + std::string(key) + " appears twice";
+      return std::nullopt;
+    }
+    if (key == "drop" || key == "dup" || key == "corrupt" || key == "reorder") {
+      auto probability = parse_probability(key, value, error);
+      if (!probability) {
+        return std::nullopt;
+      }
+      double& target = key == "drop"      ? spec.drop_probability
+                       : key == "dup"     ? spec.duplicate_probability
+                       : key == "corrupt" ? spec.corrupt_probability
+                                          : spec.reorder_probability;
+      target = *probability;
+    } else if (key == "every") {
+      auto every = parse_unsigned<uint64_t>(value);
+      if (!every) {
+        *error = "every must be a whole number k (drop every k-th data packet; 0 = off), got " +
+                 quoted(value);
+        return std::nullopt;
+      }
+      spec.drop_every = *every;
+    } else if (key == "psn") {
+      for (std::string_view item : split(value, ':')) {
+        auto psn = parse_unsigned<uint32_t>(item);
+        if (!psn || *psn >= kPsnLimit) {
+          *error = "psn takes PSNs below 2^24 separated by ':' (psn=5:9), got " + quoted(value);
+          return std::nullopt;
+        }
+        spec.drop_psns.push_back(*psn);
+      }
+    } else if (key == "delay_us") {
+      auto delay = parse_unsigned<uint32_t>(value);
+      if (!delay || *delay > kMaxDelayUs) {
+        *error =
+            "delay_us must be a whole number of microseconds up to 10000000, got " + quoted(value);
+        return std::nullopt;
+      }
+      spec.delay_us = *delay;
+    } else if (key == "seed") {
+      auto seed = parse_unsigned<uint64_t>(value);
+      if (!seed) {
+        *error = "seed must be a whole number, got " + quoted(value);
+        return std::nullopt;
+      }
+      spec.seed = *seed;
+    } else {
+      *error = "unknown key " + quoted(key) + "; " + fault_keys_help();
+      return std::nullopt;
+    }
+  }
+  return spec;
+}
+
+std::optional<uint32_t> parse_port_speed_gbps(const std::string& text, std::string* error) {
+  auto value = parse_unsigned<uint32_t>(trim(text));
+  if (value && std::find(std::begin(kSupportedPortGbps), std::end(kSupportedPortGbps), *value) !=
+                   std::end(kSupportedPortGbps)) {
+    return value;
+  }
+  *error = "accepted port speeds are 100, 200, 400 and 800 (Gb/s), got " + quoted(text);
+  return std::nullopt;
+}
+
+std::optional<double> parse_time_scale(const std::string& text, std::string* error) {
+  auto value = parse_double(trim(text));
+  if (value && *value > 0.0 && *value <= kMaxTimeScale) {
+    return value;
+  }
+  *error =
+      "the time scale must be a number above 0 and at most 1000 (0.001 turns a 4 s timer "
+      "into 4 ms), got " +
+      quoted(text);
+  return std::nullopt;
+}
+
+std::optional<uint8_t> parse_traffic_class(const std::string& text, std::string* error) {
+  auto value = parse_unsigned<uint32_t>(trim(text));
+  if (value && *value <= 255) {
+    return static_cast<uint8_t>(*value);
+  }
+  *error =
+      "the traffic class is the whole IP TOS byte, a decimal number from 0 to 255 (DSCP 26 "
+      "with ECT(0) is 106), got " +
+      quoted(text);
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_path(const std::string& text, std::string* error) {
+  if (text.empty()) {
+    *error = "the path is empty";
+    return std::nullopt;
+  }
+  return text;
+}
+
+Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
+  Config config;
+  config.devices = default_device_specs();
+
+  // Applies one variable: on a parse error the default stays and one message is recorded.
+  auto apply = [&](const char* name, const char* keeping, auto parse, auto assign) {
+    std::optional<std::string> text = lookup(name);
+    if (!text) {
+      return;
+    }
+    std::string detail;
+    auto parsed = parse(*text, &detail);
+    if (!parsed) {
+      errors->push_back(std::string(name) + "=" + quoted(*text) + " is invalid: " + detail +
+                        "; keeping " + keeping);
+      return;
+    }
+    assign(std::move(*parsed));
+  };
+
+  apply("VROCE_DEVICES", "the default vroce0..vroce7 on 127.0.0.11..127.0.0.18", parse_device_specs,
+        [&](std::vector<DeviceSpec> v) { config.devices = std::move(v); });
+  apply("VROCE_PORT_GBPS", "400", parse_port_speed_gbps,
+        [&](uint32_t v) { config.port_speed_gbps = v; });
+  apply("VROCE_TIME_SCALE", "1", parse_time_scale, [&](double v) { config.time_scale = v; });
+  apply("VROCE_FAULTS", "no fault injection", parse_fault_spec,
+        [&](FaultSpec v) { config.faults = std::move(v); });
+  apply("VROCE_STATS_FILE", "no stats file", parse_path,
+        [&](std::string v) { config.stats_file = std::move(v); });
+  apply("VROCE_SYSFS_ROOT", "no fake sysfs", parse_path,
+        [&](std::string v) { config.sysfs_root = std::move(v); });
+  apply("VROCE_TC_OVERRIDE", "no traffic-class override", parse_traffic_class,
+        [&](uint8_t v) { config.tc_override = v; });
+  return config;
+}
+
+}  // namespace vroce

@@ -1,0 +1,35 @@
+// The pure, environment-free half of vroce's configuration: one parser per variable, and
+// parse_config(), which applies them to any variable lookup. config() (config.cpp) feeds it the
+// process environment; unit tests feed it a map. Keeping the environment out of the parsers is
+// what lets every accepted and rejected value be tested without setenv() races.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace vroce {
+
+// Port speeds vroce can present as a ConnectX-style width x per-lane speed.
+inline constexpr uint32_t kSupportedPortGbps[] = {100, 200, 400, 800};
+
+std::optional<uint32_t> parse_port_speed_gbps(const std::string& text, std::string* error);
+std::optional<double> parse_time_scale(const std::string& text, std::string* error);
+std::optional<uint8_t> parse_traffic_class(const std::string& text, std::string* error);
+std::optional<std::string> parse_path(const std::string& text, std::string* error);
+
+// The default device list used when VROCE_DEVICES is unset.
+std::vector<DeviceSpec> default_device_specs();
+
+// Returns the value of a variable, or nullopt when it is unset.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// Builds a Config from the variables lookup() returns. A malformed variable keeps its default
+// and adds one message to *errors naming the variable, the value and what is accepted.
+Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors);
+
+}  // namespace vroce

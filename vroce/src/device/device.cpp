@@ -1,0 +1,235 @@
+// The Device class and the process-wide device registry built from config().devices.
+#include "device/device.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "core/async_events.h"
+#include "core/context.h"
+#include "device/limits.h"
+#include "device/netdev.h"
+#include "device/port_rules.h"
+#include "sysfs/fake_sysfs.h"
+#include "util/log.h"
+#include "util/sysfs_path.h"
+
+namespace vroce {
+namespace {
+
+// ibv_device._ops are rdma-core's placeholders for long-removed provider entry points; a program
+// that still calls them gets a clean failure instead of a jump through NULL.
+ibv_context* legacy_alloc_context(ibv_device*, int) {
+  errno = EOPNOTSUPP;
+  return nullptr;
+}
+void legacy_free_context(ibv_context*) {}
+
+void copy_string(char* target, size_t size, const std::string& value) {
+  std::snprintf(target, size, "%s", value.c_str());
+}
+
+struct Registry {
+  std::vector<Device*> devices;  // never freed: handed-out pointers stay valid until exit
+};
+
+Registry& registry() {
+  static Registry* instance = [] {
+    auto* built = new Registry;
+    const Config& cfg = config();
+    InterfaceTable table = read_interface_table();
+    std::set<std::string> addresses;
+    for (const DeviceSpec& spec : cfg.devices) {
+      std::string error;
+      std::unique_ptr<Device> device = Device::create(spec, static_cast<int>(built->devices.size()),
+                                                      cfg.port_speed_gbps, table, &error);
+      if (!device) {
+        VROCE_LOG(Error, "device %s (%s) is not available: %s", spec.name.c_str(),
+                  spec.address_or_netdev.c_str(), error.c_str());
+        continue;
+      }
+      std::string address = address_to_text(device->address());
+      if (!addresses.insert(address).second) {
+        VROCE_LOG(Error,
+                  "device %s (%s) is not available: %s is already bound to another vroce device; "
+                  "give each device its own address in VROCE_DEVICES",
+                  spec.name.c_str(), spec.address_or_netdev.c_str(), address.c_str());
+        continue;
+      }
+      built->devices.push_back(device.release());
+    }
+    if (cfg.sysfs_root) {
+      std::vector<std::string> errors = write_fake_sysfs(*cfg.sysfs_root, built->devices, cfg);
+      for (const std::string& error : errors) {
+        VROCE_LOG(Error, "fake sysfs: %s", error.c_str());
+      }
+    }
+    return built;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> Device::create(const DeviceSpec& spec, int index, uint32_t port_gbps,
+                                       const std::vector<InterfaceAddress>& table,
+                                       std::string* error) {
+  if (!port_speed_for_gbps(port_gbps)) {
+    *error = "port speed " + std::to_string(port_gbps) +
+             " Gb/s is not one of 100, 200, 400 or 800 (VROCE_PORT_GBPS)";
+    return nullptr;
+  }
+  std::optional<Binding> binding = resolve_binding(spec.address_or_netdev, table, error);
+  if (!binding) {
+    return nullptr;
+  }
+  std::optional<uint32_t> mtu = read_netdev_mtu(binding->netdev, error);
+  if (!mtu) {
+    return nullptr;
+  }
+  if (!active_mtu_for_netdev_mtu(*mtu)) {
+    *error = "netdev " + binding->netdev + " has MTU " + std::to_string(*mtu) +
+             ", below the 352 bytes a 256-byte RoCE payload needs; raise it (ip link set " +
+             binding->netdev + " mtu 1500)";
+    return nullptr;
+  }
+
+  std::unique_ptr<Device> device(new Device);
+  device->name_ = spec.name;
+  device->index_ = index;
+  device->netdev_ = binding->netdev;
+  device->ifindex_ = binding->ifindex;
+  device->address_ = binding->address;
+  device->mac_ =
+      is_zero_mac(binding->mac) ? derive_local_mac(spec.name, binding->address_text) : binding->mac;
+  device->port_speed_gbps_ = port_gbps;
+  device->netdev_mtu_.store(*mtu);
+  device->node_guid_ = guid_from_mac(device->mac_);
+  device->device_attr_ = make_device_attr(device->node_guid_);
+  device->gids_ = build_gid_table(device->mac_, device->address_, device->ifindex_,
+                                  static_cast<size_t>(limits::kGidTableLength));
+
+  ibv_device& dev = device->ibv_device_;
+  dev._ops._dummy1 = legacy_alloc_context;
+  dev._ops._dummy2 = legacy_free_context;
+  dev.node_type = IBV_NODE_CA;
+  dev.transport_type = IBV_TRANSPORT_IB;  // what every RoCE device reports
+  std::string sysfs = sysfs_mount_path();
+  std::string uverbs = "uverbs" + std::to_string(index);
+  copy_string(dev.name, sizeof(dev.name), spec.name);
+  copy_string(dev.dev_name, sizeof(dev.dev_name), uverbs);
+  copy_string(dev.dev_path, sizeof(dev.dev_path), sysfs + "/class/infiniband_verbs/" + uverbs);
+  copy_string(dev.ibdev_path, sizeof(dev.ibdev_path), sysfs + "/class/infiniband/" + spec.name);
+  return device;
+}
+
+Device::~Device() = default;
+
+ibv_device* Device::ibv() noexcept {
+  return &ibv_device_;
+}
+const std::string& Device::name() const noexcept {
+  return name_;
+}
+uint64_t Device::node_guid() const noexcept {
+  return node_guid_;
+}
+const sockaddr_storage& Device::address() const noexcept {
+  return address_;
+}
+const std::string& Device::netdev() const noexcept {
+  return netdev_;
+}
+int Device::ifindex() const noexcept {
+  return ifindex_;
+}
+uint32_t Device::netdev_mtu() const noexcept {
+  return netdev_mtu_.load();
+}
+const ibv_device_attr& Device::device_attr() const noexcept {
+  return device_attr_;
+}
+std::span<const GidEntry> Device::gids() const noexcept {
+  return gids_;
+}
+int Device::index() const noexcept {
+  return index_;
+}
+uint32_t Device::port_speed_gbps() const noexcept {
+  return port_speed_gbps_;
+}
+const std::array<uint8_t, 6>& Device::mac() const noexcept {
+  return mac_;
+}
+ibv_port_state Device::port_state() const noexcept {
+  return port_state_.load();
+}
+
+ibv_mtu Device::active_mtu() const noexcept {
+  // An MTU shrunk below what RoCE can use after the device was created still reports the
+  // smallest IB MTU; create() refuses such a netdev up front.
+  return active_mtu_for_netdev_mtu(netdev_mtu()).value_or(IBV_MTU_256);
+}
+
+ibv_port_attr Device::port_attr() const noexcept {
+  std::optional<PortSpeed> speed = port_speed_for_gbps(port_speed_gbps_);
+  return make_port_attr(port_state(), active_mtu(), *speed);
+}
+
+void Device::refresh_netdev_mtu() noexcept {
+  try {
+    std::string error;
+    std::optional<uint32_t> mtu = read_netdev_mtu(netdev_, &error);
+    if (mtu) {
+      netdev_mtu_.store(*mtu);
+    }
+  } catch (...) {
+    // Out of memory while building an error text: keep the last MTU.
+  }
+}
+
+void Device::attach_context(Context* ctx) {
+  std::lock_guard<std::mutex> lock(contexts_mutex_);
+  contexts_.push_back(ctx);
+}
+
+void Device::detach_context(Context* ctx) {
+  std::lock_guard<std::mutex> lock(contexts_mutex_);
+  std::erase(contexts_, ctx);
+}
+
+int Device::raise_port_event(ibv_event_type type) {
+  if (type == IBV_EVENT_PORT_ERR) {
+    port_state_.store(IBV_PORT_DOWN);
+  } else if (type == IBV_EVENT_PORT_ACTIVE) {
+    port_state_.store(IBV_PORT_ACTIVE);
+  }
+  // The lock keeps a context from being closed (and its queue freed) while the event is queued.
+  std::lock_guard<std::mutex> lock(contexts_mutex_);
+  for (Context* ctx : contexts_) {
+    ibv_async_event event{};
+    event.event_type = type;
+    event.element.port_num = limits::kPortNum;
+    raise_async_event(*ctx, event);
+  }
+  return static_cast<int>(contexts_.size());
+}
+
+std::span<Device* const> devices() {
+  return registry().devices;
+}
+
+Device* device_from_ibv(ibv_device* dev) noexcept {
+  if (dev == nullptr) {
+    return nullptr;
+  }
+  for (Device* device : registry().devices) {
+    if (device->ibv() == dev) {
+      return device;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace vroce

@@ -1,0 +1,49 @@
+// The few CUDA driver API types, constants and function signatures vroce uses, declared from the
+// driver's documented ABI so that vroce builds without the CUDA toolkit and loads libcuda.so.1
+// only at run time. Names follow cuda.h (without its typedef-struct spellings); values are the
+// stable ABI values of the driver API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vroce::gpu::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;  // the driver ABI spells it so
+struct CUctx_st;
+using CUcontext = CUctx_st*;
+
+inline constexpr CUresult kSuccess = 0;
+inline constexpr CUresult kErrorInvalidValue = 1;
+inline constexpr CUresult kErrorNoDevice = 100;
+
+// CUpointer_attribute values.
+inline constexpr int kPointerAttributeContext = 1;
+inline constexpr int kPointerAttributeMemoryType = 2;
+inline constexpr int kPointerAttributeDeviceOrdinal = 9;
+inline constexpr int kPointerAttributeRangeStartAddr = 11;
+inline constexpr int kPointerAttributeRangeSize = 12;
+
+// CUmemorytype values.
+inline constexpr unsigned int kMemoryTypeHost = 1;
+inline constexpr unsigned int kMemoryTypeDevice = 2;
+
+using cuInit_t = CUresult (*)(unsigned int flags);
+using cuGetErrorName_t = CUresult (*)(CUresult error, const char** name);
+using cuPointerGetAttributes_t = CUresult (*)(unsigned int count, int* attributes, void** data,
+                                              CUdeviceptr ptr);
+using cuDeviceGet_t = CUresult (*)(CUdevice* device, int ordinal);
+using cuDeviceGetCount_t = CUresult (*)(int* count);
+using cuDevicePrimaryCtxRetain_t = CUresult (*)(CUcontext* ctx, CUdevice device);
+using cuCtxGetCurrent_t = CUresult (*)(CUcontext* ctx);
+using cuCtxSetCurrent_t = CUresult (*)(CUcontext ctx);
+using cuMemcpyHtoD_t = CUresult (*)(CUdeviceptr dst, const void* src, size_t bytes);
+using cuMemcpyDtoH_t = CUresult (*)(void* dst, CUdeviceptr src, size_t bytes);
+using cuMemAlloc_t = CUresult (*)(CUdeviceptr* ptr, size_t bytes);
+using cuMemFree_t = CUresult (*)(CUdeviceptr ptr);
+using cuMemAllocHost_t = CUresult (*)(void** ptr, size_t bytes);
+using cuMemFreeHost_t = CUresult (*)(void* ptr);
+
+}  // namespace vroce::gpu::cuda

@@ -1,0 +1,94 @@
+// Run-time loading of the CUDA driver; see cuda_driver.h.
+#include "gpu/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include "util/log.h"
+
+namespace vroce::gpu {
+namespace {
+
+struct Loaded {
+  CudaDriver driver;
+  bool available = false;
+  std::string reason;
+};
+
+template <typename Fn>
+bool bind_symbol(void* library, const char* name, Fn* target, std::string* reason) {
+  void* symbol = dlsym(library, name);
+  if (symbol == nullptr) {
+    *reason = std::string("libcuda.so.1 lacks ") + name + " (driver too old?)";
+    return false;
+  }
+  *target = reinterpret_cast<Fn>(symbol);
+  return true;
+}
+
+Loaded load() {
+  Loaded loaded;
+  // Never dlclose'd: other threads may be inside the driver at process exit.
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* error = dlerror();
+    loaded.reason = std::string("libcuda.so.1 is not loadable (") +
+                    (error != nullptr ? error : "unknown error") + "): all memory is host memory";
+    return loaded;
+  }
+  cuda::cuInit_t init = nullptr;
+  CudaDriver& d = loaded.driver;
+  if (!bind_symbol(library, "cuInit", &init, &loaded.reason) ||
+      !bind_symbol(library, "cuGetErrorName", &d.get_error_name, &loaded.reason) ||
+      !bind_symbol(library, "cuPointerGetAttributes", &d.pointer_get_attributes, &loaded.reason) ||
+      !bind_symbol(library, "cuDeviceGet", &d.device_get, &loaded.reason) ||
+      !bind_symbol(library, "cuDevicePrimaryCtxRetain", &d.primary_ctx_retain, &loaded.reason) ||
+      !bind_symbol(library, "cuCtxGetCurrent", &d.ctx_get_current, &loaded.reason) ||
+      !bind_symbol(library, "cuCtxSetCurrent", &d.ctx_set_current, &loaded.reason) ||
+      // cuda.h maps cuMemcpyHtoD/DtoH to these _v2 entry points (64-bit device pointers).
+      !bind_symbol(library, "cuMemcpyHtoD_v2", &d.memcpy_htod, &loaded.reason) ||
+      !bind_symbol(library, "cuMemcpyDtoH_v2", &d.memcpy_dtoh, &loaded.reason)) {
+    return loaded;
+  }
+  cuda::CUresult rc = init(0);
+  if (rc != cuda::kSuccess) {
+    loaded.reason = "cuInit failed with " + d.error_text(rc) + ": all memory is host memory";
+    return loaded;
+  }
+  loaded.available = true;
+  return loaded;
+}
+
+const Loaded& loaded() noexcept {
+  static const Loaded instance = [] {
+    Loaded result = load();
+    if (result.available) {
+      VROCE_LOG(Info, "CUDA driver loaded: device memory is reached through the driver API");
+    } else {
+      VROCE_LOG(Info, "%s", result.reason.c_str());
+    }
+    return result;
+  }();
+  return instance;
+}
+
+}  // namespace
+
+std::string CudaDriver::error_text(cuda::CUresult result) const {
+  const char* name = nullptr;
+  if (get_error_name == nullptr || get_error_name(result, &name) != cuda::kSuccess ||
+      name == nullptr) {
+    name = "CUDA error";
+  }
+  return std::string(name) + " (" + std::to_string(result) + ")";
+}
+
+const CudaDriver* cuda_driver() noexcept {
+  const Loaded& state = loaded();
+  return state.available ? &state.driver : nullptr;
+}
+
+const std::string& cuda_unavailable_reason() noexcept {
+  return loaded().reason;
+}
+
+}  // namespace vroce::gpu

@@ -1,0 +1,33 @@
+// The CUDA driver, loaded on first use with dlopen("libcuda.so.1") and initialised with cuInit.
+// A process without the driver or without a GPU gets nullptr and vroce treats all memory as
+// host memory; the reason is logged once at info level.
+#pragma once
+
+#include <string>
+
+#include "gpu/cuda_api.h"
+
+namespace vroce::gpu {
+
+struct CudaDriver {
+  cuda::cuGetErrorName_t get_error_name = nullptr;
+  cuda::cuPointerGetAttributes_t pointer_get_attributes = nullptr;
+  cuda::cuDeviceGet_t device_get = nullptr;
+  cuda::cuDevicePrimaryCtxRetain_t primary_ctx_retain = nullptr;
+  cuda::cuCtxGetCurrent_t ctx_get_current = nullptr;
+  cuda::cuCtxSetCurrent_t ctx_set_current = nullptr;
+  cuda::cuMemcpyHtoD_t memcpy_htod = nullptr;
+  cuda::cuMemcpyDtoH_t memcpy_dtoh = nullptr;
+
+  // "CUDA_ERROR_INVALID_VALUE (1)" and the like, for log lines.
+  std::string error_text(cuda::CUresult result) const;
+};
+
+// The loaded, initialised driver, or nullptr; the first call does the loading (thread-safe).
+const CudaDriver* cuda_driver() noexcept;
+
+// Why cuda_driver() is nullptr ("libcuda.so.1 not found: ...", "cuInit failed: ..."); empty when
+// the driver is loaded.
+const std::string& cuda_unavailable_reason() noexcept;
+
+}  // namespace vroce::gpu

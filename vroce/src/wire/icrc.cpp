@@ -1,0 +1,123 @@
+// ICRC computation over reconstructed (socket path) or captured IP/UDP headers (see icrc.h).
+#include "wire/icrc.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "wire/byte_order.h"
+#include "wire/opcode.h"
+
+namespace vroce::wire {
+namespace {
+
+constexpr std::size_t kPseudoLrhSize = 8;
+constexpr std::size_t kIpv4HeaderSize = 20;
+constexpr std::size_t kIpv6HeaderSize = 40;
+constexpr std::size_t kUdpHeaderSize = 8;
+
+// Masks the variant fields of an IPv4 or IPv6 header in place.
+void mask_ip_header(IpFamily family, std::uint8_t* ip) noexcept {
+  if (family == IpFamily::V4) {
+    ip[1] = 0xFF;   // TOS (DSCP, ECN)
+    ip[8] = 0xFF;   // TTL
+    ip[10] = 0xFF;  // header checksum
+    ip[11] = 0xFF;
+  } else {
+    ip[0] |= 0x0F;  // traffic class (high nibble) ...
+    ip[1] = 0xFF;   // ... traffic class (low nibble) and flow label
+    ip[2] = 0xFF;
+    ip[3] = 0xFF;
+    ip[7] = 0xFF;  // hop limit
+  }
+}
+
+}  // namespace
+
+std::uint32_t icrc_begin(const FlowAddress& flow, std::size_t udp_payload_len) noexcept {
+  std::array<std::uint8_t, kPseudoLrhSize + kIpv6HeaderSize + kUdpHeaderSize> buf;
+  std::fill_n(buf.data(), kPseudoLrhSize, std::uint8_t{0xFF});
+  std::uint8_t* ip = buf.data() + kPseudoLrhSize;
+  const std::size_t udp_len = kUdpHeaderSize + udp_payload_len;
+  std::size_t ip_size;
+  if (flow.family == IpFamily::V4) {
+    ip_size = kIpv4HeaderSize;
+    ip[0] = 0x45;
+    ip[1] = 0;
+    store_be16(ip + 2, static_cast<std::uint16_t>(kIpv4HeaderSize + udp_len));
+    store_be16(ip + 4, 0);       // ID: 0 for an unconnected socket with DF set
+    store_be16(ip + 6, 0x4000);  // flags DF, fragment offset 0
+    ip[8] = 0;
+    ip[9] = 17;  // UDP
+    store_be16(ip + 10, 0);
+    std::memcpy(ip + 12, flow.src_ip.data(), 4);
+    std::memcpy(ip + 16, flow.dst_ip.data(), 4);
+  } else {
+    ip_size = kIpv6HeaderSize;
+    store_be32(ip, 0x60000000u);
+    store_be16(ip + 4, static_cast<std::uint16_t>(udp_len));
+    ip[6] = 17;  // next header: UDP
+    ip[7] = 0;
+    std::memcpy(ip + 8, flow.src_ip.data(), 16);
+    std::memcpy(ip + 24, flow.dst_ip.data(), 16);
+  }
+  mask_ip_header(flow.family, ip);
+  std::uint8_t* udp = ip + ip_size;
+  store_be16(udp, flow.src_port);
+  store_be16(udp + 2, flow.dst_port);
+  store_be16(udp + 4, static_cast<std::uint16_t>(udp_len));
+  store_be16(udp + 6, 0xFFFF);  // checksum, masked
+  return crc32_update(kCrc32Init, buf.data(), kPseudoLrhSize + ip_size + kUdpHeaderSize);
+}
+
+std::uint32_t icrc_update_bth(std::uint32_t state, const std::uint8_t* bth) noexcept {
+  std::array<std::uint8_t, kBthSize> masked;
+  std::memcpy(masked.data(), bth, kBthSize);
+  masked[4] = 0xFF;
+  return crc32_update(state, masked.data(), masked.size());
+}
+
+std::optional<std::uint32_t> icrc_compute(const FlowAddress& flow,
+                                          std::span<const std::uint8_t> udp_payload) noexcept {
+  if (udp_payload.size() < kBthSize + kIcrcSize)
+    return std::nullopt;
+  std::uint32_t s = icrc_begin(flow, udp_payload.size());
+  s = icrc_update_bth(s, udp_payload.data());
+  s = icrc_update(s, udp_payload.subspan(kBthSize, udp_payload.size() - kBthSize - kIcrcSize));
+  return icrc_final(s);
+}
+
+std::uint32_t icrc_stored(std::span<const std::uint8_t> udp_payload) noexcept {
+  if (udp_payload.size() < kIcrcSize)
+    return 0;
+  return load_le32(udp_payload.data() + udp_payload.size() - kIcrcSize);
+}
+
+bool icrc_valid(const FlowAddress& flow, std::span<const std::uint8_t> udp_payload) noexcept {
+  const auto computed = icrc_compute(flow, udp_payload);
+  return computed && *computed == icrc_stored(udp_payload);
+}
+
+std::optional<std::uint32_t> icrc_compute_captured(const IpUdpView& packet) noexcept {
+  const auto payload = packet.udp_payload;
+  if (payload.size() < kBthSize + kIcrcSize)
+    return std::nullopt;
+  const std::size_t ip_size = packet.family == IpFamily::V4 ? kIpv4HeaderSize : kIpv6HeaderSize;
+  if (packet.ip_header.size() != ip_size || packet.udp_header.size() != kUdpHeaderSize) {
+    return std::nullopt;
+  }
+  std::array<std::uint8_t, kPseudoLrhSize + kIpv6HeaderSize + kUdpHeaderSize> buf;
+  std::fill_n(buf.data(), kPseudoLrhSize, std::uint8_t{0xFF});
+  std::uint8_t* ip = buf.data() + kPseudoLrhSize;
+  std::memcpy(ip, packet.ip_header.data(), ip_size);
+  mask_ip_header(packet.family, ip);
+  std::uint8_t* udp = ip + ip_size;
+  std::memcpy(udp, packet.udp_header.data(), kUdpHeaderSize);
+  store_be16(udp + 6, 0xFFFF);
+  std::uint32_t s = crc32_update(kCrc32Init, buf.data(), kPseudoLrhSize + ip_size + kUdpHeaderSize);
+  s = icrc_update_bth(s, payload.data());
+  s = icrc_update(s, payload.subspan(kBthSize, payload.size() - kBthSize - kIcrcSize));
+  return icrc_final(s);
+}
+
+}  // namespace vroce::wire
