@@ -166,13 +166,17 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   const int rank = *options.rank;
   const int nranks = options.nranks;
   install_logger(rank);
+  if (!options.ibverbs_path.empty()) {
+    // The plugin loads libibverbs from NCCL_IBVERBS_LIB: make it the same library as --raw's.
+    setenv("NCCL_IBVERBS_LIB", options.ibverbs_path.c_str(), 1);
+  }
 
   int listen_fd = -1;
   if (const char* fd = std::getenv(kRendezvousFdEnv); fd != nullptr && rank == 0) {
     listen_fd = std::atoi(fd);
   }
   Rendezvous rendezvous(rank, nranks, options.rendezvous, listen_fd, options_fingerprint(options),
-                        std::max(options.timeout_s, 30.0));
+                        options.timeout_s);
   // v11's commId: the same on every rank, as NCCL derives it from the communicator's id.
   const auto ids = rendezvous.allgather(std::to_string(random_u64()));
   const std::uint64_t comm_id = std::strtoull(ids[0].c_str(), nullptr, 10);
@@ -313,6 +317,9 @@ int run_init_check(const Options& options) {
   // The plugin's banner is logged at INFO; ask for it (our own printing keeps the user's level).
   setenv("NCCL_DEBUG", "INFO", 0);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV", 0);
+  if (!options.ibverbs_path.empty()) {
+    setenv("NCCL_IBVERBS_LIB", options.ibverbs_path.c_str(), 1);
+  }
 
   // With --json on stdout the human-readable lines go to stderr.
   std::FILE* out = options.json_stdout ? stderr : stdout;
