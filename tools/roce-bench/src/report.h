@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "net_plugin.h"
 #include "options.h"
 #include "results.h"
 
@@ -30,6 +31,7 @@ struct RunInfo {
   bool flush = false;
   std::vector<std::string> ranks;  // one description per rank
   std::size_t plugin_warnings = 0;
+  std::vector<CallCounters> plugin_calls;  // per rank, over the whole run
 };
 
 // The plugin/raw ratio per size: pingpong compares median one-way latency (lower is better),

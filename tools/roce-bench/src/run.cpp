@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -277,6 +278,13 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     }
     if (plugin) {
       info.plugin_warnings = logged_warnings();
+      const CallCounters mine_calls = plugin->counters();
+      for (const auto& blob : rendezvous.allgather(std::string_view(
+               reinterpret_cast<const char*>(&mine_calls), sizeof(mine_calls)))) {
+        CallCounters c{};
+        std::memcpy(&c, blob.data(), std::min(blob.size(), sizeof(c)));
+        info.plugin_calls.push_back(c);
+      }
     }
     // Comms close here, before the plugin is finalized and unloaded.
   }
