@@ -1,0 +1,107 @@
+"""examples/: the pure parts of tp_allreduce.py (percentiles, reading NCCL's transport lines,
+the per-rank vroce device) and what the two launchers export and run (--print-env)."""
+
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from scripttest import REPO
+
+sys.path.insert(0, str(REPO / "examples"))
+import tp_allreduce  # noqa: E402  (no torch needed to import it)
+
+NCCL_LOG = """\
+node1:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+node1:1234:1234 [0] NCCL INFO NET/Plugin: Loaded net plugin RoCE (v11)
+node1:1234:1234 [0] NCCL INFO NET/RoCE: device mlx5_0 port 1 GID 3 ::ffff:10.0.0.1 RoCE v2, TC 104, GPUDirect dmabuf
+node1:1234:1234 [0] NCCL INFO Using network RoCE
+node1:1234:1240 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/RoCE/0/GDRDMA
+node1:1234:1240 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/RoCE/0/GDRDMA
+node1:1234:1240 [0] NCCL INFO Connected all rings
+"""
+
+
+class TpAllreduceLogic(unittest.TestCase):
+    def test_percentiles_nearest_rank(self):
+        v = sorted(float(i) for i in range(1, 101))
+        self.assertEqual([tp_allreduce.percentile(v, p) for p in (50, 90, 99, 100)], [50.0, 90.0, 99.0, 100.0])
+        self.assertEqual(tp_allreduce.percentile([7.0], 99), 7.0)
+        with self.assertRaises(ValueError):
+            tp_allreduce.percentile([], 50)
+
+    def test_transport_lines_and_network(self):
+        lines = tp_allreduce.transport_lines(NCCL_LOG)
+        self.assertEqual(len(lines), 4)
+        self.assertTrue(any("Loaded net plugin RoCE" in l for l in lines))
+        self.assertTrue(any("via NET/RoCE/0/GDRDMA" in l for l in lines))
+        self.assertFalse(any("Bootstrap" in l for l in lines))
+        self.assertEqual(tp_allreduce.chosen_network(NCCL_LOG), "RoCE")
+        self.assertEqual(tp_allreduce.chosen_network(NCCL_LOG.replace("network RoCE", "network Socket")), "Socket")
+        self.assertIsNone(tp_allreduce.chosen_network(""))
+
+    def test_expected_sum_and_fp16_exactness(self):
+        # Ranks fill rank+1: the sum n(n+1)/2 must be exact in fp16 for any TP size used.
+        for n, want in ((2, 3), (8, 36), (64, 2080)):
+            self.assertEqual(tp_allreduce.expected_value(n), want)
+            self.assertEqual(struct.unpack("e", struct.pack("e", want))[0], want)
+
+    def test_per_rank_vroce_device(self):
+        old = dict(os.environ)
+        try:
+            os.environ["ROCE_EXAMPLE_VROCE_BASE"] = "127.0.0.21"
+            tp_allreduce.per_rank_vroce_device(3)
+            self.assertEqual(os.environ["VROCE_DEVICES"], "vroce3=127.0.0.24")
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+    def test_argument_checks(self):
+        self.assertEqual(tp_allreduce.parse_args([]).hidden, 8192)
+        self.assertEqual(tp_allreduce.parse_args([]).batch, 16)
+        with self.assertRaises(SystemExit):
+            tp_allreduce.parse_args(["--iters", "0"])
+
+
+class Launchers(unittest.TestCase):
+    def run_launcher(self, name, env):
+        e = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+        e.update(env)
+        return subprocess.run([str(REPO / "examples" / name), "--print-env", "--iters", "10"], env=e,
+                              capture_output=True, text=True, timeout=60)
+
+    def test_multi_node_launcher_exports_the_plugin_settings(self):
+        p = self.run_launcher("run_tp_allreduce.sh", {"NODE_RANK": "1", "MASTER_ADDR": "10.0.0.1",
+                                                      "NCCL_IB_GID_INDEX": "3"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for line in ("NCCL_NET=RoCE", "NCCL_NET_PLUGIN=roce", "NCCL_IB_GID_INDEX=3", "NCCL_ROCE_DSCP=26",
+                     "NCCL_ROCE_REQUIRE_GDR=1", "NCCL_DEBUG=INFO"):
+            self.assertIn(line + "\n", p.stdout)
+        self.assertIn("torchrun --nnodes 2 --nproc-per-node 8 --node-rank 1 --master-addr 10.0.0.1", p.stdout)
+        self.assertIn("tp_allreduce.py --iters 10", p.stdout)
+        p = self.run_launcher("run_tp_allreduce.sh", {"NCCL_ROCE_TC": "106"})
+        self.assertIn("NCCL_ROCE_TC=106\n", p.stdout)
+        self.assertNotIn("NCCL_ROCE_DSCP", p.stdout)
+        self.assertNotIn("NCCL_IB_GID_INDEX", p.stdout)
+
+    def test_vroce_launcher_points_nccl_at_vroce(self):
+        with tempfile.TemporaryDirectory(prefix="ok-examples-") as build:
+            p = self.run_launcher("run_tp_allreduce_vroce.sh", {"BUILD_DIR": build, "NPROC_PER_NODE": "2"})
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for line in (f"NCCL_NET_PLUGIN={build}/lib/libnccl-net-roce.so",
+                         f"NCCL_IBVERBS_LIB={build}/vroce/lib/libibverbs.so.1", "NCCL_NET=RoCE",
+                         "NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "ROCE_EXAMPLE_VROCE_BASE=127.0.0.21"):
+                self.assertIn(line + "\n", p.stdout)
+            self.assertIn("torchrun --standalone --nproc-per-node 2", p.stdout)
+            e = {"PATH": "/usr/bin:/bin", "BUILD_DIR": build, "NPROC_PER_NODE": "2"}
+            p = subprocess.run([str(REPO / "examples" / "run_tp_allreduce_vroce.sh")], env=e,
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 5)
+            self.assertIn("libnccl-net-roce.so is missing", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
