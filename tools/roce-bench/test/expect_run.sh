@@ -9,10 +9,11 @@
 #   --stderr TEXT    a fixed string stderr must contain (repeatable)
 #   --json-status S  stdout is one JSON document whose "status" is S
 #   --timeout S      kill the command after S seconds (default 120): a hang is a failure
+#   --no-gpu         skip (exit 77) on a machine where libcuda.so.1 is installed
 set -euo pipefail
 
 usage() {
-  sed -n '2,12p' "$0" >&2
+  sed -n '2,13p' "$0" >&2
   exit 2
 }
 
@@ -28,6 +29,12 @@ while [[ $# -gt 0 ]]; do
     --stderr) stderr_wants+=("$2"); shift 2 ;;
     --json-status) json_status=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
+    --no-gpu)
+      if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+        echo "skipped: this machine has a CUDA driver"
+        exit 77
+      fi
+      shift ;;
     --) shift; break ;;
     *) usage ;;
   esac
