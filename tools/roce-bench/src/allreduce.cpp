@@ -144,7 +144,7 @@ void RingAllReduce::run(std::size_t count) {
   int recv_posted = 0;
   int recv_done = 0;
   unsigned irecv_calls = 0;
-  Poller poller(options_.timeout_s, options_.poll_sleep_us, &rendezvous_);
+  Poller poller(options_.timeout_s, options_.poll_sleep_us, &rendezvous_, options_.poll);
   const std::size_t bytes = count * sizeof(float);
 
   while (send_done < nsend || recv_done < nrecv) {

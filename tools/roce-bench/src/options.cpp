@@ -336,6 +336,17 @@ Options parse_options(std::span<const std::string> args) {
         throw UsageError("--timeout " + text + ": expected seconds in (0, 86400]");
       }
       o.timeout_s = *value;
+    } else if (name == "--poll") {
+      const std::string v = cursor.value(name);
+      if (v == "spin") {
+        o.poll = PollPolicy::Spin;
+      } else if (v == "yield") {
+        o.poll = PollPolicy::Yield;
+      } else if (v == "sleep") {
+        o.poll = PollPolicy::Sleep;
+      } else {
+        throw UsageError("--poll " + v + ": expected spin, yield or sleep");
+      }
     } else if (name == "--poll-sleep-us") {
       o.poll_sleep_us = int_value(cursor, name, 0, 1'000'000);
     } else if (name == "--init-check") {
@@ -414,6 +425,7 @@ std::uint64_t options_fingerprint(const Options& o) {
   add(std::to_string(o.traffic_class));
   add(o.cuda ? "cuda" : "host");
   add(std::to_string(static_cast<int>(o.flush)));
+  add(std::to_string(static_cast<int>(o.poll)));
   add(std::to_string(o.poll_sleep_us));
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   for (const char c : canonical) {
@@ -480,6 +492,8 @@ Output and control:
   --json             JSON on stdout instead of the tables
   --json=FILE        the tables on stdout and JSON into FILE
   --timeout S        fail a run that makes no progress for S seconds (default 60)
+  --poll spin|yield|sleep  after 64 polls that find nothing: keep spinning, sched_yield
+                     (default), or yield then take 20 us naps (more ranks than cores)
   --poll-sleep-us N  sleep N us between polls that find nothing (instruction counting)
   --inject-corruption  test aid: flip one received element to prove the verifier fails the run
   -h, --help, --version

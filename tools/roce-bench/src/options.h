@@ -18,6 +18,8 @@ enum class Path { Plugin, Raw, Both };
 // iflush: as NCCL decides (auto), after every received message (always), or never.
 enum class FlushPolicy { Auto, Always, Never };
 enum class DmabufPolicy { Auto, On, Off };
+// What a rank does after a run of polls that found nothing (see poller.h).
+enum class PollPolicy { Spin, Yield, Sleep };
 
 inline constexpr int kMaxWindow = 32;  // NCCL_NET_MAX_REQUESTS
 inline constexpr int kMaxRanks = 64;
@@ -59,6 +61,7 @@ struct Options {
   bool json_stdout = false;
   std::string json_file;
   double timeout_s = 60;  // without progress, a run is declared hung
+  PollPolicy poll = PollPolicy::Yield;
   int poll_sleep_us = 0;  // measurement aid: sleep between empty polls
   bool init_check = false;
   bool inject_corruption = false;

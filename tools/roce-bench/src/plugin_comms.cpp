@@ -54,7 +54,7 @@ PluginComms connect_ring(NetPlugin& plugin, Rendezvous& rendezvous, int dev, int
   NetHandle remote{};
   std::memcpy(remote.data(), handles[static_cast<std::size_t>(send_to)].data(), remote.size());
   PluginComms comms;
-  Poller poller(timeout_s, 0, &rendezvous);
+  Poller poller(timeout_s, 0, &rendezvous, PollPolicy::Yield);
   try {
     progress_pair(plugin, dev, remote, listen_comm, comms, poller,
                   "connecting to rank " + std::to_string(send_to) + " and accepting rank " +
@@ -73,7 +73,7 @@ PluginComms connect_loopback(NetPlugin& plugin, int dev, double timeout_s) {
   void* listen_comm = plugin.listen(dev, handle);
   NetHandle remote = handle;
   PluginComms comms;
-  Poller poller(timeout_s, 0, nullptr);
+  Poller poller(timeout_s, 0, nullptr, PollPolicy::Yield);
   try {
     progress_pair(plugin, dev, remote, listen_comm, comms, poller,
                   "loopback connect/accept on one thread");

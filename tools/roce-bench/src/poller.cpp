@@ -2,6 +2,7 @@
 #include "poller.h"
 
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "errors.h"
@@ -11,6 +12,8 @@ namespace roce::bench {
 namespace {
 
 constexpr std::uint64_t kSpinsBeforeYield = 64;
+constexpr std::uint64_t kYieldsBeforeSleep = 256;
+constexpr long kSleepNs = 20'000;
 constexpr std::uint64_t kClockEvery = 64;
 constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 
@@ -20,7 +23,10 @@ void Poller::idle(const char* what) {
   const std::uint64_t n = idle_++;
   if (sleep_us_ > 0) {
     usleep(static_cast<useconds_t>(sleep_us_));
-  } else if (n >= kSpinsBeforeYield) {
+  } else if (policy_ == PollPolicy::Sleep && n >= kSpinsBeforeYield + kYieldsBeforeSleep) {
+    const timespec pause{0, kSleepNs};
+    nanosleep(&pause, nullptr);
+  } else if (policy_ != PollPolicy::Spin && n >= kSpinsBeforeYield) {
     sched_yield();
   }
   if (n == 0) {

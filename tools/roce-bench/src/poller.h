@@ -1,11 +1,15 @@
-// How roce-bench waits: it polls (like NCCL's proxy progress thread), yields the CPU after a run
-// of empty polls so ranks sharing cores with their NIC emulation still make progress, and
-// declares the run hung when nothing completes for --timeout seconds, or when a peer rank is gone.
+// How roce-bench waits: it polls (like NCCL's proxy progress thread) and, after a run of empty
+// polls, gives the CPU away as --poll says (yield: sched_yield; sleep: sched_yield for a while,
+// then 20 us naps, for machines with fewer cores than ranks plus their NIC emulation threads;
+// spin: never), and declares the run hung when nothing completes for --timeout seconds, or when a
+// peer rank is gone.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "options.h"
 
 namespace roce::bench {
 
@@ -13,8 +17,8 @@ class Rendezvous;
 
 class Poller {
  public:
-  Poller(double timeout_s, int sleep_us, Rendezvous* rendezvous)
-      : timeout_(timeout_s), sleep_us_(sleep_us), rendezvous_(rendezvous) {}
+  Poller(double timeout_s, int sleep_us, Rendezvous* rendezvous, PollPolicy policy)
+      : timeout_(timeout_s), sleep_us_(sleep_us), rendezvous_(rendezvous), policy_(policy) {}
 
   // Something completed: the hang timer restarts.
   void progress() { idle_ = 0; }
@@ -27,6 +31,7 @@ class Poller {
   std::chrono::duration<double> timeout_;
   int sleep_us_;
   Rendezvous* rendezvous_;
+  PollPolicy policy_;
   std::uint64_t idle_ = 0;
   std::chrono::steady_clock::time_point idle_since_{};
   std::chrono::steady_clock::time_point next_check_{};

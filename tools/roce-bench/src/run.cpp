@@ -40,6 +40,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// --compare-raw alternates the two paths in this many blocks per size.
+constexpr int kCompareBlocks = 10;
+
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -260,13 +263,25 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       }
       info.ranks = rendezvous.allgather(mine);
       for (const auto& step : steps) {
-        // Interleaved size by size, raw first, so both see the same machine conditions.
-        std::size_t s = 0;
-        if (raw) {
-          series[s++].rows.push_back(run_p2p(*raw, rendezvous, options, step, 0x2000 + step.bytes));
-        }
-        if (via_plugin) {
-          series[s].rows.push_back(
+        if (raw && via_plugin) {
+          // Alternated in blocks, raw first, so both paths see the same machine conditions
+          // even when the load drifts during a size.
+          P2pMeasurement on_raw(*raw, rendezvous, options, step, 0x2000 + step.bytes);
+          P2pMeasurement on_plugin(*via_plugin, rendezvous, options, step, 0x3000 + step.bytes);
+          on_raw.warmup();
+          on_plugin.warmup();
+          const int blocks = std::min(kCompareBlocks, step.iters);
+          for (int b = 0; b < blocks; ++b) {
+            const int iters = step.iters / blocks + (b < step.iters % blocks ? 1 : 0);
+            on_raw.timed(iters);
+            on_plugin.timed(iters);
+          }
+          series[0].rows.push_back(on_raw.finish());
+          series[1].rows.push_back(on_plugin.finish());
+        } else if (raw) {
+          series[0].rows.push_back(run_p2p(*raw, rendezvous, options, step, 0x2000 + step.bytes));
+        } else {
+          series[0].rows.push_back(
               run_p2p(*via_plugin, rendezvous, options, step, 0x3000 + step.bytes));
         }
         progress.size_done(step.bytes);
@@ -279,8 +294,8 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     if (plugin) {
       info.plugin_warnings = logged_warnings();
       const CallCounters mine_calls = plugin->counters();
-      for (const auto& blob : rendezvous.allgather(std::string_view(
-               reinterpret_cast<const char*>(&mine_calls), sizeof(mine_calls)))) {
+      for (const auto& blob : rendezvous.allgather(
+               std::string_view(reinterpret_cast<const char*>(&mine_calls), sizeof(mine_calls)))) {
         CallCounters c{};
         std::memcpy(&c, blob.data(), std::min(blob.size(), sizeof(c)));
         info.plugin_calls.push_back(c);
@@ -445,7 +460,7 @@ int run_init_check(const Options& options) {
       std::vector<std::uint32_t> words(kBytes / 4);
       fill_message(words, 42);
       send_buf.write(0, words.data(), kBytes);
-      Poller poller(options.timeout_s, 0, nullptr);
+      Poller poller(options.timeout_s, 0, nullptr, PollPolicy::Yield);
       void* rreq = nullptr;
       void* sreq = nullptr;
       while (rreq == nullptr) {
