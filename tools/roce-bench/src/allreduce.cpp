@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "measure_region.h"
 #include "p2p_modes.h"
 #include "patterns.h"
 #include "poller.h"
@@ -245,10 +246,14 @@ Row RingAllReduce::measure(const SizeStep& step, std::uint64_t seed) {
     run(count);
   }
   rendezvous_.barrier();
+  plugin_.timed_region(true);
+  region_begin();
   const auto t0 = Clock::now();
   for (int i = 0; i < step.iters; ++i) {
     run(count);
   }
+  region_end("timed");
+  plugin_.timed_region(false);
   const double mean_us =
       std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / step.iters;
 

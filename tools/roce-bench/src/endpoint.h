@@ -62,6 +62,9 @@ class Endpoint {
   // protocol needs no more than the window; raw RC without clear-to-send needs receive WQEs
   // ahead of the sender, or a slow poll costs an RNR NAK and its timer.
   virtual int receive_depth(int window) const { return window; }
+
+  // A timed region begins (true) or ends (false): the plugin endpoint counts its calls there.
+  virtual void timed_region(bool /*begin*/) {}
 };
 
 }  // namespace roce::bench

@@ -227,6 +227,21 @@ std::string NetPlugin::symbol() const {
   return symbol_of(api_);
 }
 
+void NetPlugin::timed_region(bool begin) {
+  if (begin) {
+    region_start_ = counters_;
+    return;
+  }
+  timed_counters_.isend += counters_.isend - region_start_.isend;
+  timed_counters_.isend_retry += counters_.isend_retry - region_start_.isend_retry;
+  timed_counters_.irecv += counters_.irecv - region_start_.irecv;
+  timed_counters_.irecv_retry += counters_.irecv_retry - region_start_.irecv_retry;
+  timed_counters_.test += counters_.test - region_start_.test;
+  timed_counters_.test_pending += counters_.test_pending - region_start_.test_pending;
+  timed_counters_.iflush += counters_.iflush - region_start_.iflush;
+  timed_counters_.ll_hints += counters_.ll_hints - region_start_.ll_hints;
+}
+
 void NetPlugin::check(ncclResult_t result, const char* call, const std::string& context) const {
   if (result != ncclSuccess) {
     throw BenchError(std::string("plugin ") + name_ + " " + call + "(" + context + ") returned " +

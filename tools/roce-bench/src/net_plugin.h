@@ -107,7 +107,9 @@ class NetPlugin {
   void close_listen(void* comm);
 
   const CallCounters& counters() const { return counters_; }
-  void reset_counters() { counters_ = {}; }
+  // Calls made inside timed regions only (between timed_region(true) and timed_region(false)).
+  const CallCounters& timed_counters() const { return timed_counters_; }
+  void timed_region(bool begin);
 
  private:
   void check(ncclResult_t result, const char* call, const std::string& context) const;
@@ -124,6 +126,8 @@ class NetPlugin {
   void* ctx_ = nullptr;  // v11
   ncclNetCommConfig_v10_t comm_config_{NCCL_NET_TRAFFIC_CLASS_UNDEF};
   CallCounters counters_;
+  CallCounters region_start_;
+  CallCounters timed_counters_;
 };
 
 }  // namespace roce::bench

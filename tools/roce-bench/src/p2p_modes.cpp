@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "measure_region.h"
 #include "patterns.h"
 #include "rendezvous.h"
 
@@ -224,12 +225,16 @@ void P2pMeasurement::timed(int iters) {
     return;
   }
   timed_iters_ += iters;
+  ep_.timed_region(true);
+  region_begin();
   if (options_.mode == Mode::PingPong) {
     pingpong(iters, rank_ == 0);
   } else {
     const auto t0 = stream(iters);
     elapsed_us_ += micros(Clock::now() - t0);
   }
+  region_end("timed");
+  ep_.timed_region(false);
 }
 
 Row P2pMeasurement::finish() {

@@ -28,6 +28,7 @@ class PluginEndpoint final : public Endpoint {
   bool post_send(int slot, std::size_t bytes, Ticket& ticket) override;
   bool post_recv(int slot, std::size_t bytes, Ticket& ticket) override;
   bool test(Ticket& ticket) override;
+  void timed_region(bool begin) override { plugin_.timed_region(begin); }
 
   const PluginComms& comms() const { return comms_; }
   const std::string& registration() const { return registration_; }

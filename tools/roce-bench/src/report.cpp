@@ -179,20 +179,25 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
   }
   j.end_array();
   // Plugin calls per rank: what the callgrind script divides instruction counts by.
-  j.key("plugin_calls").begin_array();
-  for (const auto& c : info.plugin_calls) {
-    j.begin_object();
-    j.key("isend").value(c.isend);
-    j.key("isend_retry").value(c.isend_retry);
-    j.key("irecv").value(c.irecv);
-    j.key("irecv_retry").value(c.irecv_retry);
-    j.key("test").value(c.test);
-    j.key("test_pending").value(c.test_pending);
-    j.key("iflush").value(c.iflush);
-    j.key("ll_hints").value(c.ll_hints);
-    j.end_object();
-  }
-  j.end_array();
+  auto counters = [&j](const char* key, const std::vector<CallCounters>& all) {
+    j.key(key).begin_array();
+    for (const auto& c : all) {
+      j.begin_object();
+      j.key("isend").value(c.isend);
+      j.key("isend_retry").value(c.isend_retry);
+      j.key("irecv").value(c.irecv);
+      j.key("irecv_retry").value(c.irecv_retry);
+      j.key("test").value(c.test);
+      j.key("test_pending").value(c.test_pending);
+      j.key("iflush").value(c.iflush);
+      j.key("ll_hints").value(c.ll_hints);
+      j.end_object();
+    }
+    j.end_array();
+  };
+  // Plugin calls per rank: what the callgrind script divides instruction counts by.
+  counters("plugin_calls", info.plugin_calls);
+  counters("plugin_timed_calls", info.plugin_timed_calls);
   j.key("series").begin_array();
   for (const auto& s : series) {
     j.begin_object();

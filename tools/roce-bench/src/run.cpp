@@ -293,12 +293,13 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     }
     if (plugin) {
       info.plugin_warnings = logged_warnings();
-      const CallCounters mine_calls = plugin->counters();
+      const CallCounters mine_calls[2] = {plugin->counters(), plugin->timed_counters()};
       for (const auto& blob : rendezvous.allgather(
-               std::string_view(reinterpret_cast<const char*>(&mine_calls), sizeof(mine_calls)))) {
-        CallCounters c{};
-        std::memcpy(&c, blob.data(), std::min(blob.size(), sizeof(c)));
-        info.plugin_calls.push_back(c);
+               std::string_view(reinterpret_cast<const char*>(mine_calls), sizeof(mine_calls)))) {
+        CallCounters c[2]{};
+        std::memcpy(c, blob.data(), std::min(blob.size(), sizeof(c)));
+        info.plugin_calls.push_back(c[0]);
+        info.plugin_timed_calls.push_back(c[1]);
       }
     }
     // Comms close here, before the plugin is finalized and unloaded.
