@@ -78,6 +78,10 @@ DONE:
 
 }  // namespace
 
+const char* reduction_ptx() {
+  return kAddPtx;
+}
+
 struct CudaDriver::Api {
   void* library = nullptr;
   CUresult (*cuInit)(unsigned) = nullptr;

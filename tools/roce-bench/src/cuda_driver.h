@@ -11,6 +11,9 @@
 
 namespace roce::bench {
 
+// The PTX of the all-reduce's GPU reduction (out[i] = a[i] + b[i]), JIT-compiled by the driver.
+const char* reduction_ptx();
+
 class CudaDriver {
  public:
   // Loads the driver and initialises it; throws BenchError with a plain "no GPU" explanation
