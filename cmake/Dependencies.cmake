@@ -7,8 +7,7 @@ find_path(ROCE_SPDLOG_INCLUDE_DIR spdlog/spdlog.h REQUIRED)
 find_path(ROCE_FMT_INCLUDE_DIR fmt/format.h REQUIRED)
 add_library(roce_spdlog INTERFACE)
 target_include_directories(roce_spdlog SYSTEM INTERFACE ${ROCE_SPDLOG_INCLUDE_DIR} ${ROCE_FMT_INCLUDE_DIR})
-target_compile_definitions(roce_spdlog INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY
-                           SPDLOG_NO_EXCEPTIONS=0)
+target_compile_definitions(roce_spdlog INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY)
 target_link_libraries(roce_spdlog INTERFACE Threads::Threads)
 
 # Only the verbs *headers* are needed at build time; the plugin dlopens libibverbs at run time

@@ -9,16 +9,16 @@ extern "C" {
 #endif
 
 typedef struct {
-  char* name;        /* unique per device; NCCL keys its topology XML on it */
-  char* pciPath;     /* sysfs PCI path, or NULL */
-  uint64_t guid;     /* one value per NIC ASIC */
-  int ptrSupport;    /* NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF */
-  int regIsGlobal;   /* registrations are not tied to one comm */
-  int speed;         /* Mb/s */
+  char* name;      /* unique per device; NCCL keys its topology XML on it */
+  char* pciPath;   /* sysfs PCI path, or NULL */
+  uint64_t guid;   /* one value per NIC ASIC */
+  int ptrSupport;  /* NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF */
+  int regIsGlobal; /* registrations are not tied to one comm */
+  int speed;       /* Mb/s */
   int port;
-  float latency;     /* us, added to NCCL's own estimate; 0 = default */
+  float latency; /* us, added to NCCL's own estimate; 0 = default */
   int maxComms;
-  int maxRecvs;      /* receives grouped in one irecv */
+  int maxRecvs; /* receives grouped in one irecv */
   ncclNetDeviceType netDeviceType;
   int netDeviceVersion;
 } ncclNetProperties_v8_t;
@@ -33,10 +33,11 @@ typedef struct {
                           ncclNetDeviceHandle_v8_t** sendDevComm);
   ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t** recvDevComm);
   ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
-                              void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset,
+                              int fd, void** mhandle);
   ncclResult_t (*deregMr)(void* comm, void* mhandle);
-  ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle,
+                        void** request);
   ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
                         void** request);
   ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles,

@@ -19,7 +19,7 @@ typedef struct {
   uint64_t guid;
   int ptrSupport;
   int regIsGlobal;
-  int forceFlush;    /* 1: NCCL flushes every GPU receive */
+  int forceFlush; /* 1: NCCL flushes every GPU receive */
   int speed;
   int port;
   float latency;
@@ -28,7 +28,7 @@ typedef struct {
   ncclNetDeviceType netDeviceType;
   int netDeviceVersion;
   ncclNetVDeviceProps_v9_t vProps;
-  size_t maxP2pBytes;  /* in (0, NCCL_MAX_NET_SIZE_BYTES] */
+  size_t maxP2pBytes; /* in (0, NCCL_MAX_NET_SIZE_BYTES] */
   size_t maxCollBytes;
 } ncclNetProperties_v9_t;
 
@@ -42,8 +42,8 @@ typedef struct {
                           ncclNetDeviceHandle_v9_t** sendDevComm);
   ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v9_t** recvDevComm);
   ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
-                              void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset,
+                              int fd, void** mhandle);
   ncclResult_t (*deregMr)(void* comm, void* mhandle);
   ncclResult_t (*isend)(void* sendComm, void* data, size_t size, int tag, void* mhandle,
                         void** request);

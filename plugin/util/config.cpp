@@ -329,8 +329,11 @@ bool read_plumbing(Reader& reader, Config* config) {
     return false;
   }
   assign(timeout, &config->connect_timeout_ms);
-  if (const auto ifname = reader.text("NCCL_SOCKET_IFNAME")) {
+  // Kept in the Config for the bootstrap's use, but reported as not applied (see the registry).
+  if (const auto ifname = reader.raw("NCCL_SOCKET_IFNAME")) {
     config->socket_ifname = *ifname;
+    config->notes.push_back("NCCL_SOCKET_IFNAME=" + *ifname + ": " +
+                            std::string(find_setting("NCCL_SOCKET_IFNAME").info.description));
   }
   return true;
 }
@@ -395,14 +398,19 @@ bool load_config() {
     ROCE_WARN(NCCL_INIT | NCCL_ENV, "invalid setting: {}", error);
     return false;
   }
-  for (const std::string& note : parsed->notes) {
-    ROCE_INFO(NCCL_INIT | NCCL_ENV, "{}", note);
-  }
-  const std::lock_guard lock(g_load_mutex);
-  const Config* current = g_current.load(std::memory_order_acquire);
-  if (current == nullptr || !(*current == *parsed)) {
+  const Config* published = nullptr;
+  {
+    const std::lock_guard lock(g_load_mutex);
+    const Config* current = g_current.load(std::memory_order_acquire);
+    if (current != nullptr && *current == *parsed) {
+      return true;  // ncclNet v11 inits once per communicator: report the settings once
+    }
     g_published.push_back(std::make_unique<const Config>(std::move(*parsed)));
-    g_current.store(g_published.back().get(), std::memory_order_release);
+    published = g_published.back().get();
+    g_current.store(published, std::memory_order_release);
+  }
+  for (const std::string& note : published->notes) {
+    ROCE_INFO(NCCL_INIT | NCCL_ENV, "{}", note);
   }
   return true;
 }

@@ -86,7 +86,10 @@ using EnvLookup = std::optional<std::string> (*)(std::string_view name, void* us
 std::optional<Config> parse_config(EnvLookup lookup, void* user, std::string* error);
 
 // The configuration in force, loaded from the process environment by load_config().
-// load_config() is called by plugin init; it returns false (and logs why) on invalid settings.
+// load_config() is called by plugin init; it returns false (and logs why) on invalid settings,
+// leaving the configuration in force unchanged. The notes are logged when a configuration is
+// first published, not again when a later init finds the same settings. References returned by
+// config() stay valid for the life of the process.
 bool load_config();
 const Config& config();
 

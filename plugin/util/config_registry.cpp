@@ -144,11 +144,6 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      10,
      3600000},
-    {{"NCCL_SOCKET_IFNAME", "unset: the address of the device's GID", "[^][=]prefix[,prefix...]",
-      "Interface whose address the out-of-band TCP listener (the handshake) binds to.", "list",
-      "NCCL_SOCKET_IFNAME", ""},
-     K::Text},
-
     // Recognised NCCL settings that this plugin does not apply.
     {{"NCCL_IB_FIFO_TC", "unset (-1)", "0..255, or -1 for unset",
       "Not applied separately: one traffic class is enforced on every QP, including the "
@@ -158,6 +153,12 @@ constexpr Setting kRegistry[] = {
      0,
      255,
      true},
+    {{"NCCL_SOCKET_IFNAME", "", "",
+      "Not applied to the plugin: its handshake listener binds to the address of the device's "
+      "RoCE GID, so connection setup follows the RoCE interface. NCCL's own bootstrap still "
+      "uses it.",
+      "list", "NCCL_SOCKET_IFNAME", "", false},
+     K::Text},
     {{"NCCL_IB_ADAPTIVE_ROUTING", "", "",
       "Ignored: no adaptive-routing mode; every message ends in one RDMA WRITE WITH IMMEDIATE.", "",
       "NCCL_IB_ADAPTIVE_ROUTING", "", false},

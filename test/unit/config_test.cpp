@@ -3,10 +3,13 @@
 #include "util/config.h"
 
 #include <catch2/catch.hpp>
+#include <cstdarg>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
+
+#include "util/log.h"
 
 namespace {
 
@@ -244,6 +247,7 @@ TEST_CASE("plumbing settings are taken as given, the sysfs root must be absolute
   CHECK(config.sysfs_root == "/tmp/pb-sysfs");
   CHECK(config.connect_timeout_ms == 500);
   CHECK(config.socket_ifname == "=eth0");
+  CHECK(has_note(config, "NCCL_SOCKET_IFNAME==eth0: Not applied to the plugin"));
   CHECK(config.ib_hca == "^mlx5_1");
   CHECK_THAT(error_of({{"NCCL_ROCE_SYSFS_ROOT", "sys"}}),
              Catch::StartsWith("NCCL_ROCE_SYSFS_ROOT=sys is not an absolute path"));
@@ -312,4 +316,37 @@ TEST_CASE("load_config publishes the environment's settings and refuses invalid 
   CHECK_FALSE(roce::config().traffic_class.has_value());
   // The earlier configuration stays valid for threads still holding it.
   CHECK(first.traffic_class == 104);
+}
+
+namespace {
+
+std::vector<std::string> g_logged;
+
+void capture_logger(ncclDebugLogLevel /*level*/, unsigned long /*flags*/, const char* /*file*/,
+                    int /*line*/, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  g_logged.emplace_back(va_arg(args, const char*));
+  va_end(args);
+}
+
+}  // namespace
+
+TEST_CASE("load_config reports the settings at INFO once, not again for the same settings",
+          "[config]") {
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "ENV", 1);
+  roce::log::set_nccl_logger(&capture_logger);
+  setenv("NCCL_IB_TIMEOUT", "22", 1);
+  REQUIRE(roce::load_config());
+  REQUIRE(roce::load_config());
+  CHECK(g_logged == std::vector<std::string>{"NET/RoCE NCCL_IB_TIMEOUT set by environment to 22"});
+  setenv("NCCL_IB_TIMEOUT", "23", 1);
+  REQUIRE(roce::load_config());
+  CHECK(g_logged.size() == 2);
+  CHECK(g_logged.back() == "NET/RoCE NCCL_IB_TIMEOUT set by environment to 23");
+  roce::log::set_nccl_logger(nullptr);
+  unsetenv("NCCL_IB_TIMEOUT");
+  unsetenv("NCCL_DEBUG");
+  unsetenv("NCCL_DEBUG_SUBSYS");
 }

@@ -11,21 +11,9 @@
 
 using namespace vroce::wire;
 using vroce::wire::test::from_hex;
+using vroce::wire::test::kConnectX4LxCnpFrame;
 
 namespace {
-
-// A RoCEv2 CNP sent by a Mellanox ConnectX-4 Lx, as captured on the wire (Ethernet frame, 74
-// bytes). Source: scapy's test suite, test/contrib/roce.uts ("RoCE CNP captured on ConnectX-4
-// Lx", github.com/secdev/scapy), where it is the reference for scapy's ICRC. Its IPv4 header has
-// ID 0x718c, TOS 0xc2 and TTL 64, and BTH byte 4 is 0x40 (BECN): the ID is covered, the other
-// three are masked, so this vector exercises every masking rule of the IPv4 form.
-constexpr std::string_view kConnectX4LxCnp =
-    "e41d2dab2bc2 7cfe90643b32 0800"                   // Ethernet
-    "45c2 003c 718c 4000 4011 9161 0a001101 0a001201"  // IPv4 10.0.17.1 -> 10.0.18.1
-    "0000 12b7 0028 0000"                              // UDP 0 -> 4791, len 40
-    "8100ffff 40000118 00000000"                       // BTH: CNP, BECN, QP 0x118
-    "00000000000000000000000000000000"                 // 16 reserved bytes
-    "82fd002a";                                        // ICRC (little-endian)
 
 // scapy's constructed UC SEND ONLY example from the same file (computed by scapy, not a NIC,
 // listed as a second independent implementation): IPv4 ID 1144, TOS 1, TTL 64, MigReq, PadCnt 2.
@@ -46,7 +34,7 @@ IpUdpView ip_udp_of_ethernet_frame(const std::vector<std::uint8_t>& frame) {
 }  // namespace
 
 TEST_CASE("icrc: ConnectX-4 Lx captured CNP verifies bit-exact", "[wire][icrc]") {
-  const auto frame = from_hex(kConnectX4LxCnp);
+  const auto frame = from_hex(kConnectX4LxCnpFrame);
   REQUIRE(frame.size() == 74);
   const IpUdpView v = ip_udp_of_ethernet_frame(frame);
   CHECK(v.traffic_class == 0xc2);
@@ -77,7 +65,7 @@ TEST_CASE("icrc: ConnectX-4 Lx captured CNP verifies bit-exact", "[wire][icrc]")
 }
 
 TEST_CASE("icrc: the masked fields do not change the ICRC, the covered ones do", "[wire][icrc]") {
-  auto frame = from_hex(kConnectX4LxCnp);
+  auto frame = from_hex(kConnectX4LxCnpFrame);
   auto icrc_of = [](const std::vector<std::uint8_t>& f) {
     return *icrc_compute_captured(ip_udp_of_ethernet_frame(f));
   };

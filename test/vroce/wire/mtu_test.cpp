@@ -46,8 +46,9 @@ TEST_CASE("mtu: RNR NAK timer codes", "[wire][mtu]") {
   CHECK(rnr_timer(18) == 5120us);
   CHECK(rnr_timer(31) == 491520us);
   CHECK_FALSE(rnr_timer(32));
-  for (unsigned c = 2; c < 32; ++c)
+  for (unsigned c = 2; c < 32; ++c) {
     CHECK(*rnr_timer(c) > *rnr_timer(c - 1));
+  }
   CHECK(rnr_timer_code_at_least(10us) == 1);
   CHECK(rnr_timer_code_at_least(11us) == 2);
   CHECK(rnr_timer_code_at_least(1280us) == 14);

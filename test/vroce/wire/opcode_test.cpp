@@ -27,8 +27,9 @@ TEST_CASE("opcode: every RC opcode and CNP is known, everything else is not", "[
 TEST_CASE("opcode: extension headers follow the IBA rules", "[wire][opcode]") {
   for (int v = 0; v < 256; ++v) {
     const auto& t = opcode_traits(static_cast<std::uint8_t>(v));
-    if (!t.known())
+    if (!t.known()) {
       continue;
+    }
     INFO("opcode " << t.name);
     const bool write_or_read_start =
         (t.kind == OpKind::Write && t.starts_message()) || t.kind == OpKind::ReadRequest;

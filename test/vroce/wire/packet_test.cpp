@@ -18,8 +18,9 @@ namespace {
 std::vector<std::uint8_t> all_known_opcodes() {
   std::vector<std::uint8_t> ops;
   for (int v = 0; v < 256; ++v) {
-    if (opcode_traits(static_cast<std::uint8_t>(v)).known())
+    if (opcode_traits(static_cast<std::uint8_t>(v)).known()) {
       ops.push_back(static_cast<std::uint8_t>(v));
+    }
   }
   return ops;
 }
@@ -52,18 +53,24 @@ PacketHeaders expected_view(const PacketHeaders& in, std::uint8_t pad) {
   PacketHeaders out;
   out.bth = in.bth;
   out.bth.pad_count = pad;
-  if (t.has(kHasReth))
+  if (t.has(kHasReth)) {
     out.reth = in.reth;
-  if (t.has(kHasAtomicEth))
+  }
+  if (t.has(kHasAtomicEth)) {
     out.atomic_eth = in.atomic_eth;
-  if (t.has(kHasAeth))
+  }
+  if (t.has(kHasAeth)) {
     out.aeth = in.aeth;
-  if (t.has(kHasAtomicAckEth))
+  }
+  if (t.has(kHasAtomicAckEth)) {
     out.atomic_ack_eth = in.atomic_ack_eth;
-  if (t.has(kHasImmDt))
+  }
+  if (t.has(kHasImmDt)) {
     out.imm = in.imm;
-  if (t.has(kHasIeth))
+  }
+  if (t.has(kHasIeth)) {
     out.ieth = in.ieth;
+  }
   if (t.has(kHasCnpReserved)) {
     // Nothing to carry: 16 reserved zero bytes.
   }
@@ -126,8 +133,9 @@ TEST_CASE("packet: every opcode round-trips through build and parse", "[wire][pa
         REQUIRE(r.view.payload.size() == n);
         CHECK(std::equal(r.view.payload.begin(), r.view.payload.end(), data.begin()));
         // Pad bytes are zero.
-        for (std::size_t i = 0; i < pad; ++i)
+        for (std::size_t i = 0; i < pad; ++i) {
           CHECK(pkt[header_size(t) + n + i] == 0);
+        }
       }
     }
   }
@@ -261,8 +269,9 @@ TEST_CASE("packet: truncation at every byte offset is rejected", "[wire][packet]
         CHECK(v.error == ParseError::BadIcrc);
         // Without the ICRC the structure may still look sound (a shorter payload whose size is a
         // multiple of four); what it must never be is a full-length view of missing bytes.
-        if (s.ok())
+        if (s.ok()) {
           CHECK(s.view.payload.size() + hdr + s.view.pad_count + kIcrcSize == len);
+        }
       }
     }
   }
@@ -274,8 +283,9 @@ TEST_CASE("packet: each malformed class gets its own error", "[wire][packet]") {
 
   SECTION("unknown opcodes, ICRC valid") {
     for (int v = 0; v < 256; ++v) {
-      if (opcode_traits(static_cast<std::uint8_t>(v)).known())
+      if (opcode_traits(static_cast<std::uint8_t>(v)).known()) {
         continue;
+      }
       auto pkt = build(simple(Opcode::SendOnly), five, flow);
       pkt[0] = static_cast<std::uint8_t>(v);
       reseal(pkt, flow);
@@ -376,12 +386,15 @@ TEST_CASE("packet: parse never reads outside its span on random input", "[wire][
   for (int round = 0; round < 20000; ++round) {
     const std::size_t n = rng() % 80;
     std::vector<std::uint8_t> buf(n);
-    for (auto& b : buf)
+    for (auto& b : buf) {
       b = static_cast<std::uint8_t>(rng());
-    if (n > 0 && (rng() & 1))
+    }
+    if (n > 0 && (rng() & 1)) {
       buf[0] = static_cast<std::uint8_t>(rng() % 0x18);  // mostly known
-    if (n > 1)
+    }
+    if (n > 1) {
       buf[1] &= 0xF0;  // TVer 0
+    }
     const auto r = parse_packet(buf, skip_icrc());
     if (r.ok()) {
       ++accepted;
@@ -398,6 +411,7 @@ TEST_CASE("packet: CNP headers as a NIC sends them", "[wire][packet]") {
   CHECK(pkt[0] == 0x81);
   CHECK(pkt[4] == 0x40);  // BECN
   CHECK(load_be24(pkt.data() + 5) == 0xd2);
-  for (std::size_t i = 12; i < 28; ++i)
+  for (std::size_t i = 12; i < 28; ++i) {
     CHECK(pkt[i] == 0);
+  }
 }

@@ -12,10 +12,12 @@ namespace {
 
 std::uint16_t ipv4_checksum(const std::uint8_t* h) {
   std::uint32_t sum = 0;
-  for (int i = 0; i < 20; i += 2)
+  for (int i = 0; i < 20; i += 2) {
     sum += load_be16(h + i);
-  while (sum >> 16)
+  }
+  while (sum >> 16) {
     sum = (sum & 0xFFFF) + (sum >> 16);
+  }
   return static_cast<std::uint16_t>(~sum);
 }
 
@@ -117,6 +119,10 @@ void PcapWriter::add(const std::vector<std::uint8_t>& ip_packet, std::uint32_t c
       break;
   }
   frame.insert(frame.end(), ip_packet.begin(), ip_packet.end());
+  add_frame(frame, captured_len);
+}
+
+void PcapWriter::add_frame(const std::vector<std::uint8_t>& frame, std::uint32_t captured_len) {
   const std::uint32_t orig = static_cast<std::uint32_t>(frame.size());
   const std::uint32_t incl = std::min(orig, captured_len);
   ++count_;
@@ -127,12 +133,80 @@ void PcapWriter::add(const std::vector<std::uint8_t>& ip_packet, std::uint32_t c
   bytes_.insert(bytes_.end(), frame.begin(), frame.begin() + incl);
 }
 
-void PcapWriter::write_file(const std::string& path) const {
+namespace {
+
+void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(bytes_.data()),
-          static_cast<std::streamsize>(bytes_.size()));
-  if (!f)
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) {
     throw std::runtime_error("cannot write " + path);
+  }
+}
+
+}  // namespace
+
+void PcapWriter::write_file(const std::string& path) const {
+  write_bytes(path, bytes_);
+}
+
+PcapngWriter::PcapngWriter(bool swapped) : swapped_(swapped) {
+  // Section header block: type, length 28, byte-order magic, version 1.0, section length -1.
+  put32(0x0a0d0d0a);
+  put32(28);
+  put32(0x1a2b3c4d);
+  put16(1);
+  put16(0);
+  put32(0xFFFFFFFF);
+  put32(0xFFFFFFFF);
+  put32(28);
+  // Interface description block: Ethernet, snap length 262144, no options.
+  put32(1);
+  put32(20);
+  put16(1);
+  put16(0);
+  put32(262144);
+  put32(20);
+}
+
+void PcapngWriter::put32(std::uint32_t v) {
+  std::uint8_t b[4];
+  if (swapped_) {
+    store_be32(b, v);
+  } else {
+    store_le32(b, v);
+  }
+  bytes_.insert(bytes_.end(), b, b + 4);
+}
+
+void PcapngWriter::put16(std::uint16_t v) {
+  const std::uint8_t lo = static_cast<std::uint8_t>(v);
+  const std::uint8_t hi = static_cast<std::uint8_t>(v >> 8);
+  bytes_.push_back(swapped_ ? hi : lo);
+  bytes_.push_back(swapped_ ? lo : hi);
+}
+
+void PcapngWriter::add(const std::vector<std::uint8_t>& ip_packet) {
+  const bool v6 = !ip_packet.empty() && (ip_packet[0] >> 4) == 6;
+  std::vector<std::uint8_t> frame(12, 0);
+  frame.push_back(v6 ? 0x86 : 0x08);
+  frame.push_back(v6 ? 0xDD : 0x00);
+  frame.insert(frame.end(), ip_packet.begin(), ip_packet.end());
+  const std::size_t padded = (frame.size() + 3) & ~std::size_t{3};
+  const auto block_len = static_cast<std::uint32_t>(32 + padded);
+  put32(6);
+  put32(block_len);
+  put32(0);  // interface 0
+  put32(0);  // timestamp, high word
+  put32(0);  // timestamp, low word
+  put32(static_cast<std::uint32_t>(frame.size()));
+  put32(static_cast<std::uint32_t>(frame.size()));
+  bytes_.insert(bytes_.end(), frame.begin(), frame.end());
+  bytes_.insert(bytes_.end(), padded - frame.size(), std::uint8_t{0});
+  put32(block_len);
+}
+
+void PcapngWriter::write_file(const std::string& path) const {
+  write_bytes(path, bytes_);
 }
 
 }  // namespace vroce::wire::test

@@ -31,8 +31,9 @@ TEST_CASE("psn: before/after within the 2^23 window", "[wire][psn]") {
   // Antisymmetry everywhere but the half-way point.
   for (std::uint32_t a : {0u, 1u, 0x7FFFFEu, 0x800001u, 0xFFFFFFu}) {
     for (std::uint32_t b : {0u, 3u, 0x400000u, 0xFFFFF0u}) {
-      if (psn_distance(a, b) == 0x800000)
+      if (psn_distance(a, b) == 0x800000) {
         continue;
+      }
       CHECK(psn_before(a, b) == psn_after(b, a));
       CHECK(psn_diff(a, b) == -psn_diff(b, a));
     }

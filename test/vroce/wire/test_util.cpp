@@ -32,23 +32,26 @@ std::vector<std::uint8_t> from_hex(std::string_view hex) {
       hi = -1;
     }
   }
-  if (hi >= 0)
+  if (hi >= 0) {
     throw std::invalid_argument("from_hex: odd number of digits");
+  }
   return out;
 }
 
 std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::uint8_t> out(n);
-  for (auto& b : out)
+  for (auto& b : out) {
     b = static_cast<std::uint8_t>(rng());
+  }
   return out;
 }
 
 void reseal(std::vector<std::uint8_t>& udp_payload, const FlowAddress& flow) {
   const auto icrc = icrc_compute(flow, udp_payload);
-  if (!icrc)
+  if (!icrc) {
     throw std::invalid_argument("reseal: packet shorter than BTH + ICRC");
+  }
   store_le32(udp_payload.data() + udp_payload.size() - 4, *icrc);
 }
 

@@ -20,13 +20,13 @@ struct DeviceSpec {
 // ends run vroce). Probabilities are in [0, 1].
 struct FaultSpec {
   double drop_probability = 0;
-  uint64_t drop_every = 0;             // drop every k-th data packet; 0 = off
-  std::vector<uint32_t> drop_psns;     // drop the first transmission of these PSNs
+  uint64_t drop_every = 0;          // drop every k-th data packet; 0 = off
+  std::vector<uint32_t> drop_psns;  // drop the first transmission of these PSNs
   double duplicate_probability = 0;
-  double corrupt_probability = 0;      // flip one payload byte after the ICRC is computed
-  double reorder_probability = 0;      // hold a packet back and send it after the next one
-  uint32_t delay_us = 0;               // added to every packet
-  uint64_t seed = 1;                   // PRNG seed, so runs are repeatable
+  double corrupt_probability = 0;  // flip one payload byte after the ICRC is computed
+  double reorder_probability = 0;  // hold a packet back and send it after the next one
+  uint32_t delay_us = 0;           // added to every packet
+  uint64_t seed = 1;               // PRNG seed, so runs are repeatable
   bool any() const {
     return drop_probability > 0 || drop_every > 0 || !drop_psns.empty() ||
            duplicate_probability > 0 || corrupt_probability > 0 || reorder_probability > 0 ||
@@ -35,18 +35,19 @@ struct FaultSpec {
 };
 
 struct Config {
-  std::vector<DeviceSpec> devices;   // VROCE_DEVICES; default when unset: vroce0..vroce7 on
-                                     // 127.0.0.11..127.0.0.18 (loopback, one address each)
-  uint32_t port_speed_gbps = 400;    // VROCE_PORT_GBPS: 400 -> active_speed/width of a 4x100G port
-  double time_scale = 1.0;           // VROCE_TIME_SCALE: multiplies every transport timer
-                                     // (ACK timeout, RNR timer); 0.001 makes 4 s into 4 ms
-  FaultSpec faults;                  // VROCE_FAULTS="drop=0.01,every=0,psn=5:9,dup=0,corrupt=0,
-                                     //               reorder=0,delay_us=0,seed=1"
+  std::vector<DeviceSpec> devices;  // VROCE_DEVICES; default when unset: vroce0..vroce7 on
+                                    // 127.0.0.11..127.0.0.18 (loopback, one address each)
+  uint32_t port_speed_gbps = 400;   // VROCE_PORT_GBPS: 400 -> active_speed/width of a 4x100G port
+  double time_scale = 1.0;          // VROCE_TIME_SCALE: multiplies every transport timer
+                                    // (ACK timeout, RNR timer); 0.001 makes 4 s into 4 ms
+  FaultSpec faults;                 // VROCE_FAULTS="drop=0.01,every=0,psn=5:9,dup=0,corrupt=0,
+                                    //               reorder=0,delay_us=0,seed=1"
   std::optional<std::string> stats_file;  // VROCE_STATS_FILE: JSON counters written at exit
   std::optional<std::string> sysfs_root;  // VROCE_SYSFS_ROOT: write a fake /sys/class/infiniband
-  // VROCE_TC_OVERRIDE: emulates mlx5's host-wide /sys/class/infiniband/<dev>/tc/<port>/traffic_class
-  // knob. When set, every packet leaves with this traffic class whatever the QP asked for, and the
-  // fake sysfs tree shows the file, so the plugin's override detection can be tested.
+  // VROCE_TC_OVERRIDE: emulates mlx5's host-wide
+  // /sys/class/infiniband/<dev>/tc/<port>/traffic_class knob. When set, every packet leaves with
+  // this traffic class whatever the QP asked for, and the fake sysfs tree shows the file, so the
+  // plugin's override detection can be tested.
   std::optional<uint8_t> tc_override;
 };
 

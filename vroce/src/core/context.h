@@ -15,7 +15,7 @@ class AsyncEventQueue;  // core/async_event_queue.h
 
 struct Context {
   verbs_context vctx{};
-  Device* device = nullptr;                      // process-lifetime, never null once opened
+  Device* device = nullptr;  // process-lifetime, never null once opened
   std::unique_ptr<AsyncEventQueue> async_events;
 };
 

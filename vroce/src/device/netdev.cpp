@@ -193,8 +193,9 @@ std::optional<Binding> resolve_binding(const std::string& binding, const Interfa
       }
     }
     *error = "no netdev in this network namespace owns " + text + "; add it (ip addr add " + text +
-             "/24 dev <netdev>), bring lo up for a 127.x "
-             "address (ip link set lo up), or bind the device to an address listed by ip addr";
+             (target.ss_family == AF_INET ? "/24" : "/64") +
+             " dev <netdev>), bring lo up for a 127.x address (ip link set lo up), or bind the "
+             "device to an address listed by ip addr";
     return std::nullopt;
   }
   bool netdev_exists = false;

@@ -48,6 +48,12 @@ class TreeWriter {
     commit(temp, path);
   }
 
+  void remove_file(const std::string& path) {
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      fail("cannot remove " + path);
+    }
+  }
+
   void write_link(const std::string& path, const std::string& target) {
     std::string temp = temp_name(path);
     if (symlink(target.c_str(), temp.c_str()) != 0) {
@@ -176,10 +182,15 @@ void write_device(TreeWriter& out, const std::string& root, Device& device, cons
   out.write_file(dir + "/node_desc", hostname() + " " + device.name() + "\n");
   out.write_link(dir + "/device", pci);
   write_port(out, dir + "/ports/1", device);
-  if (cfg.tc_override && out.make_dirs(dir + "/tc/1")) {
-    // mlx5's format for a host-wide override (echo 106 > .../tc/1/traffic_class).
-    out.write_file(dir + "/tc/1/traffic_class",
-                   "Global tclass=" + std::to_string(*cfg.tc_override) + "\n");
+  if (cfg.tc_override) {
+    if (out.make_dirs(dir + "/tc/1")) {
+      // mlx5's format for a host-wide override (echo 106 > .../tc/1/traffic_class).
+      out.write_file(dir + "/tc/1/traffic_class",
+                     "Global tclass=" + std::to_string(*cfg.tc_override) + "\n");
+    }
+  } else {
+    // A tree reused from a run with an override must not keep claiming one.
+    out.remove_file(dir + "/tc/1/traffic_class");
   }
 
   std::string uverbs = root + "/class/infiniband_verbs/uverbs" + std::to_string(device.index());

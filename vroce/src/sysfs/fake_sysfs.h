@@ -11,7 +11,8 @@
 //                                 lid_mask_count,cap_mask,gids/<i>,pkeys/0,
 //                                 gid_attrs/types/<i>,gid_attrs/ndevs/<i>}
 //   <dir>/class/infiniband/<dev>/device -> <dir>/devices/pci0000:00/0000:BB:00.0 (absolute)
-//   <dir>/class/infiniband/<dev>/tc/1/traffic_class  (only with VROCE_TC_OVERRIDE)
+//   <dir>/class/infiniband/<dev>/tc/1/traffic_class  (only with VROCE_TC_OVERRIDE; removed
+//                                                     when a later run has none)
 //   <dir>/class/infiniband_verbs/{abi_version,uverbsN/{ibdev,abi_version,dev,device}}
 //   <dir>/devices/pci0000:00/0000:BB:00.0/{vendor,device,class,subsystem_vendor,...}
 //

@@ -17,9 +17,9 @@ void log_message(LogLevel level, const char* fmt, ...) __attribute__((format(pri
 
 }  // namespace vroce
 
-#define VROCE_LOG(level, ...)                                 \
-  do {                                                        \
-    if (::vroce::log_enabled(::vroce::LogLevel::level)) {     \
+#define VROCE_LOG(level, ...)                                      \
+  do {                                                             \
+    if (::vroce::log_enabled(::vroce::LogLevel::level)) {          \
       ::vroce::log_message(::vroce::LogLevel::level, __VA_ARGS__); \
-    }                                                         \
+    }                                                              \
   } while (0)

@@ -2,8 +2,6 @@
 // 64-byte blocks, then into one lane, and the last 16 bytes of state plus the unaligned tail are
 // finished with slicing-by-8 (a Barrett reduction would save a few nanoseconds per call, not
 // worth a second set of constants). The folding constants come from crc32_tables.h.
-#include <cstring>
-
 #include "wire/crc32.h"
 #include "wire/crc32_tables.h"
 
@@ -31,15 +29,20 @@ __attribute__((target("pclmul"))) inline __m128i load(const std::uint8_t* p) noe
 }  // namespace
 
 bool crc32_pclmul_supported() noexcept {
-  static const bool supported = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+  // May run from a static initialiser, before libgcc's own CPU probe: initialise it first.
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+  }();
   return supported;
 }
 
 __attribute__((target("pclmul"))) std::uint32_t crc32_update_pclmul(std::uint32_t state,
                                                                     const std::uint8_t* data,
                                                                     std::size_t len) noexcept {
-  if (len < kPclmulMinLength)
+  if (len < kPclmulMinLength) {
     return crc32_update_slicing8(state, data, len);
+  }
 
   const __m128i k512 = _mm_set_epi64x(static_cast<long long>(detail::kFold512Hi),
                                       static_cast<long long>(detail::kFold512Lo));

@@ -36,8 +36,9 @@ constexpr std::uint32_t xpow_mod_p(unsigned n) {
   std::uint64_t r = 1;
   for (unsigned i = 0; i < n; ++i) {
     r <<= 1;
-    if (r & (std::uint64_t{1} << 32))
+    if (r & (std::uint64_t{1} << 32)) {
       r ^= 0x104C11DB7ull;
+    }
   }
   return static_cast<std::uint32_t>(r);
 }
@@ -50,8 +51,9 @@ constexpr std::uint64_t fold_constant(unsigned distance_bits) {
   const std::uint32_t k = xpow_mod_p(distance_bits - 1);
   std::uint64_t r = 0;
   for (unsigned d = 0; d < 32; ++d) {
-    if (k & (1u << d))
+    if (k & (1u << d)) {
       r |= std::uint64_t{1} << (63 - d);
+    }
   }
   return r;
 }

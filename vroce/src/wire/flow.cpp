@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "wire/byte_order.h"
@@ -51,8 +50,9 @@ std::optional<Endpoint> endpoint_of(const sockaddr& sa) noexcept {
 std::optional<FlowAddress> flow_from_sockaddrs(const sockaddr& src, const sockaddr& dst) noexcept {
   const auto s = endpoint_of(src);
   const auto d = endpoint_of(dst);
-  if (!s || !d || s->family != d->family)
+  if (!s || !d || s->family != d->family) {
     return std::nullopt;
+  }
   FlowAddress f;
   f.family = s->family;
   f.src_ip = s->ip;
@@ -71,13 +71,6 @@ FlowAddress flow_v4(std::uint32_t src_ip, std::uint32_t dst_ip, std::uint16_t sr
   f.src_port = src_port;
   f.dst_port = dst_port;
   return f;
-}
-
-FlowAddress reversed(const FlowAddress& flow) noexcept {
-  FlowAddress r = flow;
-  std::swap(r.src_ip, r.dst_ip);
-  std::swap(r.src_port, r.dst_port);
-  return r;
 }
 
 }  // namespace vroce::wire

@@ -34,7 +34,4 @@ std::optional<FlowAddress> flow_from_sockaddrs(const sockaddr& src, const sockad
 FlowAddress flow_v4(std::uint32_t src_ip, std::uint32_t dst_ip, std::uint16_t src_port,
                     std::uint16_t dst_port = kRoceUdpPort) noexcept;
 
-// The same flow seen from the other end (addresses and ports swapped).
-FlowAddress reversed(const FlowAddress& flow) noexcept;
-
 }  // namespace vroce::wire

@@ -6,8 +6,9 @@
 namespace vroce::wire {
 
 std::size_t encode_bth(const Bth& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kBthSize)
+  if (out.size() < kBthSize) {
     return 0;
+  }
   std::uint8_t* p = out.data();
   p[0] = h.opcode;
   p[1] = static_cast<std::uint8_t>((h.solicited ? 0x80 : 0) | (h.mig_req ? 0x40 : 0) |
@@ -21,8 +22,9 @@ std::size_t encode_bth(const Bth& h, std::span<std::uint8_t> out) noexcept {
 }
 
 std::optional<Bth> decode_bth(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kBthSize)
+  if (in.size() < kBthSize) {
     return std::nullopt;
+  }
   const std::uint8_t* p = in.data();
   Bth h;
   h.opcode = p[0];
@@ -40,8 +42,9 @@ std::optional<Bth> decode_bth(std::span<const std::uint8_t> in) noexcept {
 }
 
 std::size_t encode_reth(const Reth& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kRethSize)
+  if (out.size() < kRethSize) {
     return 0;
+  }
   store_be64(out.data(), h.va);
   store_be32(out.data() + 8, h.rkey);
   store_be32(out.data() + 12, h.dma_length);
@@ -49,41 +52,47 @@ std::size_t encode_reth(const Reth& h, std::span<std::uint8_t> out) noexcept {
 }
 
 std::optional<Reth> decode_reth(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kRethSize)
+  if (in.size() < kRethSize) {
     return std::nullopt;
+  }
   return Reth{load_be64(in.data()), load_be32(in.data() + 8), load_be32(in.data() + 12)};
 }
 
 std::size_t encode_immdt(const ImmDt& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kImmDtSize)
+  if (out.size() < kImmDtSize) {
     return 0;
+  }
   store_le32(out.data(), h.be_value);  // already in network order in memory: copy the bytes
   return kImmDtSize;
 }
 
 std::optional<ImmDt> decode_immdt(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kImmDtSize)
+  if (in.size() < kImmDtSize) {
     return std::nullopt;
+  }
   return ImmDt{load_le32(in.data())};
 }
 
 std::size_t encode_aeth(const Aeth& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kAethSize)
+  if (out.size() < kAethSize) {
     return 0;
+  }
   out[0] = h.syndrome;
   store_be24(out.data() + 1, h.msn & kQpnMask);
   return kAethSize;
 }
 
 std::optional<Aeth> decode_aeth(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kAethSize)
+  if (in.size() < kAethSize) {
     return std::nullopt;
+  }
   return Aeth{in[0], load_be24(in.data() + 1)};
 }
 
 std::size_t encode_atomic_eth(const AtomicEth& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kAtomicEthSize)
+  if (out.size() < kAtomicEthSize) {
     return 0;
+  }
   store_be64(out.data(), h.va);
   store_be32(out.data() + 8, h.rkey);
   store_be64(out.data() + 12, h.swap_add);
@@ -92,35 +101,40 @@ std::size_t encode_atomic_eth(const AtomicEth& h, std::span<std::uint8_t> out) n
 }
 
 std::optional<AtomicEth> decode_atomic_eth(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kAtomicEthSize)
+  if (in.size() < kAtomicEthSize) {
     return std::nullopt;
+  }
   return AtomicEth{load_be64(in.data()), load_be32(in.data() + 8), load_be64(in.data() + 12),
                    load_be64(in.data() + 20)};
 }
 
 std::size_t encode_atomic_ack_eth(const AtomicAckEth& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kAtomicAckEthSize)
+  if (out.size() < kAtomicAckEthSize) {
     return 0;
+  }
   store_be64(out.data(), h.original);
   return kAtomicAckEthSize;
 }
 
 std::optional<AtomicAckEth> decode_atomic_ack_eth(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kAtomicAckEthSize)
+  if (in.size() < kAtomicAckEthSize) {
     return std::nullopt;
+  }
   return AtomicAckEth{load_be64(in.data())};
 }
 
 std::size_t encode_ieth(const Ieth& h, std::span<std::uint8_t> out) noexcept {
-  if (out.size() < kIethSize)
+  if (out.size() < kIethSize) {
     return 0;
+  }
   store_be32(out.data(), h.rkey);
   return kIethSize;
 }
 
 std::optional<Ieth> decode_ieth(std::span<const std::uint8_t> in) noexcept {
-  if (in.size() < kIethSize)
+  if (in.size() < kIethSize) {
     return std::nullopt;
+  }
   return Ieth{load_be32(in.data())};
 }
 

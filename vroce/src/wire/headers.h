@@ -117,8 +117,9 @@ constexpr std::uint8_t aeth_value(std::uint8_t syndrome) noexcept {
 }
 // A syndrome a responder may send: bit 7 clear, type not reserved, NAK codes 0..4 only.
 constexpr bool aeth_syndrome_valid(std::uint8_t syndrome) noexcept {
-  if ((syndrome & 0x80) != 0)
+  if ((syndrome & 0x80) != 0) {
     return false;
+  }
   switch (aeth_type(syndrome)) {
     case AethType::Ack:
     case AethType::RnrNak:

@@ -79,8 +79,9 @@ std::uint32_t icrc_update_bth(std::uint32_t state, const std::uint8_t* bth) noex
 
 std::optional<std::uint32_t> icrc_compute(const FlowAddress& flow,
                                           std::span<const std::uint8_t> udp_payload) noexcept {
-  if (udp_payload.size() < kBthSize + kIcrcSize)
+  if (udp_payload.size() < kBthSize + kIcrcSize) {
     return std::nullopt;
+  }
   std::uint32_t s = icrc_begin(flow, udp_payload.size());
   s = icrc_update_bth(s, udp_payload.data());
   s = icrc_update(s, udp_payload.subspan(kBthSize, udp_payload.size() - kBthSize - kIcrcSize));
@@ -88,8 +89,9 @@ std::optional<std::uint32_t> icrc_compute(const FlowAddress& flow,
 }
 
 std::uint32_t icrc_stored(std::span<const std::uint8_t> udp_payload) noexcept {
-  if (udp_payload.size() < kIcrcSize)
+  if (udp_payload.size() < kIcrcSize) {
     return 0;
+  }
   return load_le32(udp_payload.data() + udp_payload.size() - kIcrcSize);
 }
 
@@ -100,8 +102,9 @@ bool icrc_valid(const FlowAddress& flow, std::span<const std::uint8_t> udp_paylo
 
 std::optional<std::uint32_t> icrc_compute_captured(const IpUdpView& packet) noexcept {
   const auto payload = packet.udp_payload;
-  if (payload.size() < kBthSize + kIcrcSize)
+  if (payload.size() < kBthSize + kIcrcSize) {
     return std::nullopt;
+  }
   const std::size_t ip_size = packet.family == IpFamily::V4 ? kIpv4HeaderSize : kIpv6HeaderSize;
   if (packet.ip_header.size() != ip_size || packet.udp_header.size() != kUdpHeaderSize) {
     return std::nullopt;

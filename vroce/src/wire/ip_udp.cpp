@@ -14,11 +14,13 @@ constexpr std::size_t kUdpHeaderSize = 8;
 constexpr std::uint8_t kProtoUdp = 17;
 
 IpUdpError parse_udp(std::span<const std::uint8_t> ip_payload, IpUdpView& v) noexcept {
-  if (ip_payload.size() < kUdpHeaderSize)
+  if (ip_payload.size() < kUdpHeaderSize) {
     return IpUdpError::Truncated;
+  }
   const std::uint16_t udp_len = load_be16(ip_payload.data() + 4);
-  if (udp_len < kUdpHeaderSize || udp_len > ip_payload.size())
+  if (udp_len < kUdpHeaderSize || udp_len > ip_payload.size()) {
     return IpUdpError::BadUdpLength;
+  }
   v.udp_header = ip_payload.first(kUdpHeaderSize);
   v.udp_payload = ip_payload.subspan(kUdpHeaderSize, udp_len - kUdpHeaderSize);
   v.flow.src_port = load_be16(ip_payload.data());
@@ -27,23 +29,30 @@ IpUdpError parse_udp(std::span<const std::uint8_t> ip_payload, IpUdpView& v) noe
 }
 
 IpUdpError parse_v4(std::span<const std::uint8_t> p, IpUdpView& v) noexcept {
-  if (p.size() < kIpv4HeaderSize)
+  if (p.size() < kIpv4HeaderSize) {
     return IpUdpError::Truncated;
+  }
   const std::size_t ihl = (p[0] & 0x0F) * 4u;
-  if (ihl < kIpv4HeaderSize)
+  if (ihl < kIpv4HeaderSize) {
     return IpUdpError::BadIpHeader;
+  }
   const std::uint16_t total = load_be16(p.data() + 2);
-  if (total < ihl)
+  if (total < ihl) {
     return IpUdpError::BadIpHeader;
-  if (p.size() < total)
+  }
+  if (p.size() < total) {
     return IpUdpError::Truncated;
-  if (ihl != kIpv4HeaderSize)
+  }
+  if (ihl != kIpv4HeaderSize) {
     return IpUdpError::UnsupportedIpHeader;
+  }
   const std::uint16_t frag = load_be16(p.data() + 6);
-  if ((frag & 0x2000) != 0 || (frag & 0x1FFF) != 0)
+  if ((frag & 0x2000) != 0 || (frag & 0x1FFF) != 0) {
     return IpUdpError::Fragment;
-  if (p[9] != kProtoUdp)
+  }
+  if (p[9] != kProtoUdp) {
     return IpUdpError::NotUdp;
+  }
   v.family = IpFamily::V4;
   v.flow.family = IpFamily::V4;
   v.traffic_class = p[1];
@@ -55,11 +64,13 @@ IpUdpError parse_v4(std::span<const std::uint8_t> p, IpUdpView& v) noexcept {
 }
 
 IpUdpError parse_v6(std::span<const std::uint8_t> p, IpUdpView& v) noexcept {
-  if (p.size() < kIpv6HeaderSize)
+  if (p.size() < kIpv6HeaderSize) {
     return IpUdpError::Truncated;
+  }
   const std::size_t payload_len = load_be16(p.data() + 4);
-  if (p.size() < kIpv6HeaderSize + payload_len)
+  if (p.size() < kIpv6HeaderSize + payload_len) {
     return IpUdpError::Truncated;
+  }
   if (p[6] != kProtoUdp) {
     // Hop-by-hop, routing, fragment, destination options, AH, ESP: RoCEv2 uses none of them.
     switch (p[6]) {

@@ -9,20 +9,27 @@ namespace {
 
 constexpr std::uint8_t header_bytes_of(std::uint8_t headers) {
   std::size_t n = 0;
-  if (headers & kHasReth)
+  if (headers & kHasReth) {
     n += kRethSize;
-  if (headers & kHasAtomicEth)
+  }
+  if (headers & kHasAtomicEth) {
     n += kAtomicEthSize;
-  if (headers & kHasAeth)
+  }
+  if (headers & kHasAeth) {
     n += kAethSize;
-  if (headers & kHasAtomicAckEth)
+  }
+  if (headers & kHasAtomicAckEth) {
     n += kAtomicAckEthSize;
-  if (headers & kHasImmDt)
+  }
+  if (headers & kHasImmDt) {
     n += kImmDtSize;
-  if (headers & kHasIeth)
+  }
+  if (headers & kHasIeth) {
     n += kIethSize;
-  if (headers & kHasCnpReserved)
+  }
+  if (headers & kHasCnpReserved) {
     n += kCnpReservedSize;
+  }
   return static_cast<std::uint8_t>(n);
 }
 

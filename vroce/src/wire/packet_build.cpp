@@ -18,21 +18,25 @@ struct Layout {
 
 BuildError plan(const PacketHeaders& h, std::span<const ByteSpan> payload, Layout& out) noexcept {
   const OpcodeTraits& t = opcode_traits(h.bth.opcode);
-  if (!t.known())
+  if (!t.known()) {
     return BuildError::UnknownOpcode;
+  }
   if (h.bth.dest_qp > kQpnMask || h.bth.psn > kQpnMask || h.bth.tver != 0) {
     return BuildError::FieldOutOfRange;
   }
-  if (t.has(kHasAeth) && h.aeth.msn > kQpnMask)
+  if (t.has(kHasAeth) && h.aeth.msn > kQpnMask) {
     return BuildError::FieldOutOfRange;
+  }
   std::size_t n = 0;
   for (const ByteSpan& piece : payload) {
-    if (piece.size() > kMaxPayload - n)
+    if (piece.size() > kMaxPayload - n) {
       return BuildError::PayloadTooLarge;
+    }
     n += piece.size();
   }
-  if (n != 0 && !t.has_payload)
+  if (n != 0 && !t.has_payload) {
     return BuildError::PayloadNotAllowed;
+  }
   out.traits = &t;
   out.header_size = header_size(t);
   out.payload_size = n;
@@ -48,18 +52,24 @@ void write_headers(const PacketHeaders& h, const Layout& layout, std::uint8_t* o
   bth.pad_count = layout.pad;
   std::size_t off = encode_bth(bth, std::span<std::uint8_t>(out, kBthSize));
   auto rest = [&](std::size_t n) { return std::span<std::uint8_t>(out + off, n); };
-  if (t.has(kHasReth))
+  if (t.has(kHasReth)) {
     off += encode_reth(h.reth, rest(kRethSize));
-  if (t.has(kHasAtomicEth))
+  }
+  if (t.has(kHasAtomicEth)) {
     off += encode_atomic_eth(h.atomic_eth, rest(kAtomicEthSize));
-  if (t.has(kHasAeth))
+  }
+  if (t.has(kHasAeth)) {
     off += encode_aeth(h.aeth, rest(kAethSize));
-  if (t.has(kHasAtomicAckEth))
+  }
+  if (t.has(kHasAtomicAckEth)) {
     off += encode_atomic_ack_eth(h.atomic_ack_eth, rest(kAtomicAckEthSize));
-  if (t.has(kHasImmDt))
+  }
+  if (t.has(kHasImmDt)) {
     off += encode_immdt(h.imm, rest(kImmDtSize));
-  if (t.has(kHasIeth))
+  }
+  if (t.has(kHasIeth)) {
     off += encode_ieth(h.ieth, rest(kIethSize));
+  }
   if (t.has(kHasCnpReserved)) {
     std::memset(out + off, 0, kCnpReservedSize);
     off += kCnpReservedSize;
@@ -71,17 +81,20 @@ void write_headers(const PacketHeaders& h, const Layout& layout, std::uint8_t* o
 BuildResult build_packet(const PacketHeaders& headers, std::span<const ByteSpan> payload,
                          const FlowAddress& flow, std::span<std::uint8_t> out) noexcept {
   Layout layout;
-  if (const BuildError e = plan(headers, payload, layout); e != BuildError::Ok)
+  if (const BuildError e = plan(headers, payload, layout); e != BuildError::Ok) {
     return {e, 0};
-  if (out.size() < layout.total)
+  }
+  if (out.size() < layout.total) {
     return {BuildError::BufferTooSmall, 0};
+  }
 
   std::uint8_t* p = out.data();
   write_headers(headers, layout, p);
   std::size_t off = layout.header_size;
   for (const ByteSpan& piece : payload) {
-    if (!piece.empty())
+    if (!piece.empty()) {
       std::memcpy(p + off, piece.data(), piece.size());
+    }
     off += piece.size();
   }
   std::memset(p + off, 0, layout.pad);
@@ -98,8 +111,9 @@ SplitBuildResult build_packet_split(const PacketHeaders& headers, std::span<cons
                                     const FlowAddress& flow, std::span<std::uint8_t> header_out,
                                     std::span<std::uint8_t> trailer_out) noexcept {
   Layout layout;
-  if (const BuildError e = plan(headers, payload, layout); e != BuildError::Ok)
+  if (const BuildError e = plan(headers, payload, layout); e != BuildError::Ok) {
     return {e, 0, 0};
+  }
   const std::size_t trailer = layout.pad + kIcrcSize;
   if (header_out.size() < layout.header_size || trailer_out.size() < trailer) {
     return {BuildError::BufferTooSmall, 0, 0};
@@ -109,8 +123,9 @@ SplitBuildResult build_packet_split(const PacketHeaders& headers, std::span<cons
   std::uint32_t s = icrc_begin(flow, layout.total);
   s = icrc_update_bth(s, h);
   s = icrc_update(s, ByteSpan(h + kBthSize, layout.header_size - kBthSize));
-  for (const ByteSpan& piece : payload)
+  for (const ByteSpan& piece : payload) {
     s = icrc_update(s, piece);
+  }
   std::uint8_t* t = trailer_out.data();
   std::memset(t, 0, layout.pad);
   s = icrc_update(s, ByteSpan(t, layout.pad));

@@ -115,22 +115,26 @@ ParseResult parse_packet(ByteSpan udp_payload, const ParseOptions& options) noex
 }
 
 ParseError check_segment_length(const PacketView& view, std::uint32_t pmtu) noexcept {
-  if (view.traits == nullptr)
+  if (view.traits == nullptr) {
     return ParseError::UnknownOpcode;
+  }
   const OpcodeTraits& t = *view.traits;
   const std::size_t n = view.payload.size();
   if (t.has_payload) {
-    if (n > pmtu)
+    if (n > pmtu) {
       return ParseError::PayloadTooLarge;
+    }
     switch (t.segment) {
       case Segment::First:
       case Segment::Middle:
-        if (n != pmtu)
+        if (n != pmtu) {
           return ParseError::LengthMismatch;
+        }
         break;
       case Segment::Last:
-        if (n == 0)
+        if (n == 0) {
           return ParseError::LengthMismatch;
+        }
         break;
       case Segment::Only:
       case Segment::None:
@@ -139,13 +143,16 @@ ParseError check_segment_length(const PacketView& view, std::uint32_t pmtu) noex
   }
   if (t.has(kHasReth)) {
     const std::uint32_t dma = view.headers.reth.dma_length;
-    if (dma > kMaxMessageSize)
+    if (dma > kMaxMessageSize) {
       return ParseError::LengthMismatch;
+    }
     if (t.kind == OpKind::Write) {
-      if (t.segment == Segment::Only && dma != n)
+      if (t.segment == Segment::Only && dma != n) {
         return ParseError::LengthMismatch;
-      if (t.segment == Segment::First && dma <= pmtu)
+      }
+      if (t.segment == Segment::First && dma <= pmtu) {
         return ParseError::LengthMismatch;
+      }
     }
   }
   return ParseError::Ok;

@@ -53,8 +53,9 @@ enum class PsnClass : std::uint8_t { Expected, Duplicate, Ahead };
 
 constexpr PsnClass classify_psn(std::uint32_t psn, std::uint32_t expected) noexcept {
   const std::int32_t d = psn_diff(psn, expected);
-  if (d == 0)
+  if (d == 0) {
     return PsnClass::Expected;
+  }
   return d < 0 ? PsnClass::Duplicate : PsnClass::Ahead;
 }
 

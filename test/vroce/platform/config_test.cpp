@@ -1,0 +1,225 @@
+// The VROCE_* parsers: every accepted form and every rejection, with the message naming the
+// variable, the value and what is accepted.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "config/parsers.h"
+
+using vroce::Config;
+using vroce::DeviceSpec;
+using vroce::FaultSpec;
+
+namespace {
+
+Config parse(const std::map<std::string, std::string>& env, std::vector<std::string>* errors) {
+  return vroce::parse_config(
+      [&](const char* name) -> std::optional<std::string> {
+        auto it = env.find(name);
+        if (it == env.end()) {
+          return std::nullopt;
+        }
+        return it->second;
+      },
+      errors);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("device specs: names bound to addresses or netdevs", "[config]") {
+  std::string error;
+  auto specs = vroce::parse_device_specs("vroce0=127.0.0.11, vroce1=veth0 ,v_2=fd00::1", &error);
+  REQUIRE(specs);
+  REQUIRE(specs->size() == 3);
+  CHECK((*specs)[0].name == "vroce0");
+  CHECK((*specs)[0].address_or_netdev == "127.0.0.11");
+  CHECK((*specs)[1].name == "vroce1");
+  CHECK((*specs)[1].address_or_netdev == "veth0");
+  CHECK((*specs)[2].address_or_netdev == "fd00::1");
+
+  auto none = vroce::parse_device_specs("", &error);
+  REQUIRE(none);
+  CHECK(none->empty());
+}
+
+TEST_CASE("device specs: malformed lists are rejected with the reason", "[config]") {
+  struct Case {
+    const char* text;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"vroce0", "is not <name>=<address or netdev>"},
+      {"vroce0=127.0.0.11,", "is not <name>=<address or netdev>"},
+      {"=127.0.0.1", "must start with a letter"},
+      {"0dev=127.0.0.1", "must start with a letter"},
+      {"dev/x=127.0.0.1", "must start with a letter"},
+      {"dev=", "neither an IPv4/IPv6 address nor a netdev name"},
+      {"dev=a b", "neither an IPv4/IPv6 address nor a netdev name"},
+      {"a=127.0.0.1,a=127.0.0.2", "appears twice"},
+      {"a=127.0.0.1,b=127.0.0.1", "bound to two devices"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    std::string error;
+    CHECK_FALSE(vroce::parse_device_specs(c.text, &error));
+    CHECK(contains(error, c.reason));
+  }
+}
+
+TEST_CASE("default devices: vroce0..7 on 127.0.0.11..18", "[config]") {
+  std::vector<DeviceSpec> specs = vroce::default_device_specs();
+  REQUIRE(specs.size() == 8);
+  CHECK(specs.front().name == "vroce0");
+  CHECK(specs.front().address_or_netdev == "127.0.0.11");
+  CHECK(specs.back().name == "vroce7");
+  CHECK(specs.back().address_or_netdev == "127.0.0.18");
+}
+
+TEST_CASE("fault spec: every key", "[config]") {
+  std::string error;
+  auto spec = vroce::parse_fault_spec(
+      "drop=0.01,every=7,psn=5:9:16777215,dup=0.5,corrupt=1,reorder=0,delay_us=250,seed=42",
+      &error);
+  REQUIRE(spec);
+  CHECK(spec->drop_probability == Approx(0.01));
+  CHECK(spec->drop_every == 7);
+  CHECK(spec->drop_psns == std::vector<uint32_t>{5, 9, 16777215});
+  CHECK(spec->duplicate_probability == Approx(0.5));
+  CHECK(spec->corrupt_probability == Approx(1.0));
+  CHECK(spec->reorder_probability == Approx(0.0));
+  CHECK(spec->delay_us == 250);
+  CHECK(spec->seed == 42);
+  CHECK(spec->any());
+
+  auto empty = vroce::parse_fault_spec("", &error);
+  REQUIRE(empty);
+  CHECK_FALSE(empty->any());
+  CHECK(empty->seed == 1);
+}
+
+TEST_CASE("fault spec: rejections", "[config]") {
+  struct Case {
+    const char* text;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"drop=1.5", "drop must be a probability between 0 and 1"},
+      {"dup=-0.1", "dup must be a probability"},
+      {"corrupt=abc", "corrupt must be a probability"},
+      {"drop=nan", "drop must be a probability"},
+      {"every=-1", "every must be a whole number"},
+      {"every=3x", "every must be a whole number"},
+      {"psn=16777216", "PSNs below 2^24"},
+      {"psn=", "PSNs below 2^24"},
+      {"psn=1::2", "PSNs below 2^24"},
+      {"delay_us=10000001", "delay_us must be"},
+      {"seed=", "seed must be a whole number"},
+      {"loss=0.1", "unknown key \"loss\""},
+      {"drop", "is not <key>=<value>"},
+      {"drop=0.1,drop=0.2", "appears twice"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    std::string error;
+    CHECK_FALSE(vroce::parse_fault_spec(c.text, &error));
+    CHECK(contains(error, c.reason));
+  }
+}
+
+TEST_CASE("port speed, time scale and traffic class", "[config]") {
+  std::string error;
+  for (uint32_t gbps : {100U, 200U, 400U, 800U}) {
+    CHECK(vroce::parse_port_speed_gbps(std::to_string(gbps), &error) == gbps);
+  }
+  for (const char* bad : {"300", "0", "400G", "", "-400", "1e2"}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_port_speed_gbps(bad, &error));
+    CHECK(contains(error, "100, 200, 400 and 800"));
+  }
+
+  CHECK(vroce::parse_time_scale("0.001", &error) == Approx(0.001));
+  CHECK(vroce::parse_time_scale("1", &error) == Approx(1.0));
+  CHECK(vroce::parse_time_scale("1000", &error) == Approx(1000.0));
+  for (const char* bad : {"0", "-1", "1001", "inf", "fast", ""}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_time_scale(bad, &error));
+    CHECK(contains(error, "above 0 and at most 1000"));
+  }
+
+  CHECK(vroce::parse_traffic_class("106", &error) == 106);
+  CHECK(vroce::parse_traffic_class("0", &error) == 0);
+  CHECK(vroce::parse_traffic_class("255", &error) == 255);
+  for (const char* bad : {"256", "-1", "0x6a", "DSCP26", ""}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_traffic_class(bad, &error));
+    CHECK(contains(error, "0 to 255"));
+  }
+}
+
+TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
+  std::vector<std::string> errors;
+  Config config = parse({}, &errors);
+  CHECK(errors.empty());
+  CHECK(config.devices.size() == 8);
+  CHECK(config.port_speed_gbps == 400);
+  CHECK(config.time_scale == Approx(1.0));
+  CHECK_FALSE(config.faults.any());
+  CHECK_FALSE(config.stats_file);
+  CHECK_FALSE(config.sysfs_root);
+  CHECK_FALSE(config.tc_override);
+}
+
+TEST_CASE("parse_config: every variable read", "[config]") {
+  std::vector<std::string> errors;
+  Config config = parse({{"VROCE_DEVICES", "a=127.0.2.1"},
+                         {"VROCE_PORT_GBPS", "800"},
+                         {"VROCE_TIME_SCALE", "0.01"},
+                         {"VROCE_FAULTS", "drop=0.1,seed=7"},
+                         {"VROCE_STATS_FILE", "/tmp/s.json"},
+                         {"VROCE_SYSFS_ROOT", "/tmp/sys"},
+                         {"VROCE_TC_OVERRIDE", "106"}},
+                        &errors);
+  CHECK(errors.empty());
+  REQUIRE(config.devices.size() == 1);
+  CHECK(config.devices[0].name == "a");
+  CHECK(config.port_speed_gbps == 800);
+  CHECK(config.time_scale == Approx(0.01));
+  CHECK(config.faults.drop_probability == Approx(0.1));
+  CHECK(config.faults.seed == 7);
+  CHECK(config.stats_file == "/tmp/s.json");
+  CHECK(config.sysfs_root == "/tmp/sys");
+  CHECK(config.tc_override == 106);
+}
+
+TEST_CASE("parse_config: a malformed variable keeps its default and says so once", "[config]") {
+  std::vector<std::string> errors;
+  Config config = parse({{"VROCE_PORT_GBPS", "300"},
+                         {"VROCE_DEVICES", "oops"},
+                         {"VROCE_TC_OVERRIDE", "300"},
+                         {"VROCE_SYSFS_ROOT", ""},
+                         {"VROCE_TIME_SCALE", "0.5"}},
+                        &errors);
+  REQUIRE(errors.size() == 4);
+  CHECK(config.port_speed_gbps == 400);
+  CHECK(config.devices.size() == 8);
+  CHECK_FALSE(config.tc_override);
+  CHECK_FALSE(config.sysfs_root);
+  CHECK(config.time_scale == Approx(0.5));  // the valid one still applies
+
+  auto mentions = [&](const std::string& variable, const std::string& value,
+                      const std::string& keeping) {
+    for (const std::string& error : errors) {
+      if (contains(error, variable + "=\"" + value + "\"") && contains(error, keeping)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  CHECK(mentions("VROCE_PORT_GBPS", "300", "keeping 400"));
+  CHECK(mentions("VROCE_DEVICES", "oops", "keeping the default vroce0..vroce7"));
+  CHECK(mentions("VROCE_TC_OVERRIDE", "300", "keeping no traffic-class override"));
+  CHECK(mentions("VROCE_SYSFS_ROOT", "", "keeping no fake sysfs"));
+}
