@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "errors.h"
+#include "json_writer.h"
 #include "locations.h"
 #include "rendezvous.h"
 #include "vroce_env.h"
@@ -107,6 +108,31 @@ std::string describe_status(int status) {
   return "stopped";
 }
 
+// The document --json gets when the ranks failed before rank 0 reported.
+void write_failure_json(const Options& options, const std::string& why) {
+  JsonWriter j;
+  j.begin_object();
+  j.key("tool").value("roce-bench");
+  j.key("mode").value(mode_name(options.mode));
+  j.key("nranks").value(options.nranks);
+  j.key("series").begin_array().end_array();
+  j.key("wrong_total").value(std::uint64_t{0});
+  j.key("status").value("fail");
+  j.key("error").value(why);
+  j.end_object();
+  const std::string text = j.str() + "\n";
+  if (options.json_stdout) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  if (!options.json_file.empty()) {
+    if (std::FILE* f = std::fopen(options.json_file.c_str(), "w"); f != nullptr) {
+      std::fputs(text.c_str(), f);
+      std::fclose(f);
+    }
+  }
+}
+
 }  // namespace
 
 int launch_ranks(const Options& options, const std::vector<std::string>& args) {
@@ -119,6 +145,18 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
   std::string address;
   const int listen_fd =
       listen_tcp(options.rendezvous.empty() ? "127.0.0.1:0" : options.rendezvous, &address);
+
+  std::string json_mark;
+  if (options.json_stdout || !options.json_file.empty()) {
+    char mark[] = "/tmp/roce-bench-json.XXXXXX";
+    const int fd = mkstemp(mark);
+    if (fd >= 0) {
+      close(fd);
+      unlink(mark);
+      json_mark = mark;
+      setenv(kJsonMarkEnv, mark, 1);
+    }
+  }
 
   std::fflush(stdout);
   std::fflush(stderr);
@@ -143,6 +181,7 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
   close(listen_fd);
 
   int result = kExitOk;
+  std::string first_failure;
   int running = options.nranks;
   bool stopping = false;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
@@ -182,6 +221,7 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
         std::fprintf(stderr, "roce-bench: rank %d %s; stopping the other ranks\n", c.rank,
                      describe_status(status).c_str());
         result = WIFEXITED(status) && WEXITSTATUS(status) == kExitUsage ? kExitUsage : kExitFailure;
+        first_failure = "rank " + std::to_string(c.rank) + " " + describe_status(status);
         stopping = true;
         stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
         for (auto& other : children) {
@@ -191,6 +231,14 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
         }
       }
       break;
+    }
+  }
+  if (!json_mark.empty()) {
+    if (access(json_mark.c_str(), F_OK) == 0) {
+      unlink(json_mark.c_str());
+    } else if (result != kExitOk) {
+      write_failure_json(options, first_failure + " before the results were written (its " +
+                                      "error is on stderr)");
     }
   }
   return result;

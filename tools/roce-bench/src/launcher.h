@@ -17,6 +17,9 @@ inline constexpr const char* kRendezvousFdEnv = "ROCE_BENCH_RENDEZVOUS_FD";
 // --rank/--nranks/--rendezvous (kAppendedArgs arguments).
 inline constexpr const char* kLaunchedEnv = "ROCE_BENCH_LAUNCHED";
 inline constexpr std::size_t kAppendedArgs = 6;
+// A file rank 0 creates once it has written its JSON result: when a run fails before that, the
+// launcher writes a JSON failure document itself, so --json always yields one document.
+inline constexpr const char* kJsonMarkEnv = "ROCE_BENCH_JSON_WRITTEN";
 
 // Returns the exit status for the whole run.
 int launch_ranks(const Options& options, const std::vector<std::string>& args);

@@ -162,6 +162,10 @@ void write_json(const Options& options, const std::string& json) {
       throw BenchError("cannot write --json=" + options.json_file);
     }
   }
+  // Tell the launcher the document is out (see kJsonMarkEnv).
+  if (const char* mark = std::getenv(kJsonMarkEnv); mark != nullptr && *mark != '\0') {
+    std::ofstream(mark).put('1');
+  }
 }
 
 }  // namespace
