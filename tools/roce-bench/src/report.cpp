@@ -53,7 +53,7 @@ std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw) {
 void print_header(std::FILE* out, const RunInfo& info) {
   print_line(out, fmt::format("# roce-bench {}: {} over {} rank(s), {}", info.version,
                               mode_name(info.mode), info.nranks, path_name(info.path)));
-  print_line(out, fmt::format("# date {}  host {}", info.date, info.host));
+  print_line(out, fmt::format("# date {}  host {}  {}", info.date, info.host, info.cpus));
   if (!info.command.empty()) {
     print_line(out, "# command: " + info.command);
   }
@@ -156,6 +156,7 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
   j.key("date").value(info.date);
   j.key("host").value(info.host);
   j.key("command").value(info.command);
+  j.key("cpus").value(info.cpus);
   j.key("mode").value(mode_name(info.mode));
   j.key("path").value(path_name(info.path));
   j.key("api").value(api_name(info.api));

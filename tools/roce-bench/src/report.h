@@ -17,6 +17,8 @@ struct RunInfo {
   std::string date;  // UTC, ISO 8601
   std::string host;
   std::string command;
+  std::string cpus;  // "2 CPUs, load average 1.02 at start, 0.97 at end"
+
   Mode mode = Mode::AllReduce;
   Api api = Api::V8;
   Path path = Path::Plugin;

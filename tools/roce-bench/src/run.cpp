@@ -52,6 +52,14 @@ std::string utc_now() {
   return text;
 }
 
+// The first figure of /proc/loadavg: on a shared machine, what else was running.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string first;
+  in >> first;
+  return first.empty() ? "?" : first;
+}
+
 std::string hostname() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -200,6 +208,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   info.nranks = nranks;
   info.window = options.window;
   info.slice_bytes = options.slice_bytes;
+  const std::string load_at_start = load_average();
 
   std::vector<Series> series;
   std::vector<Ratio> ratios;
@@ -309,6 +318,8 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     // Comms close here, before the plugin is finalized and unloaded.
   }
 
+  info.cpus = fmt::format("{} CPUs, load average {} at start, {} at end",
+                          sysconf(_SC_NPROCESSORS_ONLN), load_at_start, load_average());
   const std::size_t wrong = total_wrong(series);
   ok = wrong == 0;
   if (rank == 0) {
