@@ -1,0 +1,46 @@
+// roce-bench: drives the RoCE NCCL net plugin through its exported ncclNet table like NCCL does,
+// on host or GPU memory, and measures pingpong, bandwidth and a ring all-reduce against the
+// raw-verbs floor. See --help and docs/benchmarks.md.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "launcher.h"
+#include "options.h"
+#include "run.h"
+
+#ifndef ROCE_BENCH_VERSION
+#define ROCE_BENCH_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace roce::bench;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  std::string who = "roce-bench";
+  try {
+    const Options options = parse_options(args);
+    if (options.help) {
+      std::fputs(usage_text().c_str(), stdout);
+      return kExitOk;
+    }
+    if (options.version) {
+      std::printf("roce-bench %s\n", ROCE_BENCH_VERSION);
+      return kExitOk;
+    }
+    if (options.init_check) {
+      return run_init_check(options);
+    }
+    if (options.rank) {
+      who = "roce-bench: rank " + std::to_string(*options.rank);
+      return run_rank(options, args);
+    }
+    return launch_ranks(options, args);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s (see roce-bench --help)\n", who.c_str(), e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", who.c_str(), e.what());
+    return kExitFailure;
+  }
+}

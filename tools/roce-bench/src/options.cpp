@@ -1,0 +1,507 @@
+// Command-line parsing and validation for roce-bench.
+#include "options.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+
+namespace roce::bench {
+namespace {
+
+template <typename T>
+std::optional<T> parse_integer(std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> parse_double(std::string_view text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  std::string copy(text);
+  char* end = nullptr;
+  const double value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Walks argv, handing out option names and their values ("--x=v", "--x v", "-x v").
+class ArgCursor {
+ public:
+  explicit ArgCursor(std::span<const std::string> args) : args_(args) {}
+
+  bool done() const { return index_ >= args_.size(); }
+
+  // Returns the next option name, splitting "--name=value".
+  std::string next_name() {
+    std::string arg = args_[index_++];
+    inline_value_.reset();
+    if (arg.rfind("--", 0) == 0) {
+      const auto eq = arg.find('=');
+      if (eq != std::string::npos) {
+        inline_value_ = arg.substr(eq + 1);
+        arg.resize(eq);
+      }
+    }
+    return arg;
+  }
+
+  bool has_inline_value() const { return inline_value_.has_value(); }
+
+  std::string value(const std::string& name) {
+    if (inline_value_) {
+      std::string v = *inline_value_;
+      inline_value_.reset();
+      return v;
+    }
+    if (done()) {
+      throw UsageError(name + " needs a value");
+    }
+    return args_[index_++];
+  }
+
+  void reject_inline_value(const std::string& name) const {
+    if (inline_value_) {
+      throw UsageError(name + " takes no value (got '" + *inline_value_ + "')");
+    }
+  }
+
+ private:
+  std::span<const std::string> args_;
+  std::size_t index_ = 0;
+  std::optional<std::string> inline_value_;
+};
+
+int int_value(ArgCursor& cursor, const std::string& name, int min, int max) {
+  const std::string text = cursor.value(name);
+  const auto value = parse_integer<int>(text);
+  if (!value || *value < min || *value > max) {
+    throw UsageError(name + " " + text + ": expected an integer in " + std::to_string(min) + ".." +
+                     std::to_string(max));
+  }
+  return *value;
+}
+
+std::size_t bytes_value(ArgCursor& cursor, const std::string& name) {
+  const std::string text = cursor.value(name);
+  const auto value = parse_bytes(text);
+  if (!value) {
+    throw UsageError(name + " " + text + ": expected a byte count such as 8, 64K, 4M or 1G");
+  }
+  return *value;
+}
+
+Mode mode_value(const std::string& text) {
+  if (text == "pingpong" || text == "latency") {
+    return Mode::PingPong;
+  }
+  if (text == "bw" || text == "bandwidth") {
+    return Mode::Bandwidth;
+  }
+  if (text == "bibw" || text == "bidir") {
+    return Mode::BiBandwidth;
+  }
+  if (text == "allreduce") {
+    return Mode::AllReduce;
+  }
+  throw UsageError("--mode " + text + ": expected pingpong, bw, bibw or allreduce");
+}
+
+Api api_value(const std::string& text) {
+  if (text == "v8" || text == "8") {
+    return Api::V8;
+  }
+  if (text == "v9" || text == "9") {
+    return Api::V9;
+  }
+  if (text == "v10" || text == "10") {
+    return Api::V10;
+  }
+  if (text == "v11" || text == "11") {
+    return Api::V11;
+  }
+  throw UsageError("--api " + text + ": expected v8, v9, v10 or v11 (the ncclNet versions " +
+                   "the plugin exports)");
+}
+
+void validate_rendezvous(const std::string& text, bool need_port) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw UsageError("--rendezvous " + text + ": expected host:port, e.g. 10.0.0.1:29500");
+  }
+  const auto port = parse_integer<int>(std::string_view(text).substr(colon + 1));
+  if (!port || *port < 0 || *port > 65535 || (need_port && *port == 0)) {
+    throw UsageError("--rendezvous " + text + ": the port must be in " +
+                     (need_port ? "1..65535 (every rank must know it)" : "0..65535"));
+  }
+}
+
+void validate(Options& o, bool nranks_given) {
+  if (o.help || o.version) {
+    return;
+  }
+  if (o.max_bytes == 0) {
+    o.max_bytes = o.mode == Mode::PingPong ? (std::size_t{1} << 20) : (std::size_t{64} << 20);
+    if (o.min_bytes > o.max_bytes) {
+      o.max_bytes = o.min_bytes;
+    }
+  }
+  if (o.min_bytes < 4) {
+    throw UsageError("-b " + std::to_string(o.min_bytes) +
+                     ": the smallest message is one float (4 bytes)");
+  }
+  if (o.min_bytes > o.max_bytes) {
+    throw UsageError("-b " + std::to_string(o.min_bytes) + " is larger than -e " +
+                     std::to_string(o.max_bytes));
+  }
+  if (o.max_bytes > kMaxMessageBytes) {
+    throw UsageError("-e " + std::to_string(o.max_bytes) +
+                     ": at most 1G (ncclNet v8 takes int sizes; NCCL splits larger transfers)");
+  }
+  if (o.slice_bytes < 4 || o.slice_bytes % 4 != 0) {
+    throw UsageError("--slice " + std::to_string(o.slice_bytes) +
+                     ": must be a positive multiple of 4 bytes");
+  }
+  if (o.mode != Mode::AllReduce && nranks_given && o.nranks != 2) {
+    throw UsageError(std::string("--mode ") + std::string(mode_name(o.mode)) +
+                     " runs between exactly 2 ranks (got --nranks " + std::to_string(o.nranks) +
+                     "); use --mode allreduce for more");
+  }
+  if (o.path != Path::Plugin && o.mode == Mode::AllReduce) {
+    throw UsageError(std::string(o.path == Path::Raw ? "--raw" : "--compare-raw") +
+                     " measures pingpong, bw and bibw (the raw-verbs floor); the ring " +
+                     "all-reduce runs through the plugin only: add --mode pingpong|bw|bibw");
+  }
+  if (o.init_check && o.path != Path::Plugin) {
+    throw UsageError("--init-check checks the plugin; it cannot be combined with --raw");
+  }
+  if (o.rank) {
+    if (!nranks_given) {
+      throw UsageError("--rank needs --nranks (the size of the job)");
+    }
+    if (*o.rank >= o.nranks) {
+      throw UsageError("--rank " + std::to_string(*o.rank) + " is not below --nranks " +
+                       std::to_string(o.nranks));
+    }
+    if (o.rendezvous.empty()) {
+      throw UsageError("--rank needs --rendezvous host:port (rank 0 listens there)");
+    }
+    validate_rendezvous(o.rendezvous, true);
+  } else if (!o.rendezvous.empty()) {
+    validate_rendezvous(o.rendezvous, false);
+  }
+  if (o.timeout_s <= 0) {
+    throw UsageError("--timeout must be a positive number of seconds");
+  }
+}
+
+}  // namespace
+
+std::optional<std::size_t> parse_bytes(std::string_view text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  std::size_t multiplier = 1;
+  std::string_view digits = text;
+  switch (text.back()) {
+    case 'k':
+    case 'K':
+      multiplier = std::size_t{1} << 10;
+      break;
+    case 'm':
+    case 'M':
+      multiplier = std::size_t{1} << 20;
+      break;
+    case 'g':
+    case 'G':
+      multiplier = std::size_t{1} << 30;
+      break;
+    default:
+      break;
+  }
+  if (multiplier != 1) {
+    digits.remove_suffix(1);
+  }
+  const auto value = parse_integer<std::size_t>(digits);
+  if (!value || *value > std::numeric_limits<std::size_t>::max() / multiplier) {
+    return std::nullopt;
+  }
+  return *value * multiplier;
+}
+
+Options parse_options(std::span<const std::string> args) {
+  Options o;
+  bool nranks_given = false;
+  ArgCursor cursor(args);
+  while (!cursor.done()) {
+    const std::string name = cursor.next_name();
+    if (name == "-h" || name == "--help") {
+      o.help = true;
+    } else if (name == "--version") {
+      o.version = true;
+    } else if (name == "-m" || name == "--mode") {
+      o.mode = mode_value(cursor.value(name));
+    } else if (name == "--api") {
+      o.api = api_value(cursor.value(name));
+    } else if (name == "--raw") {
+      cursor.reject_inline_value(name);
+      o.path = Path::Raw;
+    } else if (name == "--compare-raw") {
+      cursor.reject_inline_value(name);
+      o.path = Path::Both;
+    } else if (name == "--nranks") {
+      o.nranks = int_value(cursor, name, 2, kMaxRanks);
+      nranks_given = true;
+    } else if (name == "--rank") {
+      o.rank = int_value(cursor, name, 0, kMaxRanks - 1);
+    } else if (name == "--rendezvous") {
+      o.rendezvous = cursor.value(name);
+    } else if (name == "--plugin") {
+      o.plugin_path = cursor.value(name);
+    } else if (name == "--ibverbs") {
+      o.ibverbs_path = cursor.value(name);
+    } else if (name == "-b" || name == "--minbytes") {
+      o.min_bytes = bytes_value(cursor, name);
+    } else if (name == "-e" || name == "--maxbytes") {
+      o.max_bytes = bytes_value(cursor, name);
+    } else if (name == "-f" || name == "--stepfactor") {
+      o.step_factor = static_cast<std::size_t>(int_value(cursor, name, 2, 1024));
+    } else if (name == "-n" || name == "--iters") {
+      o.iters = int_value(cursor, name, 1, 10'000'000);
+    } else if (name == "-w" || name == "--warmup") {
+      o.warmup = int_value(cursor, name, 0, 10'000'000);
+    } else if (name == "--window") {
+      o.window = int_value(cursor, name, 1, kMaxWindow);
+    } else if (name == "--slice") {
+      o.slice_bytes = bytes_value(cursor, name);
+    } else if (name == "--tc") {
+      o.traffic_class = int_value(cursor, name, -1, 255);
+    } else if (name == "--dev") {
+      o.dev = int_value(cursor, name, 0, 1023);
+    } else if (name == "--hca") {
+      o.hca = cursor.value(name);
+    } else if (name == "--gid-index") {
+      o.gid_index = int_value(cursor, name, -1, 65535);
+    } else if (name == "--cuda") {
+      cursor.reject_inline_value(name);
+      o.cuda = true;
+    } else if (name == "--cuda-device") {
+      o.cuda_device = int_value(cursor, name, -1, 1023);
+    } else if (name == "--dmabuf") {
+      const std::string v = cursor.value(name);
+      if (v == "auto") {
+        o.dmabuf = DmabufPolicy::Auto;
+      } else if (v == "on") {
+        o.dmabuf = DmabufPolicy::On;
+      } else if (v == "off") {
+        o.dmabuf = DmabufPolicy::Off;
+      } else {
+        throw UsageError("--dmabuf " + v + ": expected auto, on or off");
+      }
+    } else if (name == "--flush") {
+      const std::string v = cursor.value(name);
+      if (v == "auto") {
+        o.flush = FlushPolicy::Auto;
+      } else if (v == "always") {
+        o.flush = FlushPolicy::Always;
+      } else if (v == "never") {
+        o.flush = FlushPolicy::Never;
+      } else {
+        throw UsageError("--flush " + v + ": expected auto, always or never");
+      }
+    } else if (name == "--json") {
+      if (cursor.has_inline_value()) {
+        o.json_file = cursor.value(name);
+        if (o.json_file.empty()) {
+          throw UsageError("--json= needs a file name (or use --json alone for stdout)");
+        }
+      } else {
+        o.json_stdout = true;
+      }
+    } else if (name == "--timeout") {
+      const std::string text = cursor.value(name);
+      const auto value = parse_double(text);
+      if (!value || *value <= 0 || *value > 86400) {
+        throw UsageError("--timeout " + text + ": expected seconds in (0, 86400]");
+      }
+      o.timeout_s = *value;
+    } else if (name == "--poll") {
+      const std::string v = cursor.value(name);
+      if (v == "spin") {
+        o.poll = PollPolicy::Spin;
+      } else if (v == "yield") {
+        o.poll = PollPolicy::Yield;
+      } else if (v == "sleep") {
+        o.poll = PollPolicy::Sleep;
+      } else {
+        throw UsageError("--poll " + v + ": expected spin, yield or sleep");
+      }
+    } else if (name == "--poll-sleep-us") {
+      o.poll_sleep_us = int_value(cursor, name, 0, 1'000'000);
+    } else if (name == "--init-check") {
+      cursor.reject_inline_value(name);
+      o.init_check = true;
+    } else if (name == "--inject-corruption") {
+      cursor.reject_inline_value(name);
+      o.inject_corruption = true;
+    } else {
+      throw UsageError("unknown option '" + name + "'");
+    }
+  }
+  validate(o, nranks_given);
+  return o;
+}
+
+std::string_view mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::PingPong:
+      return "pingpong";
+    case Mode::Bandwidth:
+      return "bw";
+    case Mode::BiBandwidth:
+      return "bibw";
+    case Mode::AllReduce:
+      return "allreduce";
+  }
+  return "?";
+}
+
+std::string_view api_name(Api api) {
+  switch (api) {
+    case Api::V8:
+      return "v8";
+    case Api::V9:
+      return "v9";
+    case Api::V10:
+      return "v10";
+    case Api::V11:
+      return "v11";
+  }
+  return "?";
+}
+
+std::string_view path_name(Path path) {
+  switch (path) {
+    case Path::Plugin:
+      return "plugin";
+    case Path::Raw:
+      return "raw";
+    case Path::Both:
+      return "plugin+raw";
+  }
+  return "?";
+}
+
+std::uint64_t options_fingerprint(const Options& o) {
+  // FNV-1a over a canonical rendering of the shared options. Paths are left out: ranks on
+  // different hosts may install the plugin in different places.
+  std::string canonical;
+  auto add = [&canonical](const std::string& part) {
+    canonical += part;
+    canonical += ';';
+  };
+  add(std::string(mode_name(o.mode)));
+  add(std::string(api_name(o.api)));
+  add(std::string(path_name(o.path)));
+  add(std::to_string(o.nranks));
+  add(std::to_string(o.min_bytes));
+  add(std::to_string(o.max_bytes));
+  add(std::to_string(o.step_factor));
+  add(o.iters ? std::to_string(*o.iters) : "auto");
+  add(o.warmup ? std::to_string(*o.warmup) : "auto");
+  add(std::to_string(o.window));
+  add(std::to_string(o.slice_bytes));
+  add(std::to_string(o.traffic_class));
+  add(o.cuda ? "cuda" : "host");
+  add(std::to_string(static_cast<int>(o.flush)));
+  add(std::to_string(static_cast<int>(o.poll)));
+  add(std::to_string(o.poll_sleep_us));
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : canonical) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::string usage_text() {
+  return R"(usage: roce-bench [options]
+
+Drives the RoCE NCCL net plugin through its exported ncclNet table exactly as NCCL does, and
+measures it. By default it starts --nranks ranks on this machine, each on its own vroce device.
+
+Modes (-m, --mode):
+  allreduce          ring all-reduce (reduce-scatter + all-gather), float sum, every element
+                     verified (default; sizes 8 B..64 MiB)
+  pingpong           isend/irecv round trips between 2 ranks: median, p90, p99 (8 B..1 MiB)
+  bw | bibw          uni-/bidirectional bandwidth with a window of outstanding requests
+                     (8 B..64 MiB)
+
+Paths:
+  --raw              the same pingpong/bw/bibw directly on verbs (RC QP, RDMA WRITE WITH IMM),
+                     without the plugin: the floor to compare with
+  --compare-raw      both, interleaved size by size, with the plugin/raw ratios
+
+Plugin:
+  --plugin PATH      libnccl-net-roce.so (default: next to this executable's build tree)
+  --api v8|v9|v10|v11  the ncclNetPlugin_vN table to drive (default v8)
+  --dev N            plugin device index (default 0)
+  --tc N             traffic class: v10 connect / v11 init config, and raw QPs (default unset)
+  --init-check       load and init the plugin, list its devices and properties, connect a
+                     loopback pair on one thread (NCCL's GDR-probe pattern); exit 0 or 1
+
+Ranks:
+  --nranks N         ranks to start here (default 2; pingpong/bw/bibw need exactly 2)
+  --rank R --nranks N --rendezvous HOST:PORT
+                     cluster mode: this process is rank R; rank 0 listens on HOST:PORT.
+                     No vroce setup is applied (real NICs, NCCL_IB_HCA as set).
+  --rendezvous HOST:PORT  (launcher) where rank 0 listens (default 127.0.0.1:0)
+  --ibverbs PATH     libibverbs for the ranks (NCCL_IBVERBS_LIB; default: vroce of this build)
+
+Sizes and iterations (as nccl-tests):
+  -b, --minbytes N   smallest size (default 8); K, M, G suffixes are binary multiples
+  -e, --maxbytes N   largest size (default per mode)
+  -f, --stepfactor F multiply the size by F (default 2)
+  -n, --iters N      timed iterations per size (default: scaled with the size)
+  -w, --warmup N     untimed iterations per size (default: scaled with the size)
+  --window W         outstanding requests per comm, 1..32 (default 8, NCCL_STEPS)
+  --slice N          all-reduce pipeline step in bytes (default 512K)
+
+Memory:
+  --cuda             buffers in GPU memory (CUDA driver API loaded at run time)
+  --cuda-device N    GPU to use (default: rank modulo the number of GPUs)
+  --dmabuf auto|on|off   register GPU buffers through regMrDmaBuf (auto: as NCCL decides)
+  --flush auto|always|never  iflush after GPU receives (auto: as NCCL decides)
+
+Raw verbs:
+  --hca NAME         device (default: from NCCL_IB_HCA, else the first active port)
+  --gid-index N      GID (default: NCCL_IB_GID_INDEX, else the first RoCE v2 IPv4 GID)
+
+Output and control:
+  --json             JSON on stdout instead of the tables
+  --json=FILE        the tables on stdout and JSON into FILE
+  --timeout S        fail a run that makes no progress for S seconds (default 60)
+  --poll spin|yield|sleep  after 64 polls that find nothing: keep spinning, sched_yield
+                     (default), or yield then take 20 us naps (more ranks than cores)
+  --poll-sleep-us N  sleep N us between polls that find nothing (instruction counting)
+  --inject-corruption  test aid: flip one received element to prove the verifier fails the run
+  -h, --help, --version
+
+Environment: NCCL_DEBUG (WARN default here, INFO, TRACE, NONE), NCCL_DEBUG_SUBSYS, VROCE_DEVICES
+(the device list the launched ranks take entries from), NCCL_IB_* as for NCCL.
+Exit status: 0 success, 1 failure (wrong data, plugin or verbs error, lost rank), 2 usage error.
+)";
+}
+
+}  // namespace roce::bench

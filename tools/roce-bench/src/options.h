@@ -1,0 +1,89 @@
+// roce-bench's command line: every option, its default and its validation, parsed into one
+// immutable Options value. Pure (no I/O), so the argument errors are unit-tested.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace roce::bench {
+
+enum class Mode { PingPong, Bandwidth, BiBandwidth, AllReduce };
+enum class Api { V8 = 8, V9 = 9, V10 = 10, V11 = 11 };
+// What carries the messages: the plugin (default), raw verbs (--raw) or both (--compare-raw).
+enum class Path { Plugin, Raw, Both };
+// iflush: as NCCL decides (auto), after every received message (always), or never.
+enum class FlushPolicy { Auto, Always, Never };
+enum class DmabufPolicy { Auto, On, Off };
+// What a rank does after a run of polls that found nothing (see poller.h).
+enum class PollPolicy { Spin, Yield, Sleep };
+
+inline constexpr int kMaxWindow = 32;  // NCCL_NET_MAX_REQUESTS
+inline constexpr int kMaxRanks = 64;
+// v8 takes int sizes and NCCL's v8 shim rejects more than 1 GiB.
+inline constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
+
+struct Options {
+  Mode mode = Mode::AllReduce;
+  Api api = Api::V8;
+  Path path = Path::Plugin;
+
+  // Ranks: started here (launcher) unless --rank is given (cluster mode).
+  int nranks = 2;
+  std::optional<int> rank;
+  std::string rendezvous;  // host:port; launcher default 127.0.0.1:0 (ephemeral port)
+
+  std::string plugin_path;   // empty: found next to the executable
+  std::string ibverbs_path;  // empty: NCCL_IBVERBS_LIB, else vroce next to the executable
+
+  // Sizes and iterations (nccl-tests' -b/-e/-f/-n/-w).
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = 0;  // 0 until resolved: the mode's default
+  std::size_t step_factor = 2;
+  std::optional<int> iters;
+  std::optional<int> warmup;
+
+  int window = 8;                        // outstanding requests per comm (NCCL_STEPS)
+  std::size_t slice_bytes = 512 * 1024;  // all-reduce pipeline step (NCCL's SIMPLE step)
+  int traffic_class = -1;                // NCCL_NET_TRAFFIC_CLASS_UNDEF
+  int dev = 0;                           // plugin device index
+  std::string hca;                       // raw verbs device; empty: from NCCL_IB_HCA
+  int gid_index = -1;                    // raw verbs GID; -1: first RoCE v2 IPv4 GID
+
+  bool cuda = false;
+  int cuda_device = -1;  // -1: rank modulo the number of GPUs
+  DmabufPolicy dmabuf = DmabufPolicy::Auto;
+  FlushPolicy flush = FlushPolicy::Auto;
+
+  bool json_stdout = false;
+  std::string json_file;
+  double timeout_s = 60;  // without progress, a run is declared hung
+  PollPolicy poll = PollPolicy::Yield;
+  int poll_sleep_us = 0;  // measurement aid: sleep between empty polls
+  bool init_check = false;
+  bool inject_corruption = false;
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv[1..]. Throws UsageError naming the option, the value and what is accepted.
+Options parse_options(std::span<const std::string> args);
+
+// The --help text.
+std::string usage_text();
+
+// A stable digest of every option that all ranks must share, so rank 0 can refuse a rank
+// started with different options.
+std::uint64_t options_fingerprint(const Options& options);
+
+std::string_view mode_name(Mode mode);
+std::string_view api_name(Api api);
+std::string_view path_name(Path path);
+
+// Parses "8", "64K", "4M", "1G" (binary multiples). nullopt on anything else.
+std::optional<std::size_t> parse_bytes(std::string_view text);
+
+}  // namespace roce::bench

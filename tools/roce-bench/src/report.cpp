@@ -1,0 +1,253 @@
+// Tables and JSON.
+#include "report.h"
+
+#include <fmt/format.h>
+
+#include "json_writer.h"
+
+namespace roce::bench {
+namespace {
+
+const char* time_column(Mode mode) {
+  switch (mode) {
+    case Mode::PingPong:
+      return "one-way latency = median round trip / 2";
+    case Mode::Bandwidth:
+    case Mode::BiBandwidth:
+      return "time per message, slowest rank";
+    case Mode::AllReduce:
+      return "time per all-reduce, slowest rank's mean";
+  }
+  return "";
+}
+
+void print_line(std::FILE* out, const std::string& text) {
+  std::fputs(text.c_str(), out);
+  std::fputc('\n', out);
+}
+
+}  // namespace
+
+std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw) {
+  std::vector<Ratio> ratios;
+  for (const Row& p : plugin.rows) {
+    for (const Row& r : raw.rows) {
+      if (r.bytes != p.bytes) {
+        continue;
+      }
+      Ratio ratio{p.bytes, 0, 0, 0};
+      if (mode == Mode::PingPong) {
+        ratio.plugin = p.time_us;
+        ratio.raw = r.time_us;
+      } else {
+        ratio.plugin = p.algbw;
+        ratio.raw = r.algbw;
+      }
+      ratio.ratio = ratio.raw > 0 ? ratio.plugin / ratio.raw : 0;
+      ratios.push_back(ratio);
+    }
+  }
+  return ratios;
+}
+
+void print_header(std::FILE* out, const RunInfo& info) {
+  print_line(out, fmt::format("# roce-bench {}: {} over {} rank(s), {}", info.version,
+                              mode_name(info.mode), info.nranks, path_name(info.path)));
+  print_line(out, fmt::format("# date {}  host {}  {}", info.date, info.host, info.cpus));
+  if (!info.command.empty()) {
+    print_line(out, "# command: " + info.command);
+  }
+  if (!info.plugin_path.empty()) {
+    print_line(out, fmt::format("# plugin {} ({} \"{}\")", info.plugin_path, info.plugin_symbol,
+                                info.plugin_name));
+  }
+  print_line(
+      out, fmt::format("# memory {}{}{}  window {}{}", info.memory,
+                       info.registration.empty() ? "" : ", " + info.registration,
+                       info.flush ? ", iflush after receives" : "", info.window,
+                       info.mode == Mode::AllReduce ? fmt::format("  slice {} B", info.slice_bytes)
+                                                    : std::string()));
+  for (const auto& rank : info.ranks) {
+    print_line(out, "#   " + rank);
+  }
+  print_line(out, fmt::format("# time: {}", time_column(info.mode)));
+  print_line(out, "#");
+}
+
+void print_table(std::FILE* out, Mode mode, int nranks, const Series& series) {
+  print_line(out, fmt::format("# {}", series.label));
+  if (mode == Mode::PingPong) {
+    print_line(
+        out, fmt::format("#{:>11} {:>12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7}",
+                         "size", "count", "type", "time", "rtt p50", "rtt p90", "rtt p99", "algbw",
+                         "busbw", "#wrong"));
+    print_line(out, fmt::format(
+                        "#{:>11} {:>12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7}", "(B)",
+                        "(elements)", "", "(us)", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", ""));
+    for (const Row& r : series.rows) {
+      print_line(out, fmt::format(" {:>11} {:>12} {:>7} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} "
+                                  "{:>9.3f} {:>9.3f} {:>7}",
+                                  r.bytes, r.count, "float", r.time_us, r.rtt_us.p50, r.rtt_us.p90,
+                                  r.rtt_us.p99, r.algbw, r.busbw, r.wrong));
+    }
+  } else {
+    const bool allreduce = mode == Mode::AllReduce;
+    print_line(out, fmt::format("#{:>11} {:>12} {:>7} {:>6} {:>10} {:>9} {:>9} {:>7}", "size",
+                                "count", "type", "redop", "time", "algbw", "busbw", "#wrong"));
+    print_line(out, fmt::format("#{:>11} {:>12} {:>7} {:>6} {:>10} {:>9} {:>9} {:>7}", "(B)",
+                                "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""));
+    for (const Row& r : series.rows) {
+      print_line(out, fmt::format(" {:>11} {:>12} {:>7} {:>6} {:>10.2f} {:>9.3f} {:>9.3f} {:>7}",
+                                  r.bytes, r.count, "float", allreduce ? "sum" : "none", r.time_us,
+                                  r.algbw, r.busbw, r.wrong));
+    }
+  }
+  std::size_t wrong = 0;
+  double busbw = 0;
+  for (const Row& r : series.rows) {
+    wrong += r.wrong;
+    busbw += r.busbw;
+  }
+  print_line(out,
+             fmt::format("# Out of bounds values : {} {}", wrong, wrong == 0 ? "OK" : "FAILED"));
+  print_line(out, fmt::format(
+                      "# Avg bus bandwidth    : {:.3f}",
+                      series.rows.empty() ? 0.0 : busbw / static_cast<double>(series.rows.size())));
+  if (mode == Mode::AllReduce) {
+    print_line(out, fmt::format("# busbw = algbw x 2({}-1)/{}", nranks, nranks));
+  }
+  print_line(out, "#");
+}
+
+void print_comparison(std::FILE* out, Mode mode, const std::vector<Ratio>& ratios) {
+  const bool latency = mode == Mode::PingPong;
+  print_line(out, latency ? "# plugin / raw verbs, one-way latency (lower is better; target <= "
+                            "1.2x at 8 B)"
+                          : "# plugin / raw verbs, algbw (higher is better; target >= 0.9x at "
+                            "4 MiB)");
+  print_line(out,
+             fmt::format("#{:>11} {:>12} {:>12} {:>11}", "size", "plugin", "raw", "plugin/raw"));
+  const char* unit = latency ? "(us)" : "(GB/s)";
+  print_line(out, fmt::format("#{:>11} {:>12} {:>12} {:>11}", "(B)", unit, unit, ""));
+  for (const Ratio& r : ratios) {
+    print_line(out, fmt::format(" {:>11} {:>12.3f} {:>12.3f} {:>10.3f}x", r.bytes, r.plugin, r.raw,
+                                r.ratio));
+  }
+  print_line(out, "#");
+}
+
+std::size_t total_wrong(const std::vector<Series>& series) {
+  std::size_t wrong = 0;
+  for (const auto& s : series) {
+    for (const auto& r : s.rows) {
+      wrong += r.wrong;
+    }
+  }
+  return wrong;
+}
+
+std::string render_json(const RunInfo& info, const std::vector<Series>& series,
+                        const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
+                        const std::string& error) {
+  JsonWriter j;
+  j.begin_object();
+  j.key("tool").value("roce-bench");
+  j.key("version").value(info.version);
+  j.key("date").value(info.date);
+  j.key("host").value(info.host);
+  j.key("command").value(info.command);
+  j.key("cpus").value(info.cpus);
+  j.key("mode").value(mode_name(info.mode));
+  j.key("path").value(path_name(info.path));
+  j.key("api").value(api_name(info.api));
+  j.key("nranks").value(info.nranks);
+  j.key("window").value(info.window);
+  j.key("slice_bytes").value(static_cast<std::uint64_t>(info.slice_bytes));
+  j.key("memory").value(info.memory);
+  j.key("registration").value(info.registration);
+  j.key("flush").value(info.flush);
+  if (!info.plugin_path.empty()) {
+    j.key("plugin").begin_object();
+    j.key("path").value(info.plugin_path);
+    j.key("name").value(info.plugin_name);
+    j.key("symbol").value(info.plugin_symbol);
+    j.key("warnings").value(static_cast<std::uint64_t>(info.plugin_warnings));
+    j.end_object();
+  }
+  j.key("ranks").begin_array();
+  for (const auto& r : info.ranks) {
+    j.value(r);
+  }
+  j.end_array();
+  // Plugin calls per rank: what the callgrind script divides instruction counts by.
+  auto counters = [&j](const char* key, const std::vector<CallCounters>& all) {
+    j.key(key).begin_array();
+    for (const auto& c : all) {
+      j.begin_object();
+      j.key("isend").value(c.isend);
+      j.key("isend_retry").value(c.isend_retry);
+      j.key("irecv").value(c.irecv);
+      j.key("irecv_retry").value(c.irecv_retry);
+      j.key("test").value(c.test);
+      j.key("test_pending").value(c.test_pending);
+      j.key("iflush").value(c.iflush);
+      j.key("ll_hints").value(c.ll_hints);
+      j.end_object();
+    }
+    j.end_array();
+  };
+  // Plugin calls per rank: what the callgrind script divides instruction counts by.
+  counters("plugin_calls", info.plugin_calls);
+  counters("plugin_timed_calls", info.plugin_timed_calls);
+  j.key("series").begin_array();
+  for (const auto& s : series) {
+    j.begin_object();
+    j.key("label").value(s.label);
+    j.key("rows").begin_array();
+    for (const auto& r : s.rows) {
+      j.begin_object();
+      j.key("size").value(static_cast<std::uint64_t>(r.bytes));
+      j.key("count").value(static_cast<std::uint64_t>(r.count));
+      j.key("type").value("float");
+      j.key("iters").value(r.iters);
+      j.key("time_us").value(r.time_us);
+      j.key("algbw_gbs").value(r.algbw);
+      j.key("busbw_gbs").value(r.busbw);
+      j.key("wrong").value(static_cast<std::uint64_t>(r.wrong));
+      if (r.has_rtt) {
+        j.key("rtt_us").begin_object();
+        j.key("p50").value(r.rtt_us.p50);
+        j.key("p90").value(r.rtt_us.p90);
+        j.key("p99").value(r.rtt_us.p99);
+        j.key("min").value(r.rtt_us.min);
+        j.key("max").value(r.rtt_us.max);
+        j.key("mean").value(r.rtt_us.mean);
+        j.end_object();
+      }
+      j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
+  j.key("ratios").begin_array();
+  for (const auto& r : ratios) {
+    j.begin_object();
+    j.key("size").value(static_cast<std::uint64_t>(r.bytes));
+    j.key("metric").value(info.mode == Mode::PingPong ? "latency_us" : "algbw_gbs");
+    j.key("plugin").value(r.plugin);
+    j.key("raw").value(r.raw);
+    j.key("plugin_over_raw").value(r.ratio);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("wrong_total").value(static_cast<std::uint64_t>(wrong_total));
+  j.key("status").value(passed ? "pass" : "fail");
+  if (!error.empty()) {
+    j.key("error").value(error);
+  }
+  j.end_object();
+  return j.str() + "\n";
+}
+
+}  // namespace roce::bench

@@ -1,0 +1,60 @@
+// Output: nccl-tests-style tables (a '#' header describing the run, one row per size, then the
+// totals) and the same content as one JSON document for --json. Only rank 0 prints.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "net_plugin.h"
+#include "options.h"
+#include "results.h"
+
+namespace roce::bench {
+
+struct RunInfo {
+  std::string version;
+  std::string date;  // UTC, ISO 8601
+  std::string host;
+  std::string command;
+  std::string cpus;  // "2 CPUs, load average 1.02 at start, 0.97 at end"
+
+  Mode mode = Mode::AllReduce;
+  Api api = Api::V8;
+  Path path = Path::Plugin;
+  int nranks = 0;
+  int window = 0;
+  std::size_t slice_bytes = 0;
+  std::string memory;       // "host" or "cuda (<GPU name>)"
+  std::string plugin_path;  // empty for --raw
+  std::string plugin_name;
+  std::string plugin_symbol;
+  std::string registration;  // "regMr HOST", ...
+  bool flush = false;
+  std::vector<std::string> ranks;  // one description per rank
+  std::size_t plugin_warnings = 0;
+  std::vector<CallCounters> plugin_calls;        // per rank, over the whole run
+  std::vector<CallCounters> plugin_timed_calls;  // per rank, inside the timed regions
+};
+
+// The plugin/raw ratio per size: pingpong compares median one-way latency (lower is better),
+// bw/bibw compare algbw (higher is better).
+struct Ratio {
+  std::size_t bytes = 0;
+  double plugin = 0;
+  double raw = 0;
+  double ratio = 0;
+};
+std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw);
+
+void print_header(std::FILE* out, const RunInfo& info);
+void print_table(std::FILE* out, Mode mode, int nranks, const Series& series);
+void print_comparison(std::FILE* out, Mode mode, const std::vector<Ratio>& ratios);
+std::string render_json(const RunInfo& info, const std::vector<Series>& series,
+                        const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
+                        const std::string& error);
+
+// Sum of #wrong over every row of every series.
+std::size_t total_wrong(const std::vector<Series>& series);
+
+}  // namespace roce::bench

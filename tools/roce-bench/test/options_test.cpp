@@ -1,0 +1,156 @@
+// Command-line parsing: defaults, every validation rule, byte-size suffixes.
+#include "options.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+
+using roce::bench::Api;
+using roce::bench::Mode;
+using roce::bench::Options;
+using roce::bench::parse_bytes;
+using roce::bench::parse_options;
+using roce::bench::Path;
+using roce::bench::UsageError;
+
+namespace {
+
+Options parse(std::vector<std::string> args) {
+  return parse_options(args);
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse_options(args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("defaults follow the issue: all-reduce, v8, plugin, 8 B to 64 MiB, 2 ranks") {
+  const Options o = parse({});
+  CHECK(o.mode == Mode::AllReduce);
+  CHECK(o.api == Api::V8);
+  CHECK(o.path == Path::Plugin);
+  CHECK(o.nranks == 2);
+  CHECK(o.min_bytes == 8);
+  CHECK(o.max_bytes == 64u << 20);
+  CHECK(o.window == 8);
+  CHECK_FALSE(o.rank.has_value());
+}
+
+TEST_CASE("pingpong defaults to 1 MiB as the largest size") {
+  CHECK(parse({"--mode", "pingpong"}).max_bytes == 1u << 20);
+  CHECK(parse({"-m", "bw"}).max_bytes == 64u << 20);
+}
+
+TEST_CASE("every option reads its value, in both --x v and --x=v forms") {
+  const Options o = parse({"--mode=bibw",
+                           "--api",
+                           "v11",
+                           "--compare-raw",
+                           "-b",
+                           "4K",
+                           "--maxbytes=1M",
+                           "-f",
+                           "4",
+                           "-n",
+                           "7",
+                           "-w",
+                           "0",
+                           "--window",
+                           "32",
+                           "--tc",
+                           "106",
+                           "--dev",
+                           "1",
+                           "--hca",
+                           "=vroce1",
+                           "--gid-index",
+                           "3",
+                           "--timeout",
+                           "2.5",
+                           "--json=out.json",
+                           "--flush",
+                           "always",
+                           "--dmabuf",
+                           "off"});
+  CHECK(o.mode == Mode::BiBandwidth);
+  CHECK(o.api == Api::V11);
+  CHECK(o.path == Path::Both);
+  CHECK(o.min_bytes == 4096);
+  CHECK(o.max_bytes == 1u << 20);
+  CHECK(o.step_factor == 4);
+  CHECK(o.iters == 7);
+  CHECK(o.warmup == 0);
+  CHECK(o.window == 32);
+  CHECK(o.traffic_class == 106);
+  CHECK(o.dev == 1);
+  CHECK(o.hca == "=vroce1");
+  CHECK(o.gid_index == 3);
+  CHECK(o.timeout_s == Approx(2.5));
+  CHECK(o.json_file == "out.json");
+  CHECK_FALSE(o.json_stdout);
+}
+
+TEST_CASE("cluster mode needs --nranks and a rendezvous with a real port") {
+  const Options o = parse({"--rank", "1", "--nranks", "2", "--rendezvous", "10.0.0.1:29500"});
+  CHECK(o.rank == 1);
+  CHECK(error_of({"--rank", "1"}).find("--nranks") != std::string::npos);
+  CHECK(error_of({"--rank", "1", "--nranks", "2"}).find("--rendezvous") != std::string::npos);
+  CHECK(error_of({"--rank", "2", "--nranks", "2", "--rendezvous", "h:1"}).find("not below") !=
+        std::string::npos);
+  CHECK(error_of({"--rank", "0", "--nranks", "2", "--rendezvous", "h:0"}).find("port") !=
+        std::string::npos);
+  CHECK(error_of({"--rendezvous", "nohost"}).find("host:port") != std::string::npos);
+}
+
+TEST_CASE("argument errors name the option, the value and what is accepted") {
+  CHECK(error_of({"--api", "v7"}).find("--api v7") != std::string::npos);
+  CHECK(error_of({"--mode", "alltoall"}).find("pingpong, bw, bibw or allreduce") !=
+        std::string::npos);
+  CHECK(error_of({"-b", "1M", "-e", "8"}).find("larger than -e") != std::string::npos);
+  CHECK(error_of({"-b", "2"}).find("one float") != std::string::npos);
+  CHECK(error_of({"-e", "2G"}).find("at most 1G") != std::string::npos);
+  CHECK(error_of({"-b", "eight"}).find("byte count") != std::string::npos);
+  CHECK(error_of({"--window", "33"}).find("1..32") != std::string::npos);
+  CHECK(error_of({"--nranks", "1"}).find("2..64") != std::string::npos);
+  CHECK(error_of({"-f", "1"}).find("2..1024") != std::string::npos);
+  CHECK(error_of({"--slice", "6"}).find("multiple of 4") != std::string::npos);
+  CHECK(error_of({"--raw"}).find("plugin only") != std::string::npos);
+  CHECK(error_of({"--mode", "bw", "--nranks", "3"}).find("exactly 2 ranks") != std::string::npos);
+  CHECK(error_of({"--init-check", "--raw", "-m", "bw"}).find("--init-check") != std::string::npos);
+  CHECK(error_of({"--timeout", "0"}).find("--timeout") != std::string::npos);
+  CHECK(error_of({"--tc", "256"}).find("-1..255") != std::string::npos);
+  CHECK(error_of({"--flush", "sometimes"}).find("auto, always or never") != std::string::npos);
+  CHECK(error_of({"--bogus"}).find("unknown option '--bogus'") != std::string::npos);
+  CHECK(error_of({"--window"}).find("needs a value") != std::string::npos);
+  CHECK(error_of({"--raw=1"}).find("takes no value") != std::string::npos);
+  CHECK(error_of({"--json="}).find("file name") != std::string::npos);
+}
+
+TEST_CASE("byte sizes take binary K, M, G suffixes and reject anything else") {
+  CHECK(parse_bytes("8") == 8u);
+  CHECK(parse_bytes("64K") == 65536u);
+  CHECK(parse_bytes("4m") == 4u << 20);
+  CHECK(parse_bytes("1G") == 1u << 30);
+  CHECK_FALSE(parse_bytes(""));
+  CHECK_FALSE(parse_bytes("K"));
+  CHECK_FALSE(parse_bytes("4KB"));
+  CHECK_FALSE(parse_bytes("-4"));
+  CHECK_FALSE(parse_bytes("99999999999999999999G"));
+}
+
+TEST_CASE("the fingerprint changes with shared options but not with paths or the rank") {
+  const auto a = roce::bench::options_fingerprint(parse({"-n", "5"}));
+  CHECK(a == roce::bench::options_fingerprint(parse({"-n", "5", "--plugin", "/x.so"})));
+  CHECK(a == roce::bench::options_fingerprint(
+                 parse({"-n", "5", "--rank", "1", "--nranks", "2", "--rendezvous", "h:1"})));
+  CHECK(a != roce::bench::options_fingerprint(parse({"-n", "6"})));
+  CHECK(a != roce::bench::options_fingerprint(parse({"-n", "5", "--api", "v9"})));
+}
