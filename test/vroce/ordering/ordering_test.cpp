@@ -149,7 +149,7 @@ uint64_t rounds_to_run() {
   // Enough rounds to hit many sizes and offsets many times; fewer under the sanitizers, whose
   // builds run every memory access through a check.
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  return 2000;
+  return 1000;
 #else
   return 20000;
 #endif
