@@ -70,6 +70,32 @@ cuda::CUresult primary_context(const CudaDriver& driver, int ordinal, cuda::CUco
   return rc;
 }
 
+// vroce's copy stream in `context`, created on first use (with `context` current) and kept for the
+// life of the process. It is a non-blocking stream because the synchronous copies (cuMemcpyHtoD
+// and friends) run on the legacy default stream, which waits for the application's work on it:
+// PyTorch queues there a wait for NCCL's kernel, and that kernel waits for the very data vroce is
+// delivering, so a legacy-stream copy would deadlock the job (seen on H200s: the peer's QP ran
+// out of retries). A non-blocking stream orders only against itself, like a NIC's DMA engine.
+cuda::CUresult copy_stream(const CudaDriver& driver, cuda::CUcontext context,
+                           cuda::CUstream* stream) {
+  static std::mutex mutex;
+  static std::map<cuda::CUcontext, cuda::CUstream> streams;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = streams.find(context); it != streams.end()) {
+    *stream = it->second;
+    return cuda::kSuccess;
+  }
+  cuda::CUresult rc = driver.stream_create(stream, cuda::kStreamNonBlocking);
+  if (rc == cuda::kSuccess) {
+    try {
+      streams.emplace(context, *stream);
+    } catch (...) {
+      return cuda::kErrorInvalidValue;  // out of memory for the cache entry; the stream leaks
+    }
+  }
+  return rc;
+}
+
 // Makes the context that owns addr current on this thread for one driver call and restores the
 // caller's afterwards, so copies from an application thread leave its CUDA state untouched.
 class ScopedContext {
@@ -97,6 +123,9 @@ class ScopedContext {
       result_ = driver.ctx_set_current(target);
       switched_ = result_ == cuda::kSuccess;
     }
+    if (result_ == cuda::kSuccess) {
+      result_ = copy_stream(driver, target, &stream_);
+    }
   }
   ~ScopedContext() {
     if (switched_) {
@@ -107,10 +136,13 @@ class ScopedContext {
   ScopedContext& operator=(const ScopedContext&) = delete;
 
   cuda::CUresult result() const { return result_; }
+  // vroce's own stream in that context (valid when result() is kSuccess).
+  cuda::CUstream stream() const { return stream_; }
 
  private:
   const CudaDriver& driver_;
   cuda::CUcontext previous_ = nullptr;
+  cuda::CUstream stream_ = nullptr;
   cuda::CUresult result_ = cuda::kSuccess;
   bool switched_ = false;
 };
@@ -150,7 +182,10 @@ int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_
   ScopedContext scope(*driver, region_addr);
   cuda::CUresult rc = scope.result();
   if (rc == cuda::kSuccess) {
-    rc = driver->memcpy_htod(region_addr, src, length);
+    rc = driver->memcpy_htod_async(region_addr, src, length, scope.stream());
+  }
+  if (rc == cuda::kSuccess) {
+    rc = driver->stream_synchronize(scope.stream());  // the packet is in place before it is ACKed
   }
   if (rc != cuda::kSuccess) {
     log_copy_failure_once(*driver, "copy into device memory", rc);
@@ -174,7 +209,10 @@ int copy_from_region(MemoryKind kind, uint64_t region_addr, void* dst, size_t le
   ScopedContext scope(*driver, region_addr);
   cuda::CUresult rc = scope.result();
   if (rc == cuda::kSuccess) {
-    rc = driver->memcpy_dtoh(dst, region_addr, length);
+    rc = driver->memcpy_dtoh_async(dst, region_addr, length, scope.stream());
+  }
+  if (rc == cuda::kSuccess) {
+    rc = driver->stream_synchronize(scope.stream());
   }
   if (rc != cuda::kSuccess) {
     log_copy_failure_once(*driver, "copy out of device memory", rc);
