@@ -48,7 +48,8 @@ Loaded load() {
       !bind_symbol(library, "cuStreamSynchronize", &d.stream_synchronize, &loaded.reason) ||
       // cuda.h maps cuMemcpy*Async to these _v2 entry points (64-bit device pointers).
       !bind_symbol(library, "cuMemcpyHtoDAsync_v2", &d.memcpy_htod_async, &loaded.reason) ||
-      !bind_symbol(library, "cuMemcpyDtoHAsync_v2", &d.memcpy_dtoh_async, &loaded.reason)) {
+      !bind_symbol(library, "cuMemcpyDtoHAsync_v2", &d.memcpy_dtoh_async, &loaded.reason) ||
+      !bind_symbol(library, "cuMemAllocHost_v2", &d.mem_alloc_host, &loaded.reason)) {
     return loaded;
   }
   cuda::CUresult rc = init(0);

@@ -20,6 +20,7 @@ struct CudaDriver {
   cuda::cuStreamSynchronize_t stream_synchronize = nullptr;
   cuda::cuMemcpyHtoDAsync_t memcpy_htod_async = nullptr;
   cuda::cuMemcpyDtoHAsync_t memcpy_dtoh_async = nullptr;
+  cuda::cuMemAllocHost_t mem_alloc_host = nullptr;
 
   // "CUDA_ERROR_INVALID_VALUE (1)" and the like, for log lines.
   std::string error_text(cuda::CUresult result) const;

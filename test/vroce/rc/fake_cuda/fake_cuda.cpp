@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -48,7 +49,8 @@ struct Driver {
   size_t next = 0;
   std::map<uint64_t, size_t> allocations;  // start -> size
   unsigned long long copies = 0;
-  unsigned long long stream_copies = 0;  // of which on a non-blocking stream
+  unsigned long long stream_copies = 0;  // of which on a non-blocking stream, page-locked side
+  std::map<uint64_t, size_t> pinned;     // cuMemAllocHost allocations: start -> size
   unsigned long long bytes = 0;
   std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
   FakeContext context;
@@ -78,6 +80,16 @@ struct Driver {
       return allocations.end();
     }
     return it;
+  }
+
+  bool is_pinned(const void* ptr, size_t length) const {
+    auto addr = reinterpret_cast<uint64_t>(ptr);
+    auto it = pinned.upper_bound(addr);
+    if (it == pinned.begin()) {
+      return false;
+    }
+    --it;
+    return addr - it->first <= it->second && length <= it->second - (addr - it->first);
   }
 
   uint8_t* writable(uint64_t addr) { return host + (addr - reinterpret_cast<uint64_t>(device)); }
@@ -206,7 +218,7 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src,
   }
   std::memcpy(d.writable(dst), src, bytes);
   ++d.copies;
-  d.stream_copies += (stream->flags & 1U) != 0 ? 1 : 0;
+  d.stream_copies += (stream->flags & 1U) != 0 && d.is_pinned(src, bytes) ? 1U : 0U;
   d.bytes += bytes;
   return kSuccess;
 }
@@ -221,8 +233,21 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_
   }
   std::memcpy(dst, d.writable(src), bytes);
   ++d.copies;
-  d.stream_copies += (stream->flags & 1U) != 0 ? 1 : 0;
+  d.stream_copies += (stream->flags & 1U) != 0 && d.is_pinned(dst, bytes) ? 1U : 0U;
   d.bytes += bytes;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemAllocHost_v2(void** ptr, size_t bytes) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  void* p = bytes == 0 ? nullptr : std::malloc(bytes);  // "page-locked": only the bookkeeping
+  if (p == nullptr || current != &d.context) {
+    std::free(p);
+    return kInvalidValue;
+  }
+  *ptr = p;
+  d.pinned[reinterpret_cast<uint64_t>(p)] = bytes;
   return kSuccess;
 }
 
