@@ -93,9 +93,11 @@ constexpr size_t kStagingBytes = size_t{1} << 20;
 // life of the process.
 cuda::CUresult copy_engine(const CudaDriver& driver, cuda::CUcontext context, CopyEngine** engine) {
   static std::mutex mutex;
-  static std::map<cuda::CUcontext, CopyEngine*> engines;  // never freed: copies may race exit
+  // Never destroyed, nor are the engines: a copy may race process exit. Held through a pointer so
+  // that the engines stay reachable (no leak report) after static destructors have run.
+  static auto* engines = new std::map<cuda::CUcontext, CopyEngine*>;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = engines.find(context); it != engines.end()) {
+  if (auto it = engines->find(context); it != engines->end()) {
     *engine = it->second;
     return cuda::kSuccess;
   }
@@ -114,7 +116,7 @@ cuda::CUresult copy_engine(const CudaDriver& driver, cuda::CUcontext context, Co
   }
   created->staging = static_cast<uint8_t*>(staging);
   try {
-    engines.emplace(context, created);
+    engines->emplace(context, created);
   } catch (...) {
     return cuda::kErrorInvalidValue;  // out of memory for the map entry
   }
