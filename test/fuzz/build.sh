@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with Debian's clang 14 (-fsanitize=fuzzer,address,undefined)
+# against the same sources as the GCC build, into the folder given (default build/fuzz).
+#   test/fuzz/build.sh [OUT_DIR]
+set -euo pipefail
+shopt -s inherit_errexit
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$root/build/fuzz}
+cxx=${ROCE_FUZZ_CXX:-clang++-14}
+mkdir -p "$out/obj"
+# The version the GCC build passes (project(... VERSION x.y.z) in the top CMakeLists.txt).
+version=${ROCE_VERSION:-$(sed -n '/^project(/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt" | head -n1)}
+[[ -n $version ]] || { echo "build.sh: no project VERSION in CMakeLists.txt" >&2; exit 1; }
+
+flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+       -fno-sanitize-recover=undefined -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY
+       "-DROCE_VERSION=\"$version\""
+       -I"$root/plugin" -I"$root/include" -I"$root/vroce/src")
+
+# Library sources per target (what each decoder needs, nothing more).
+declare -A sources=(
+  [handshake]="plugin/net/handshake.cpp"
+  [listen_handle]="plugin/net/listen_handle.cpp plugin/net/socket_address.cpp plugin/util/errno_text.cpp"
+  [config]="plugin/util/config.cpp plugin/util/config_registry.cpp plugin/util/cidr.cpp plugin/util/log.cpp plugin/util/log_filter.cpp"
+  [packet]="vroce/src/wire/packet_parse.cpp vroce/src/wire/icrc.cpp vroce/src/wire/crc32.cpp vroce/src/wire/crc32_pclmul.cpp vroce/src/wire/headers.cpp vroce/src/wire/opcode.cpp vroce/src/wire/flow.cpp"
+)
+
+compile() {  # source -> object, rebuilt only when the source or a header is newer
+  local src=$1 obj
+  obj="$out/obj/$(echo "$src" | tr '/' '_').o"
+  if [[ ! -f $obj || -n $(find "$root/$(dirname "$src")" "$root/test/fuzz" -newer "$obj" -name '*.h' -o -newer "$obj" -name "$(basename "$src")" | head -n1) ]]; then
+    local extra=()
+    [[ $src == *crc32_pclmul.cpp ]] && extra=(-mpclmul -msse4.1)
+    "$cxx" "${flags[@]}" "${extra[@]}" -c "$root/$src" -o "$obj"
+  fi
+  echo "$obj"
+}
+
+for target in "${!sources[@]}"; do
+  objs=()
+  for src in ${sources[$target]} test/fuzz/${target}_fuzz.cpp; do
+    objs+=("$(compile "$src")")
+  done
+  "$cxx" -fsanitize=fuzzer,address,undefined "${objs[@]}" -o "$out/${target}_fuzz" -lpthread
+  echo "built $out/${target}_fuzz"
+done
