@@ -1,0 +1,24 @@
+// Memory for the objects whose addresses NCCL holds: comms (with their request slots inside) and
+// memory handles. A block given back by close or deregMr is zeroed and kept for the next object of
+// the same size instead of returning to malloc. A stale pointer NCCL passes back later (a double
+// close, a request tested after its comm was closed, a deregistered mhandle) therefore reads a
+// zero type tag and is refused with a clear error, instead of reading freed memory. The data path
+// is unchanged: it already checks the tag. Blocks live until the plugin unloads; their number is
+// bounded by the most comms and handles ever open at once.
+//
+// Limitation: once a block holds a new object, a stale pointer to it names that new object; only
+// a handle with a generation (an index, not an address) could tell them apart.
+#pragma once
+
+#include <cstddef>
+
+namespace roce::recycled {
+
+// At least `size` bytes, aligned for any fundamental type; throws std::bad_alloc.
+void* allocate(std::size_t size);
+// Zeroes `size` bytes of the block and keeps it for a later allocate(size).
+void release(void* block, std::size_t size) noexcept;
+// Blocks kept now, for tests.
+std::size_t kept();
+
+}  // namespace roce::recycled
