@@ -3,10 +3,12 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -94,12 +96,37 @@ std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>
                                const TrafficOptions& options) {
   std::vector<PairRun> runs(pairs.size());
   std::vector<std::thread> threads;
+  // The teardown NCCL's ranks do: the receiver closes only once the sender is done (a barrier).
+  // Without it, a lossy link can lose the last ACK or a tail clear-to-send after the other side
+  // destroyed its QPs, and the survivor's retries then fail with RETRY_EXC, correctly.
+  std::unique_ptr<std::atomic<bool>[]> sender_closing(new std::atomic<bool>[pairs.size()]);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    sender_closing[i] = false;
+  }
   for (size_t i = 0; i < pairs.size(); ++i) {
     const uint64_t seed = seed_base + i;
-    threads.emplace_back(
-        [&, i, seed] { runs[i].sent = run_sender(plugin, pairs[i].send, seed, shape, options); });
     threads.emplace_back([&, i, seed] {
-      runs[i].received = run_receiver(plugin, pairs[i].recv, seed, shape, options);
+      TrafficOptions mine = options;
+      mine.before_close = [&, i] {
+        if (options.before_close) {
+          options.before_close();
+        }
+        sender_closing[i] = true;
+      };
+      runs[i].sent = run_sender(plugin, pairs[i].send, seed, shape, mine);
+    });
+    threads.emplace_back([&, i, seed] {
+      TrafficOptions mine = options;
+      mine.before_close = [&, i] {
+        if (options.before_close) {
+          options.before_close();
+        }
+        const auto deadline = std::chrono::steady_clock::now() + options.deadline;
+        while (!sender_closing[i] && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      };
+      runs[i].received = run_receiver(plugin, pairs[i].recv, seed, shape, mine);
     });
   }
   for (auto& t : threads) {

@@ -43,7 +43,8 @@ struct PairRun {
 };
 
 // Runs the traffic plan on every pair at once (seed base + index), a sender and a receiver
-// thread per pair; each side closes its comm when done, as run_sender/run_receiver do.
+// thread per pair; each side closes its comm when done, as run_sender/run_receiver do, the
+// receiver only once its sender is closing (NCCL's ranks barrier before they close).
 std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>& pairs,
                                uint64_t seed_base, const PlanShape& shape,
                                const TrafficOptions& options);
