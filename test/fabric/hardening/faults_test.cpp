@@ -100,6 +100,15 @@ void run_with_faults(const FaultRun& run) {
 
 }  // namespace
 
+TEST_CASE("no faults: the same four comms, the baseline of the fault runs", "[hardening][faults]") {
+  run_with_faults({"none", "seed=20", "hda=127.0.9.15,hdb=127.0.9.16", 4, 500});
+  const std::string s = vroce_stats();
+  for (const char* fault : {"faults_injected.drop", "faults_injected.duplicate",
+                            "faults_injected.corrupt", "faults_injected.reorder"}) {
+    CHECK(vroce_stat(s, fault) == 0);
+  }
+}
+
 TEST_CASE("0.1% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
   run_with_faults({"loss0.1%", "drop=0.001,seed=21", "hda=127.0.9.1,hdb=127.0.9.2", 4, 500});
   const std::string s = vroce_stats();
