@@ -3,11 +3,16 @@
 // a wrong nonce, a peer that never finishes its request, and thousands of half-open connections.
 // Each kind must be refused or dropped with its reason in the WARN line the NCCL logger receives,
 // the listener must keep listening, a legitimate connection arriving in the middle of the storm
-// must succeed and carry verified traffic, and the storm must cost bounded memory and time.
+// must succeed and carry verified traffic, and the storm must cost bounded memory and time, even
+// when it exhausts the listening process's file descriptors.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,11 +20,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "hardening_support.h"
 #include "net/handshake.h"
 #include "net/listen_handle.h"
@@ -366,4 +373,155 @@ TEST_CASE(
   // side of the storm (socket buffers are kernel memory, not RSS) adds nothing of its own. 16 MiB
   // is far above what 128 pending handshakes may cost and far below what 4000 would.
   CHECK(rss_storm - rss_before < 16 * 1024);
+}
+
+TEST_CASE(
+    "a storm that exhausts the listener's file descriptors: silent connections are evicted "
+    "and the legitimate one still connects",
+    "[hardening][hostile]") {
+  setenv("VROCE_DEVICES", "hdb=127.0.9.36", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const int b = plugin.find_device("hdb");
+  REQUIRE(b >= 0);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
+  const roce::net::ListenHandle listen = decode(handle);
+
+  // The legitimate sender, in a process of its own (this one will have no descriptor to spare),
+  // started now and told to connect once the storm has filled the listener.
+  const char* peer = std::getenv("ROCE_FABRIC_PEER");
+  REQUIRE(peer != nullptr);
+  ChildProcess sender({peer, "send", "--device", "hda", "--seed", "63", "--groups", "30",
+                       "--max-single", "65536", "--handle", handle_to_hex(handle), "--wait-start"},
+                      {{"VROCE_DEVICES", "hda=127.0.9.37"}});
+  REQUIRE(sender.wait_for("WAITING", 30000));
+
+  // The storm: a forked child opens silent connections and keeps them (its descriptors are its
+  // own); it says when they are all queued.
+  constexpr int kSilent = 200;
+  int done_pipe[2];
+  REQUIRE(pipe2(done_pipe, O_CLOEXEC) == 0);
+  const pid_t storm = fork();
+  REQUIRE(storm >= 0);
+  if (storm == 0) {
+    close(done_pipe[0]);
+    for (int i = 0; i < kSilent; ++i) {
+      int fd = socket(listen.address.domain(), SOCK_STREAM, 0);
+      if (fd >= 0) {
+        (void)::connect(fd, listen.address.raw(), listen.address.raw_length());
+      }
+    }
+    const char byte = 1;
+    (void)!write(done_pipe[1], &byte, 1);
+    pause();
+    _exit(0);
+  }
+  close(done_pipe[1]);
+  struct StormGuard {
+    pid_t pid;
+    ~StormGuard() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } storm_guard{storm};
+
+  // This process may now open only a few more descriptors than it has.
+  int open_now = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open_now;
+  }
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(open_now + 24);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  struct LimitGuard {
+    rlimit saved;
+    ~LimitGuard() { setrlimit(RLIMIT_NOFILE, &saved); }
+  } limit_guard{saved};
+
+  std::atomic<bool> stop{false};
+  std::atomic<void*> recv_comm{nullptr};
+  std::atomic<int> accept_errors{0};
+  std::thread service([&] {
+    while (!stop) {
+      void* comm = nullptr;
+      if (plugin.accept(listen_comm, &comm) != ncclSuccess) {
+        ++accept_errors;
+      }
+      if (comm != nullptr) {
+        recv_comm = comm;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  struct Stopper {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Stopper() {
+      stop = true;
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+  } stopper{stop, service};
+
+  pollfd wait_storm{done_pipe[0], POLLIN, 0};
+  REQUIRE(poll(&wait_storm, 1, 30000) == 1);
+  close(done_pipe[0]);
+  // The listener runs out of descriptors: it must shed silent connections, not fail.
+  auto evictions_logged = [&] {
+    for (const auto& line : warn_lines()) {
+      if (line.find("evicted: out of file descriptors") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!evictions_logged() && accept_errors == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(evictions_logged());
+  CHECK(accept_errors == 0);
+  // The storm ends (its connections close); the same listener, still under the tight limit,
+  // then takes the legitimate connection.
+  kill(storm, SIGKILL);
+  sender.write_line("go");
+  deadline = Clock::now() + std::chrono::seconds(30);
+  while (recv_comm == nullptr && accept_errors == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop = true;
+  service.join();
+  if (recv_comm == nullptr) {
+    while (sender.read_line(2000)) {
+    }
+  }
+  INFO("sender:\n"
+       << [&] {
+            std::string all;
+            for (const auto& l : sender.lines()) {
+              all += l + "\n";
+            }
+            return all;
+          }());
+  CHECK(accept_errors == 0);
+  REQUIRE(recv_comm != nullptr);
+
+  PlanShape shape;
+  shape.groups = 30;
+  shape.max_single = 65536;
+  TrafficOptions options;
+  options.idle = nap;
+  // The sender closes with its tail in flight; this side closes once it has.
+  options.before_close = [&] { sender.wait_for("OK", 60000); };
+  const TrafficResult received = run_receiver(plugin, recv_comm.load(), 63, shape, options);
+  INFO("receiver: " << received.error);
+  CHECK(received.ok);
+  CHECK(sender.wait(30000) == 0);
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }
