@@ -26,8 +26,10 @@ struct FaultRun {
 void run_with_faults(const FaultRun& run) {
   setenv("VROCE_DEVICES", run.addresses, 1);
   setenv("VROCE_FAULTS", run.faults, 1);
-  // 16.8 ms local ACK timeout, 7 retries: a lost tail costs one timeout, not NCCL's 4 s.
-  setenv("NCCL_IB_TIMEOUT", "12", 1);
+  // 67 ms local ACK timeout, 7 retries (0.5 s without progress before RETRY_EXC): a lost tail
+  // costs one timeout, not NCCL's 4 s, and a loaded 2-core machine that stalls the progress
+  // threads for a fraction of a second does not end the run.
+  setenv("NCCL_IB_TIMEOUT", "14", 1);
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
