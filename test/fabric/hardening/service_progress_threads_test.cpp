@@ -50,9 +50,10 @@ TEST_CASE("connect, accept, regMr and close on the service thread while the data
     void* send_comm = nullptr;
     void* recv_comm = nullptr;
     std::string error;
+    const bool connected = connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm,
+                                                      &recv_comm, 30000, &error);
     INFO(error);
-    REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
-                                       30000, &error));
+    REQUIRE(connected);
     REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
     void* smh = nullptr;
     void* rmh = nullptr;
