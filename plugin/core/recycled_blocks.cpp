@@ -2,6 +2,7 @@
 // accept, regMr, close, deregMr), so a mutex is fine.
 #include "core/recycled_blocks.h"
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -10,6 +11,15 @@
 
 namespace roce::recycled {
 namespace {
+
+// In front of every object: the live mark, padded so the object keeps malloc's 16-byte alignment.
+constexpr std::size_t kHeader = 16;
+constexpr std::uint64_t kLiveMark = 0x6c6976652d626c6bULL;  // "live-blk"
+
+void set_mark(void* block, std::uint64_t mark) noexcept {
+  auto* word = static_cast<volatile std::uint64_t*>(block);
+  *word = mark;
+}
 
 // Set when the pool is destroyed at unload: a comm that a later static destructor closes then
 // goes straight back to the allocator.
@@ -37,24 +47,30 @@ Pool& pool() {
 
 void* allocate(std::size_t size) {
   Pool& p = pool();
+  void* block = nullptr;
   {
     const std::lock_guard lock(p.mutex);
     auto it = p.free_by_size.find(size);
     if (it != p.free_by_size.end() && !it->second.empty()) {
-      void* block = it->second.back();
+      block = it->second.back();
       it->second.pop_back();
-      return block;
     }
   }
-  return ::operator new(size);
+  if (block == nullptr) {
+    block = ::operator new(size + kHeader);
+  }
+  set_mark(block, kLiveMark);
+  return static_cast<unsigned char*>(block) + kHeader;
 }
 
-void release(void* block, std::size_t size) noexcept {
-  if (block == nullptr) {
+void release(void* object, std::size_t size) noexcept {
+  if (object == nullptr) {
     return;
   }
+  void* block = static_cast<unsigned char*>(object) - kHeader;
+  set_mark(block, 0);
   // Volatile stores: the object's lifetime has ended, and these must not be optimised away.
-  auto* bytes = static_cast<volatile unsigned char*>(block);
+  auto* bytes = static_cast<volatile unsigned char*>(object);
   for (std::size_t i = 0; i < size; ++i) {
     bytes[i] = 0;
   }
@@ -69,6 +85,12 @@ void release(void* block, std::size_t size) noexcept {
   } catch (...) {
     ::operator delete(block);  // out of memory for the list: lose the check, not the block
   }
+}
+
+bool is_live(const void* object) noexcept {
+  std::uint64_t mark = 0;
+  std::memcpy(&mark, static_cast<const unsigned char*>(object) - kHeader, sizeof mark);
+  return mark == kLiveMark;
 }
 
 std::size_t kept() {
