@@ -13,8 +13,7 @@ namespace roce::recycled {
 namespace {
 
 // In front of every object: the live mark, padded so the object keeps malloc's 16-byte alignment.
-constexpr std::size_t kHeader = 16;
-constexpr std::uint64_t kLiveMark = 0x6c6976652d626c6bULL;  // "live-blk"
+constexpr std::size_t kHeader = kHeaderBytes;
 
 void set_mark(void* block, std::uint64_t mark) noexcept {
   auto* word = static_cast<volatile std::uint64_t*>(block);
@@ -85,12 +84,6 @@ void release(void* object, std::size_t size) noexcept {
   } catch (...) {
     ::operator delete(block);  // out of memory for the list: lose the check, not the block
   }
-}
-
-bool is_live(const void* object) noexcept {
-  std::uint64_t mark = 0;
-  std::memcpy(&mark, static_cast<const unsigned char*>(object) - kHeader, sizeof mark);
-  return mark == kLiveMark;
 }
 
 std::size_t kept() {

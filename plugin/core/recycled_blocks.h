@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 namespace roce::recycled {
 
@@ -23,7 +25,14 @@ void* allocate(std::size_t size);
 void release(void* block, std::size_t size) noexcept;
 // True when `object` was returned by allocate() and not released since. `object` must point to
 // readable memory at least 16 bytes into an allocation (any pointer NCCL got from this plugin).
-bool is_live(const void* object) noexcept;
+// Inline: isend, irecv and iflush ask it on every call.
+inline constexpr std::size_t kHeaderBytes = 16;
+inline constexpr std::uint64_t kLiveMark = 0x6c6976652d626c6bULL;  // "live-blk"
+inline bool is_live(const void* object) noexcept {
+  std::uint64_t mark = 0;
+  std::memcpy(&mark, static_cast<const unsigned char*>(object) - kHeaderBytes, sizeof mark);
+  return mark == kLiveMark;
+}
 // Blocks kept now, for tests.
 std::size_t kept();
 
