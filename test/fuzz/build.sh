@@ -12,7 +12,8 @@ mkdir -p "$out/obj"
 version=${ROCE_VERSION:-$(sed -n '/^project(/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt" | head -n1)}
 [[ -n $version ]] || { echo "build.sh: no project VERSION in CMakeLists.txt" >&2; exit 1; }
 
-flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
+sanitizers=fuzzer-no-link,address,undefined
+flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer "-fsanitize=$sanitizers"
        -fno-sanitize-recover=undefined -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY
        "-DROCE_VERSION=\"$version\""
        -I"$root/plugin" -I"$root/include" -I"$root/vroce/src")

@@ -23,6 +23,6 @@ for target in handshake listen_handle config packet; do
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$target.log")
   cov=$(grep -Eo 'cov: [0-9]+' "$work/$target.log" | tail -n1)
-  echo "FUZZ $target seconds=$seconds executions=$runs $cov corpus=$(ls "$work/$target" | wc -l)"
+  echo "FUZZ $target seconds=$seconds executions=$runs $cov corpus=$(find "$work/$target" -type f | wc -l)"
 done
 exit $status
