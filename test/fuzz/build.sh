@@ -26,21 +26,44 @@ declare -A sources=(
   [packet]="vroce/src/wire/packet_parse.cpp vroce/src/wire/icrc.cpp vroce/src/wire/crc32.cpp vroce/src/wire/crc32_pclmul.cpp vroce/src/wire/headers.cpp vroce/src/wire/opcode.cpp vroce/src/wire/flow.cpp"
 )
 
-compile() {  # source -> object, rebuilt only when the source or a header is newer
+object_of() {
+  echo "$out/obj/$(echo "$1" | tr '/' '_').o"
+}
+
+compile() {  # source -> object, rebuilt only when the source or a header beside it is newer
   local src=$1 obj
-  obj="$out/obj/$(echo "$src" | tr '/' '_').o"
+  obj=$(object_of "$src")
   if [[ ! -f $obj || -n $(find "$root/$(dirname "$src")" "$root/test/fuzz" -newer "$obj" -name '*.h' -o -newer "$obj" -name "$(basename "$src")" | head -n1) ]]; then
     local extra=()
     [[ $src == *crc32_pclmul.cpp ]] && extra=(-mpclmul -msse4.1)
-    "$cxx" "${flags[@]}" "${extra[@]}" -c "$root/$src" -o "$obj"
+    "$cxx" "${flags[@]}" "${extra[@]}" -c "$root/$src" -o "$obj.tmp"
+    mv "$obj.tmp" "$obj"
   fi
-  echo "$obj"
 }
+
+# Every object, ROCE_JOBS (default: the core count) compilers at a time.
+jobs=${ROCE_JOBS:-$(nproc)}
+all=()
+for target in "${!sources[@]}"; do
+  read -r -a list <<<"${sources[$target]}"
+  all+=("${list[@]}" "test/fuzz/${target}_fuzz.cpp")
+done
+running=0
+for src in "${all[@]}"; do
+  compile "$src" &
+  running=$((running + 1))
+  if ((running >= jobs)); then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
 
 for target in "${!sources[@]}"; do
   objs=()
-  for src in ${sources[$target]} test/fuzz/${target}_fuzz.cpp; do
-    objs+=("$(compile "$src")")
+  read -r -a list <<<"${sources[$target]}"
+  for src in "${list[@]}" "test/fuzz/${target}_fuzz.cpp"; do
+    objs+=("$(object_of "$src")")
   done
   "$cxx" -fsanitize=fuzzer,address,undefined "${objs[@]}" -o "$out/${target}_fuzz" -lpthread
   echo "built $out/${target}_fuzz"
