@@ -4,8 +4,14 @@
  * v11 has finalize, and the argument checks answer without touching a device.
  *
  * Usage: dlopen_tables <path to libnccl-net-roce.so>          table and argument checks
- *        dlopen_tables <path> --init-fails                    init must fail (bad environment)
- *                                                             with exactly one WARN line */
+ *        dlopen_tables <path> --init-fails [TEXT]             init must fail (bad environment)
+ *                                                             with exactly one WARN line, which
+ *                                                             contains TEXT when given
+ *
+ * The init failures are C++ exceptions thrown and caught inside the plugin (ibv::LoadError from
+ * the libibverbs loader, caught by init): a WARN carrying the exception's message proves that the
+ * plugin's unwinder (libgcc_s, see compat/CMakeLists.txt) and its static libstdc++ work together
+ * in a dlopened plugin; a broken unwinder would end in std::terminate instead. */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -16,6 +22,7 @@
 
 static int failures = 0;
 static int warn_lines = 0;
+static char last_warn[2048];
 
 #define CHECK(cond)                                                     \
   do {                                                                  \
@@ -34,6 +41,7 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char* fil
   va_end(ap);
   if (level == NCCL_LOG_WARN) {
     ++warn_lines;
+    snprintf(last_warn, sizeof last_warn, "%s", text);
   }
   fprintf(stderr, "[plugin level %d flags 0x%lx %s:%d] %s\n", (int)level, flags, file, line, text);
 }
@@ -127,7 +135,7 @@ static void check_arguments(const ncclNet_v8_t* v8, const ncclNet_v9_t* v9,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s <libnccl-net-roce.so> [--init-fails]\n", argv[0]);
+    fprintf(stderr, "usage: %s <libnccl-net-roce.so> [--init-fails [TEXT]]\n", argv[0]);
     return 2;
   }
   int flags = RTLD_NOW | RTLD_LOCAL;
@@ -157,15 +165,25 @@ int main(int argc, char** argv) {
   CHECK(dlsym(lib, "_ZN4roce3api4initEPFv17ncclDebugLogLevelmPKciS3_zE") == NULL);
 
   if (argc > 2 && strcmp(argv[2], "--init-fails") == 0) {
+    const char* expected = argc > 3 ? argv[3] : NULL;
     ncclResult_t r = v8->init(logger);
     CHECK(r != ncclSuccess);
     CHECK(warn_lines == 1);
+    if (expected != NULL && strstr(last_warn, expected) == NULL) {
+      fprintf(stderr, "FAILED: the init WARN does not contain \"%s\"\n", expected);
+      ++failures;
+    }
     void* ctx = (void*)0x1;
     ncclNetCommConfig_v11_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
     warn_lines = 0;
+    last_warn[0] = '\0';
     CHECK(v11->init(&ctx, 1, &config, logger, NULL) != ncclSuccess);
     CHECK(ctx == NULL);
     CHECK(warn_lines == 1);
+    if (expected != NULL && strstr(last_warn, expected) == NULL) {
+      fprintf(stderr, "FAILED: the v11 init WARN does not contain \"%s\"\n", expected);
+      ++failures;
+    }
     CHECK(v11->finalize(ctx) == ncclSuccess);
     dlclose(lib);
     fprintf(stderr, failures == 0 ? "init failed cleanly\n" : "%d check(s) failed\n", failures);

@@ -1,12 +1,17 @@
 #include "core/device_state.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <map>
-#include <random>
 #include <thread>
 #include <unordered_map>
 
 #include "device/device.h"
 #include "transport/engine.h"
+#include "util/log.h"
 
 namespace vroce {
 namespace {
@@ -20,6 +25,24 @@ std::mutex& registry_mutex() {
 std::unordered_map<const Context*, int>& context_counts() {
   static auto* counts = new std::unordered_map<const Context*, int>();
   return *counts;
+}
+
+// Where the QPN counter starts, so that QPNs differ between runs like on a real NIC. getrandom(2)
+// rather than std::random_device: the shipped libibverbs.so.1 must not import arc4random
+// (GLIBC_2.36), see compat/glibc_floor.cpp.
+uint32_t random_qpn_seed() {
+  uint32_t value = 0;
+  ssize_t got = 0;
+  do {
+    got = getrandom(&value, sizeof value, GRND_NONBLOCK);
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof value)) {
+    return value;
+  }
+  // Only variety is at stake (no peer relies on QPNs being unpredictable), so say so and go on.
+  VROCE_LOG(Warn, "getrandom failed (%s): QPNs start from a clock-derived value",
+            got < 0 ? std::strerror(errno) : "short read");
+  return static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 }  // namespace
@@ -37,8 +60,7 @@ DeviceState& DeviceState::of(Device& device) {
 }
 
 DeviceState::DeviceState(Device& device) : device_(device) {
-  std::random_device random;
-  next_qpn_ = 0x100 + (random() % 0xF00000);
+  next_qpn_ = 0x100 + (random_qpn_seed() % 0xF00000);
 }
 
 uint32_t DeviceState::allocate_qpn() {

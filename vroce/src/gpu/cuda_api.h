@@ -14,6 +14,8 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;  // the driver ABI spells it so
 struct CUctx_st;
 using CUcontext = CUctx_st*;
+struct CUstream_st;
+using CUstream = CUstream_st*;
 
 inline constexpr CUresult kSuccess = 0;
 inline constexpr CUresult kErrorInvalidValue = 1;
@@ -25,6 +27,9 @@ inline constexpr int kPointerAttributeMemoryType = 2;
 inline constexpr int kPointerAttributeDeviceOrdinal = 9;
 inline constexpr int kPointerAttributeRangeStartAddr = 11;
 inline constexpr int kPointerAttributeRangeSize = 12;
+
+// CUstream_flags: a stream that never synchronises with the legacy default stream.
+inline constexpr unsigned int kStreamNonBlocking = 0x1;
 
 // CUmemorytype values.
 inline constexpr unsigned int kMemoryTypeHost = 1;
@@ -39,6 +44,11 @@ using cuDeviceGetCount_t = CUresult (*)(int* count);
 using cuDevicePrimaryCtxRetain_t = CUresult (*)(CUcontext* ctx, CUdevice device);
 using cuCtxGetCurrent_t = CUresult (*)(CUcontext* ctx);
 using cuCtxSetCurrent_t = CUresult (*)(CUcontext ctx);
+using cuStreamCreate_t = CUresult (*)(CUstream* stream, unsigned int flags);
+using cuStreamSynchronize_t = CUresult (*)(CUstream stream);
+using cuMemcpyHtoDAsync_t = CUresult (*)(CUdeviceptr dst, const void* src, size_t bytes,
+                                         CUstream stream);
+using cuMemcpyDtoHAsync_t = CUresult (*)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
 using cuMemcpyHtoD_t = CUresult (*)(CUdeviceptr dst, const void* src, size_t bytes);
 using cuMemcpyDtoH_t = CUresult (*)(void* dst, CUdeviceptr src, size_t bytes);
 using cuMemAlloc_t = CUresult (*)(CUdeviceptr* ptr, size_t bytes);

@@ -44,9 +44,12 @@ Loaded load() {
       !bind_symbol(library, "cuDevicePrimaryCtxRetain", &d.primary_ctx_retain, &loaded.reason) ||
       !bind_symbol(library, "cuCtxGetCurrent", &d.ctx_get_current, &loaded.reason) ||
       !bind_symbol(library, "cuCtxSetCurrent", &d.ctx_set_current, &loaded.reason) ||
-      // cuda.h maps cuMemcpyHtoD/DtoH to these _v2 entry points (64-bit device pointers).
-      !bind_symbol(library, "cuMemcpyHtoD_v2", &d.memcpy_htod, &loaded.reason) ||
-      !bind_symbol(library, "cuMemcpyDtoH_v2", &d.memcpy_dtoh, &loaded.reason)) {
+      !bind_symbol(library, "cuStreamCreate", &d.stream_create, &loaded.reason) ||
+      !bind_symbol(library, "cuStreamSynchronize", &d.stream_synchronize, &loaded.reason) ||
+      // cuda.h maps cuMemcpy*Async to these _v2 entry points (64-bit device pointers).
+      !bind_symbol(library, "cuMemcpyHtoDAsync_v2", &d.memcpy_htod_async, &loaded.reason) ||
+      !bind_symbol(library, "cuMemcpyDtoHAsync_v2", &d.memcpy_dtoh_async, &loaded.reason) ||
+      !bind_symbol(library, "cuMemAllocHost_v2", &d.mem_alloc_host, &loaded.reason)) {
     return loaded;
   }
   cuda::CUresult rc = init(0);

@@ -16,8 +16,11 @@ struct CudaDriver {
   cuda::cuDevicePrimaryCtxRetain_t primary_ctx_retain = nullptr;
   cuda::cuCtxGetCurrent_t ctx_get_current = nullptr;
   cuda::cuCtxSetCurrent_t ctx_set_current = nullptr;
-  cuda::cuMemcpyHtoD_t memcpy_htod = nullptr;
-  cuda::cuMemcpyDtoH_t memcpy_dtoh = nullptr;
+  cuda::cuStreamCreate_t stream_create = nullptr;
+  cuda::cuStreamSynchronize_t stream_synchronize = nullptr;
+  cuda::cuMemcpyHtoDAsync_t memcpy_htod_async = nullptr;
+  cuda::cuMemcpyDtoHAsync_t memcpy_dtoh_async = nullptr;
+  cuda::cuMemAllocHost_t mem_alloc_host = nullptr;
 
   // "CUDA_ERROR_INVALID_VALUE (1)" and the like, for log lines.
   std::string error_text(cuda::CUresult result) const;

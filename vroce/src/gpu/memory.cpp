@@ -1,11 +1,13 @@
 // Memory classification and copies for host and CUDA device memory; see gpu/memory.h.
 #include "gpu/memory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 
 #include "gpu/cuda_driver.h"
 #include "util/log.h"
@@ -70,6 +72,56 @@ cuda::CUresult primary_context(const CudaDriver& driver, int ordinal, cuda::CUco
   return rc;
 }
 
+// What vroce copies through in one context: a stream and a page-locked staging buffer of its own,
+// used by one copy at a time. Both choices keep vroce's copies independent of the application's
+// CUDA work, as a NIC's DMA engine is:
+// - The synchronous copies (cuMemcpyHtoD and friends) run on the legacy default stream, which
+//   waits for the application's work on it; PyTorch queues there a wait for NCCL's kernel, which
+//   waits for the data vroce is delivering. A non-blocking stream orders only against itself.
+// - A copy from pageable memory goes through the driver's shared staging buffers, which an
+//   application thread's own pageable copy (PyTorch's .item() after a collective) can hold while
+//   it waits for NCCL's kernel. From page-locked memory the copy engine reads directly.
+// Both deadlocks were seen on H200s as a peer QP exhausting its retries mid-run.
+struct CopyEngine {
+  std::mutex mutex;  // one copy at a time owns the staging buffer
+  cuda::CUstream stream = nullptr;
+  uint8_t* staging = nullptr;
+};
+constexpr size_t kStagingBytes = size_t{1} << 20;
+
+// The copy engine of `context` (which must be current), created on first use and kept for the
+// life of the process.
+cuda::CUresult copy_engine(const CudaDriver& driver, cuda::CUcontext context, CopyEngine** engine) {
+  static std::mutex mutex;
+  static std::map<cuda::CUcontext, CopyEngine*> engines;  // never freed: copies may race exit
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = engines.find(context); it != engines.end()) {
+    *engine = it->second;
+    return cuda::kSuccess;
+  }
+  auto* created = new (std::nothrow) CopyEngine;
+  if (created == nullptr) {
+    return cuda::kErrorInvalidValue;
+  }
+  void* staging = nullptr;
+  cuda::CUresult rc = driver.stream_create(&created->stream, cuda::kStreamNonBlocking);
+  if (rc == cuda::kSuccess) {
+    rc = driver.mem_alloc_host(&staging, kStagingBytes);
+  }
+  if (rc != cuda::kSuccess) {
+    delete created;  // a created stream leaks: harmless, and this path means CUDA is failing
+    return rc;
+  }
+  created->staging = static_cast<uint8_t*>(staging);
+  try {
+    engines.emplace(context, created);
+  } catch (...) {
+    return cuda::kErrorInvalidValue;  // out of memory for the map entry
+  }
+  *engine = created;
+  return cuda::kSuccess;
+}
+
 // Makes the context that owns addr current on this thread for one driver call and restores the
 // caller's afterwards, so copies from an application thread leave its CUDA state untouched.
 class ScopedContext {
@@ -97,6 +149,9 @@ class ScopedContext {
       result_ = driver.ctx_set_current(target);
       switched_ = result_ == cuda::kSuccess;
     }
+    if (result_ == cuda::kSuccess) {
+      result_ = copy_engine(driver, target, &engine_);
+    }
   }
   ~ScopedContext() {
     if (switched_) {
@@ -107,10 +162,13 @@ class ScopedContext {
   ScopedContext& operator=(const ScopedContext&) = delete;
 
   cuda::CUresult result() const { return result_; }
+  // vroce's copy engine in that context (valid when result() is kSuccess).
+  CopyEngine& engine() const { return *engine_; }
 
  private:
   const CudaDriver& driver_;
   cuda::CUcontext previous_ = nullptr;
+  CopyEngine* engine_ = nullptr;
   cuda::CUresult result_ = cuda::kSuccess;
   bool switched_ = false;
 };
@@ -150,7 +208,19 @@ int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_
   ScopedContext scope(*driver, region_addr);
   cuda::CUresult rc = scope.result();
   if (rc == cuda::kSuccess) {
-    rc = driver->memcpy_htod(region_addr, src, length);
+    // Each piece is in device memory before the call returns (and the packet is acknowledged).
+    CopyEngine& engine = scope.engine();
+    std::lock_guard<std::mutex> lock(engine.mutex);
+    const auto* from = static_cast<const uint8_t*>(src);
+    for (size_t done = 0; done < length && rc == cuda::kSuccess;) {
+      size_t piece = std::min(length - done, kStagingBytes);
+      std::memcpy(engine.staging, from + done, piece);
+      rc = driver->memcpy_htod_async(region_addr + done, engine.staging, piece, engine.stream);
+      if (rc == cuda::kSuccess) {
+        rc = driver->stream_synchronize(engine.stream);
+      }
+      done += piece;
+    }
   }
   if (rc != cuda::kSuccess) {
     log_copy_failure_once(*driver, "copy into device memory", rc);
@@ -174,7 +244,20 @@ int copy_from_region(MemoryKind kind, uint64_t region_addr, void* dst, size_t le
   ScopedContext scope(*driver, region_addr);
   cuda::CUresult rc = scope.result();
   if (rc == cuda::kSuccess) {
-    rc = driver->memcpy_dtoh(dst, region_addr, length);
+    CopyEngine& engine = scope.engine();
+    std::lock_guard<std::mutex> lock(engine.mutex);
+    auto* to = static_cast<uint8_t*>(dst);
+    for (size_t done = 0; done < length && rc == cuda::kSuccess;) {
+      size_t piece = std::min(length - done, kStagingBytes);
+      rc = driver->memcpy_dtoh_async(engine.staging, region_addr + done, piece, engine.stream);
+      if (rc == cuda::kSuccess) {
+        rc = driver->stream_synchronize(engine.stream);
+      }
+      if (rc == cuda::kSuccess) {
+        std::memcpy(to + done, engine.staging, piece);
+      }
+      done += piece;
+    }
   }
   if (rc != cuda::kSuccess) {
     log_copy_failure_once(*driver, "copy out of device memory", rc);

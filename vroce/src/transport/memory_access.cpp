@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "gpu/memory.h"
+#include "transport/ordered_copy.h"
 
 namespace vroce::transport {
 namespace {
@@ -116,7 +117,9 @@ KeyError scatter(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32
         return KeyError::AccessDenied;
       }
     } else {
-      std::memcpy(reinterpret_cast<void*>(where), data.data() + done, take);
+      // Each piece in address order, its last aligned word released (ordered_copy.h): this also
+      // serves READ responses landing in the requester's SGEs.
+      ordered_copy(reinterpret_cast<void*>(where), data.data() + done, take);
     }
     done += take;
     offset = 0;
@@ -141,7 +144,7 @@ KeyError place_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_
                ? KeyError::None
                : KeyError::AccessDenied;
   }
-  std::memcpy(reinterpret_cast<void*>(where), data.data(), data.size());
+  ordered_copy(reinterpret_cast<void*>(where), data.data(), data.size());
   return KeyError::None;
 }
 

@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #define FAKE_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
@@ -31,6 +33,13 @@ struct FakeContext {
   int ordinal = 0;
 };
 
+// A stream: which context it belongs to and whether it is non-blocking (the only kind a copy
+// engine that must not wait behind the application's default stream may use).
+struct FakeStream {
+  FakeContext* context = nullptr;
+  unsigned int flags = 0;
+};
+
 namespace {
 
 struct Driver {
@@ -40,7 +49,10 @@ struct Driver {
   size_t next = 0;
   std::map<uint64_t, size_t> allocations;  // start -> size
   unsigned long long copies = 0;
+  unsigned long long stream_copies = 0;  // of which on a non-blocking stream, page-locked side
+  std::map<uint64_t, size_t> pinned;     // cuMemAllocHost allocations: start -> size
   unsigned long long bytes = 0;
+  std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
   FakeContext context;
 
   Driver() {
@@ -68,6 +80,16 @@ struct Driver {
       return allocations.end();
     }
     return it;
+  }
+
+  bool is_pinned(const void* ptr, size_t length) const {
+    auto addr = reinterpret_cast<uint64_t>(ptr);
+    auto it = pinned.upper_bound(addr);
+    if (it == pinned.begin()) {
+      return false;
+    }
+    --it;
+    return addr - it->first <= it->second && length <= it->second - (addr - it->first);
   }
 
   uint8_t* writable(uint64_t addr) { return host + (addr - reinterpret_cast<uint64_t>(device)); }
@@ -167,6 +189,68 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t byt
   return kSuccess;
 }
 
+FAKE_CUDA_EXPORT CUresult cuStreamCreate(FakeStream** stream, unsigned int flags) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (current != &d.context) {
+    return kInvalidValue;
+  }
+  auto owned = std::make_unique<FakeStream>(FakeStream{current, flags});
+  *stream = owned.get();
+  d.streams.emplace(owned.get(), std::move(owned));
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuStreamSynchronize(FakeStream* stream) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  return d.streams.count(stream) == 1 ? kSuccess : kInvalidValue;
+}
+
+// Async copies complete at once here; a real driver completes them by cuStreamSynchronize.
+FAKE_CUDA_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t bytes,
+                                               FakeStream* stream) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (current != &d.context || d.find(dst, bytes) == d.allocations.end() ||
+      d.streams.count(stream) == 0 || stream->context != current) {
+    return kInvalidValue;
+  }
+  std::memcpy(d.writable(dst), src, bytes);
+  ++d.copies;
+  d.stream_copies += (stream->flags & 1U) != 0 && d.is_pinned(src, bytes) ? 1U : 0U;
+  d.bytes += bytes;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t bytes,
+                                               FakeStream* stream) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (current != &d.context || d.find(src, bytes) == d.allocations.end() ||
+      d.streams.count(stream) == 0 || stream->context != current) {
+    return kInvalidValue;
+  }
+  std::memcpy(dst, d.writable(src), bytes);
+  ++d.copies;
+  d.stream_copies += (stream->flags & 1U) != 0 && d.is_pinned(dst, bytes) ? 1U : 0U;
+  d.bytes += bytes;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemAllocHost_v2(void** ptr, size_t bytes) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  void* p = bytes == 0 ? nullptr : std::malloc(bytes);  // "page-locked": only the bookkeeping
+  if (p == nullptr || current != &d.context) {
+    std::free(p);
+    return kInvalidValue;
+  }
+  *ptr = p;
+  d.pinned[reinterpret_cast<uint64_t>(p)] = bytes;
+  return kSuccess;
+}
+
 FAKE_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
   Driver& d = driver();
   std::lock_guard lock(d.mutex);
@@ -189,6 +273,9 @@ FAKE_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
 // For the tests: how many copies (and bytes) went through the driver.
 FAKE_CUDA_EXPORT unsigned long long fake_cuda_copies() {
   return driver().copies;
+}
+FAKE_CUDA_EXPORT unsigned long long fake_cuda_stream_copies() {
+  return driver().stream_copies;
 }
 FAKE_CUDA_EXPORT unsigned long long fake_cuda_bytes() {
   return driver().bytes;

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 struct FakeContext;
+struct FakeStream;
 
 extern "C" {
 int cuInit(unsigned int flags);
@@ -17,8 +18,16 @@ int cuCtxGetCurrent(FakeContext** ctx);
 int cuCtxSetCurrent(FakeContext* ctx);
 int cuMemcpyHtoD_v2(unsigned long long dst, const void* src, size_t bytes);
 int cuMemcpyDtoH_v2(void* dst, unsigned long long src, size_t bytes);
+int cuStreamCreate(FakeStream** stream, unsigned int flags);
+int cuStreamSynchronize(FakeStream* stream);
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void* src, size_t bytes, FakeStream* stream);
+int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t bytes, FakeStream* stream);
+int cuMemAllocHost_v2(void** ptr, size_t bytes);
 int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes);
 int cuMemFree_v2(unsigned long long ptr);
 unsigned long long fake_cuda_copies();
+// Copies on a non-blocking stream whose host side is page-locked (cuMemAllocHost): the only
+// kind vroce may make. A subset of fake_cuda_copies().
+unsigned long long fake_cuda_stream_copies();
 unsigned long long fake_cuda_bytes();
 }

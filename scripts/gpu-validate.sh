@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# gpu-validate.sh: the plugin's proof on a GPU node, start to finish, with logs and a verdict.
+#
+# On one host with two or more GPUs and no RDMA NIC, every rank gets its own vroce device (its own
+# loopback address), NVLink and shared memory are off (NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1), so
+# every byte NCCL moves between GPUs goes through the plugin, vroce's RoCEv2 wire format and,
+# where asked, GPUDirect (vroce reaches GPU memory through the CUDA driver). On a host with real
+# RoCE NICs, set ROCE_GPU_VALIDATE_VROCE=0 and the same runs use the system libibverbs.
+#
+# It runs, each against NCCL's built-in Socket transport in the same run as the baseline:
+#  1. tools/gpu-validate/collectives.py under torchrun: all_reduce (fp16, bf16, fp32),
+#     all_gather, reduce_scatter, broadcast and send/recv from 8 B to 256 MiB, every result
+#     verified, in three plugin modes: GPUDirect with dma-buf registration, GPUDirect with pointer
+#     registration (nvidia-peermem style), and host-staged; each mode must show in NCCL's log
+#     (GDRDMA on every network channel, or on none).
+#  2. nccl-tests' all_reduce_perf -c 1 (8 B to 256 MiB), one process driving all GPUs (-g N).
+#  3. examples/tp_allreduce.py: the 16x8192 fp16 all-reduce's latency percentiles.
+# Then it prints the comparison table (latency at 8 B and 256 KiB, busbw at 64 MiB) and exits
+# non-zero if any run failed, any element was wrong, or a run used another network or GDR mode.
+#
+# Needs: nvidia-smi, torchrun (PyTorch with NCCL), the built plugin and vroce, and an
+# all_reduce_perf binary built from nccl-tests' public source for this node (not part of this
+# project; pass its folder with --nccl-tests, or leave it out to skip step 2).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+
+usage() {
+  cat <<USAGE
+Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--quick]
+  --build DIR       tree holding lib/libnccl-net-roce.so and vroce/lib/libibverbs.so.1 [build/release]
+  --nccl-tests DIR  folder with nccl-tests' all_reduce_perf (skipped when not given)
+  --out DIR         where logs, JSON and the summary go [gpu-validate-<date>]
+  --quick           8 B to 1 MiB only (a smoke test of the procedure)
+  --iters N         timed, verified runs per size in collectives.py [3]
+  --perf-iters N    all_reduce_perf -n [5]
+  --steps LIST      comma-separated STEP:MODE, STEP one of collectives, tp_allreduce,
+                    all_reduce_perf; MODE one of gdr-dmabuf, gdr-pointer, host, socket
+                    [all, the most telling first]
+Environment: NPROC (GPUs to use, default all), NCCL_LIB_DIR (the libnccl.so.2 for
+all_reduce_perf, default PyTorch's), ROCE_GPU_VALIDATE_VROCE=0 (use real NICs).
+USAGE
+}
+
+build=$repo/build/release
+nccl_tests=""
+out=""
+max_bytes=256M
+iters=3
+perf_iters=5
+steps=collectives:gdr-dmabuf,all_reduce_perf:gdr-dmabuf,all_reduce_perf:socket,tp_allreduce:gdr-dmabuf
+steps+=,tp_allreduce:socket,collectives:socket,collectives:host,collectives:gdr-pointer,all_reduce_perf:host
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --nccl-tests) nccl_tests=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --quick) max_bytes=1M; shift ;;
+    --iters) iters=$2; shift 2 ;;
+    --perf-iters) perf_iters=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "gpu-validate.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+fail() { echo "gpu-validate.sh: $*" >&2; exit 3; }
+plugin=$build/lib/libnccl-net-roce.so
+vroce=$build/vroce/lib/libibverbs.so.1
+use_vroce=${ROCE_GPU_VALIDATE_VROCE:-1}
+[[ -f $plugin ]] || fail "$plugin is missing: build it (cmake --preset release && cmake --build --preset release)"
+[[ $use_vroce == 0 || -f $vroce ]] || fail "$vroce is missing: build the vroce target"
+command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: this needs a GPU node"
+command -v torchrun >/dev/null || fail "torchrun not found: activate the Python environment with PyTorch"
+gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+nproc=${NPROC:-$gpus}
+((nproc >= 2 && nproc <= gpus)) || fail "needs 2 or more GPUs (found $gpus, NPROC=${NPROC:-unset})"
+out=${out:-gpu-validate-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+torch_nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+nccl_lib_dir=${NCCL_LIB_DIR:-$torch_nccl_dir}
+
+# Every run: network between the GPUs only, NCCL's INFO log per process.
+export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+# Ranks use 127.0.0.21, .22, ... (tp_allreduce.py's per_rank_vroce_device).
+vroce_base=127.0.0.21
+
+# The environment of one mode, as `env` arguments.
+mode_env() {
+  local common=(NCCL_NET_PLUGIN="$plugin" NCCL_NET=RoCE NCCL_ROCE_DSCP=26)
+  if [[ $use_vroce != 0 ]]; then
+    common+=(NCCL_IBVERBS_LIB="$vroce" ROCE_EXAMPLE_VROCE_BASE="$vroce_base")
+  fi
+  case $1 in
+    gdr-dmabuf) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=1 NCCL_ROCE_REQUIRE_GDR=1 ;;
+    gdr-pointer) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=0 NCCL_ROCE_DMABUF=0 NCCL_ROCE_REQUIRE_GDR=1 ;;
+    host) echo "${common[@]}" NCCL_NET_GDR_LEVEL=LOC ;;
+    socket) echo NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo ;;
+  esac
+}
+expect_network() { [[ $1 == socket ]] && echo Socket || echo RoCE; }
+expect_gdr() { case $1 in gdr-*) echo yes ;; *) echo no ;; esac; }
+
+status=0
+run_logged() {  # name, command...: runs it, keeps stdout+stderr in $out/name.log
+  local name=$1; shift
+  echo "=== $name: $*"
+  if "$@" >"$out/$name.log" 2>&1; then
+    echo "    passed ($(grep -E '^verdict|Avg bus|p50' "$out/$name.log" | head -n1))"
+  else
+    echo "    FAILED (exit $?): last lines of $out/$name.log:"
+    tail -n 15 "$out/$name.log" | sed 's/^/      /'
+    status=1
+  fi
+}
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "host: $(uname -r), $(grep -m1 PRETTY_NAME /etc/os-release | cut -d= -f2 | tr -d '"')"
+  nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__, "nccl", ".".join(map(str, torch.cuda.nccl.version())))'
+  echo "plugin: $plugin"; ldd "$plugin" | sed 's/^/  /'
+} | tee "$out/environment.txt"
+
+collectives() {  # mode
+  # shellcheck disable=SC2046  # mode_env prints NAME=value words, none with spaces
+  run_logged "collectives-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/collectives-$1.%h.%p.log" \
+    torchrun --standalone --nproc-per-node "$nproc" "$repo/tools/gpu-validate/collectives.py" \
+    --max-bytes "$max_bytes" --iters "$iters" --expect-network "$(expect_network "$1")" \
+    --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json"
+}
+tp_allreduce() {  # mode
+  # shellcheck disable=SC2046
+  run_logged "tp-allreduce-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/tp-$1.%h.%p.log" \
+    torchrun --standalone --nproc-per-node "$nproc" "$repo/examples/tp_allreduce.py" \
+    --iters 2000 --expect-network "$(expect_network "$1")"
+}
+all_reduce_perf() {  # mode
+  [[ -n $nccl_tests ]] || return 0
+  local perf=$nccl_tests/all_reduce_perf devices="" r
+  [[ -x $perf ]] || fail "$perf is missing or not executable"
+  for ((r = 0; r < nproc; r++)); do devices+="${devices:+,}vroce$r=127.0.0.$((21 + r))"; done
+  # shellcheck disable=SC2046
+  run_logged "all_reduce_perf-$1" env $(mode_env "$1") VROCE_DEVICES="$devices" \
+    NCCL_DEBUG_FILE="$out/nccl-logs/perf-$1.%h.%p.log" LD_LIBRARY_PATH="$nccl_lib_dir:${LD_LIBRARY_PATH:-}" \
+    "$perf" -g "$nproc" -b 8 -e "$max_bytes" -f 2 -c 1 -n "$perf_iters" -w 1
+}
+
+# The most telling runs first, so a run cut short by a time limit still says the most.
+mkdir -p "$out/nccl-logs"
+for step in ${steps//,/ }; do
+  mode=${step#*:}
+  case $mode in gdr-dmabuf | gdr-pointer | host | socket) ;; *) fail "unknown mode in step $step (see --help)" ;; esac
+  case ${step%%:*} in
+    collectives) collectives "$mode" ;;
+    tp_allreduce) tp_allreduce "$mode" ;;
+    all_reduce_perf) all_reduce_perf "$mode" ;;
+    *) fail "unknown step $step (see --help)" ;;
+  esac
+done
+
+python3 "$repo/tools/gpu-validate/summarize.py" "$out" | tee "$out/summary.md"
+tar -C "$out" -czf "$out/nccl-logs.tgz" nccl-logs && rm -rf "$out/nccl-logs"
+((status == 0)) || echo "gpu-validate.sh: some runs FAILED; logs in $out" >&2
+exit $status

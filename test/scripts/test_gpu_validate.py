@@ -1,0 +1,85 @@
+"""scripts/gpu-validate.sh and tools/gpu-validate/: the parts that run without a GPU (argument
+checks, the size sweep, the summary tables read from a results folder)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from scripttest import REPO
+
+sys.path.insert(0, str(REPO / "tools" / "gpu-validate"))
+import collectives  # noqa: E402  (torch is imported inside main only)
+import summarize  # noqa: E402
+
+PERF_LOG = """\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+           8             2     float     sum      -1    62.62    0.00    0.00       0    63.55    0.00    0.00       0
+      262144         65536     float     sum      -1  2822.83    0.09    0.09       0  2702.54    0.10    0.10       0
+    67108864      16777216     float     sum      -1   489299    0.14    0.14       3   476419    0.14    0.14       0
+# Out of bounds values : 3 FAILED
+# Avg bus bandwidth    : 0.0751885
+"""
+
+
+class Sweep(unittest.TestCase):
+    def test_sizes_step_by_factor_and_always_reach_the_maximum(self):
+        self.assertEqual(collectives.sizes(8, 512, 4), [8, 32, 128, 512])
+        self.assertEqual(collectives.sizes(8, 256, 4), [8, 32, 128, 256])
+
+    def test_size_parsing_and_bad_arguments(self):
+        self.assertEqual(collectives.parse_size("256M"), 256 << 20)
+        self.assertEqual(collectives.parse_size("8"), 8)
+        with self.assertRaises(Exception):
+            collectives.parse_size("lots")
+        with self.assertRaises(SystemExit):
+            collectives.parse_args(["--ops", "all_to_all:float32"])
+        with self.assertRaises(SystemExit):
+            collectives.parse_args(["--min-bytes", "1M", "--max-bytes", "8"])
+
+
+class Summary(unittest.TestCase):
+    def test_tables_carry_the_figures_and_count_wrong_elements(self):
+        with tempfile.TemporaryDirectory() as d:
+            Path(d, "all_reduce_perf-gdr-dmabuf.log").write_text(PERF_LOG)
+            rows = [dict(op="all_reduce", dtype="float32", bytes=8, count=2, time_us=112.6, algbw_gbs=0,
+                         busbw_gbs=0, wrong=0),
+                    dict(op="all_reduce", dtype="float32", bytes=262144, count=65536, time_us=578.3,
+                         algbw_gbs=0.45, busbw_gbs=0.45, wrong=0)]
+            Path(d, "collectives-host.json").write_text(json.dumps(
+                dict(world=2, nccl="2.28.9", network="RoCE", gdr_channels=0, channels=12, rows=rows, passed=True)))
+            Path(d, "tp-allreduce-socket.log").write_text(
+                "slowest rank       174.2     196.5     225.6\nper token at 160 all-reduces (80 layers x 2): p50 27.87 ms\n")
+            out = subprocess.run([sys.executable, str(REPO / "tools/gpu-validate/summarize.py"), d],
+                                 capture_output=True, text=True, check=True).stdout
+        self.assertIn("| plugin, GPUDirect (dma-buf) | 62.6 | 2822.8 | 0.14 | - | 3 |", out)
+        self.assertIn("Out of bounds values : 3 FAILED", out)
+        self.assertIn("| plugin, host-staged | RoCE | 0/12 | 2 | 0 | 112.6 | 578.3 |", out)
+        self.assertIn("(no result: see collectives-gdr-dmabuf.log)", out)
+        self.assertIn("| NCCL Socket (TCP) | 174.2 | 196.5 | 225.6 | 27.87 ms |", out)
+
+
+class Launcher(unittest.TestCase):
+    def run_script(self, *args, env=None):
+        return subprocess.run([str(REPO / "scripts/gpu-validate.sh"), *args], capture_output=True, text=True,
+                              env={**os.environ, **(env or {})}, timeout=60)
+
+    def test_help_and_unknown_arguments(self):
+        self.assertEqual(self.run_script("--help").returncode, 0)
+        r = self.run_script("--bogus")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown argument --bogus", r.stderr)
+
+    def test_missing_build_is_named_with_the_fix(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_script("--build", d)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("libnccl-net-roce.so is missing", r.stderr)
+        self.assertIn("cmake --preset release", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
