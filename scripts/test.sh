@@ -3,6 +3,8 @@
 #   1. the release build with warnings as errors (preset "ci"): every test;
 #   2. the ASan+UBSan build (preset "asan-ubsan") and the TSan build (preset "tsan"): the tests
 #      labelled "sanitize".
+# With the ci build, the libFuzzer targets are built with clang into build/ci/fuzz
+# (test/fuzz/build.sh); the ci test run gives them a short run (fuzz.short, label fuzz).
 # Exits non-zero on any failure. Environment:
 #   ROCE_TEST_SANITIZERS=0   skip the sanitizer builds (quick local runs)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
@@ -24,6 +26,10 @@ run_preset() {
   echo "=== [$preset] configure and build"
   cmake --preset "$preset" -G Ninja >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
+  if [[ $preset == ci ]]; then
+    echo "=== [$preset] fuzz targets (clang)"
+    test/fuzz/build.sh build/ci/fuzz
+  fi
   echo "=== [$preset] test"
   local args=(--preset "$preset" -j "$jobs" "$@")
   [[ -n $regex ]] && args+=(-R "$regex")

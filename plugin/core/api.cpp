@@ -45,8 +45,11 @@ ncclResult_t not_a(const char* entry, const char* what, const void* handle) {
 
 // Memory handles are checked on their own (they come from regMr on any comm of the device).
 MrHandle* as_mr(void* mhandle) {
+  if (mhandle == nullptr || !recycled::is_live(mhandle)) {
+    return nullptr;
+  }
   auto* mh = static_cast<MrHandle*>(mhandle);
-  return mh != nullptr && mh->valid() ? mh : nullptr;
+  return mh->valid() ? mh : nullptr;
 }
 
 ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,

@@ -20,8 +20,12 @@ const char* Comm::kind_name() const noexcept {
 }
 
 Comm* Comm::from_any_handle(void* handle) noexcept {
+  // The live mark first: a closed comm is a dead object, not to be called even to read its tag.
+  if (handle == nullptr || !recycled::is_live(handle)) {
+    return nullptr;
+  }
   auto* comm = static_cast<Comm*>(handle);
-  return comm != nullptr && comm->valid() ? comm : nullptr;
+  return comm->valid() ? comm : nullptr;
 }
 
 Comm* Comm::from_handle(void* handle, CommKind kind) noexcept {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/device_runtime.h"
+#include "core/recycled_blocks.h"
 #include "nccl_net/types.h"
 #include "util/log.h"
 
@@ -49,6 +50,12 @@ class Comm {
   }
 
   const char* kind_name() const noexcept;
+
+  // Comms live in recycled blocks, so a closed comm's address keeps reading a zero tag.
+  static void* operator new(std::size_t size) { return recycled::allocate(size); }
+  static void operator delete(void* block, std::size_t size) noexcept {
+    recycled::release(block, size);
+  }
 
   // The Comm behind a pointer NCCL gave back, if it is one of ours of that kind, else nullptr.
   static Comm* from_handle(void* handle, CommKind kind) noexcept;

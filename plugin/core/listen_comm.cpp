@@ -34,6 +34,17 @@ void ListenComm::note_drop(const PendingAccept& pending, const std::string& why)
   }
 }
 
+bool ListenComm::evict_oldest_silent(const char* why) {
+  auto victim = std::find_if(pending_.begin(), pending_.end(),
+                             [](const auto& p) { return p->awaiting_request(); });
+  if (victim == pending_.end()) {
+    return false;
+  }
+  note_drop(**victim, why);
+  pending_.erase(victim);
+  return true;
+}
+
 void ListenComm::take_new_connections() {
   for (int i = 0; i < kMaxAcceptsPerCall; ++i) {
     net::Socket socket;
@@ -43,20 +54,30 @@ void ListenComm::take_new_connections() {
       return;
     }
     if (status == net::IoStatus::Error) {
-      // Out of descriptors or similar: the pending connections still progress; say it once.
+      if (error.kind == net::SocketErrorKind::OutOfDescriptors) {
+        // Connections that never sent a request may be what holds the descriptors (a storm of
+        // half-open connections): give the oldest one up and accept again. With none to give,
+        // the connection stays queued for a later call; the peer's connect timeout bounds the
+        // wait. Failing the listener instead would let such a storm end a job.
+        if (evict_oldest_silent("evicted: out of file descriptors")) {
+          continue;
+        }
+        if (!descriptors_warned_) {
+          descriptors_warned_ = true;
+          ROCE_WARN(NCCL_NET, "listener on {}: {}; connections wait in the backlog meanwhile",
+                    device().name(), error.message);
+        }
+        return;
+      }
       fail(ncclSystemError, "accepting on {}: {}", listener_.address().to_string(), error.message);
       return;
     }
     if (pending_.size() >= kMaxPending) {
-      // Evict the oldest connection that has not sent a valid request: the legitimate sender
-      // sends its request as soon as it connects, so it is never the one waiting longest.
-      auto victim = std::find_if(pending_.begin(), pending_.end(),
-                                 [](const auto& p) { return p->awaiting_request(); });
-      if (victim == pending_.end()) {
-        continue;  // every slot is mid-handshake; the new socket closes at once
+      // The legitimate sender sends its request as soon as it connects, so it is never the one
+      // waiting longest. If every slot is mid-handshake, the new socket closes at once.
+      if (!evict_oldest_silent("evicted: too many connections waiting for a first message")) {
+        continue;
       }
-      note_drop(**victim, "evicted: too many connections waiting for a first message");
-      pending_.erase(victim);
     }
     pending_.push_back(std::make_unique<PendingAccept>(device_ptr(), std::move(socket), nonce_,
                                                        offer_, settings_));

@@ -36,6 +36,8 @@ class ListenComm final : public Comm {
  private:
   void take_new_connections();
   void note_drop(const PendingAccept& pending, const std::string& why);
+  // Drops the oldest connection that has not sent its request yet; false if there is none.
+  bool evict_oldest_silent(const char* why);
 
   net::Listener listener_;
   uint64_t nonce_;
@@ -44,6 +46,7 @@ class ListenComm final : public Comm {
   std::vector<std::unique_ptr<PendingAccept>> pending_;
   std::deque<std::unique_ptr<RecvComm>> ready_;
   uint64_t dropped_ = 0;
+  bool descriptors_warned_ = false;
 };
 
 }  // namespace roce

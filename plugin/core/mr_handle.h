@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/mr_cache.h"
+#include "core/recycled_blocks.h"
 
 namespace roce {
 
@@ -21,6 +22,12 @@ struct MrHandle {
   MemoryKind kind = MemoryKind::Host;
   DeviceRuntime* device = nullptr;
   const CachedRegion* region = nullptr;
+
+  // Handles live in recycled blocks, so a deregistered handle keeps reading a zero tag.
+  static void* operator new(std::size_t size) { return recycled::allocate(size); }
+  static void operator delete(void* block, std::size_t size) noexcept {
+    recycled::release(block, size);
+  }
 
   bool valid() const noexcept { return magic == kMagic; }
   bool covers(uint64_t begin, uint64_t size) const noexcept {

@@ -87,6 +87,8 @@ const char* socket_error_kind_name(SocketErrorKind kind) {
       return "oversized frame";
     case SocketErrorKind::Truncated:
       return "truncated frame";
+    case SocketErrorKind::OutOfDescriptors:
+      return "out of file descriptors";
   }
   return "unknown";
 }
@@ -155,7 +157,9 @@ IoStatus Listener::accept(Socket* socket, SocketError* error) {
       if (transient_accept_error(accept_errno)) {
         return IoStatus::InProgress;
       }
-      error->kind = SocketErrorKind::System;
+      error->kind = (accept_errno == EMFILE || accept_errno == ENFILE)
+                        ? SocketErrorKind::OutOfDescriptors
+                        : SocketErrorKind::System;
       error->message = "accept on " + address_.to_string() + ": " + errno_text(accept_errno) +
                        ((accept_errno == EMFILE || accept_errno == ENFILE)
                             ? "; raise the open-file limit (ulimit -n)"

@@ -21,13 +21,14 @@ enum class IoStatus { Done, InProgress, Error };
 
 enum class SocketErrorKind {
   None,
-  System,      // a system call failed (errno in the message)
-  Refused,     // nobody listens at the peer's address
-  PeerClosed,  // orderly close between messages
-  Reset,       // connection reset by the peer
-  Timeout,     // the deadline passed before the operation finished
-  Oversized,   // a frame announced more bytes than the channel accepts
-  Truncated,   // the peer closed in the middle of a frame
+  System,            // a system call failed (errno in the message)
+  Refused,           // nobody listens at the peer's address
+  PeerClosed,        // orderly close between messages
+  Reset,             // connection reset by the peer
+  Timeout,           // the deadline passed before the operation finished
+  Oversized,         // a frame announced more bytes than the channel accepts
+  Truncated,         // the peer closed in the middle of a frame
+  OutOfDescriptors,  // accept: the process or system file-descriptor limit (EMFILE, ENFILE)
 };
 
 struct SocketError {

@@ -9,7 +9,8 @@
 // --wait-before-close (recv: read one line from stdin before closing, so the sender can
 // finish posting its in-flight tail first), --post-and-hang (recv: post one window of receives,
 // print POSTED and block on stdin without polling: a peer about to be killed), --wait-go (send:
-// read one line from stdin after connecting, before the first send).
+// read one line from stdin after connecting, before the first send), --wait-start (send: read one
+// line from stdin before connecting).
 // Prints "OK bytes=N flushes=N" or "FAIL <reason>" and exits 0 or 1. The environment
 // (VROCE_DEVICES, NCCL_IBVERBS_LIB, NCCL_*) comes from the caller.
 #include <array>
@@ -40,6 +41,7 @@ struct Options {
   bool wait_before_close = false;
   bool post_and_hang = false;
   bool wait_go = false;
+  bool wait_start = false;
 };
 
 int fail(const std::string& why) {
@@ -88,6 +90,8 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
       o->post_and_hang = true;
     } else if (arg == "--wait-go") {
       o->wait_go = true;
+    } else if (arg == "--wait-start") {
+      o->wait_start = true;
     } else {
       *error = "unknown option " + arg;
       return false;
@@ -195,6 +199,12 @@ int run(const Options& o) {
   Handle handle;
   if (!handle_from_hex(o.handle_hex, &handle)) {
     return fail("--handle is not 256 hex digits");
+  }
+  if (o.wait_start) {
+    std::printf("WAITING\n");
+    std::fflush(stdout);
+    std::string line;
+    std::getline(std::cin, line);
   }
   void* send_comm = nullptr;
   if (ncclResult_t r = connect_until_ready(plugin, dev, &handle, &send_comm, 60000);

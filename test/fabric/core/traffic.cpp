@@ -15,7 +15,6 @@ namespace roce::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kTrafficDeadline = std::chrono::seconds(120);
 constexpr uint8_t kCanary = 0xa5;
 
 uint64_t splitmix(uint64_t x) {
@@ -197,7 +196,7 @@ static void sender_body(TrafficResult& out, PluginDriver& plugin, void* send_com
     size_t size;
   };
   std::deque<InFlight> in_flight;
-  const auto deadline = Clock::now() + kTrafficDeadline;
+  const auto deadline = Clock::now() + options.deadline;
 
   // Tests the oldest send once; returns false on an error (out filled).
   auto poll_front = [&](bool* completed) {
@@ -220,6 +219,8 @@ static void sender_body(TrafficResult& out, PluginDriver& plugin, void* send_com
       out.bytes += in_flight.front().size;
       in_flight.pop_front();
       *completed = true;
+    } else if (options.idle) {
+      options.idle();
     }
     return true;
   };
@@ -276,6 +277,9 @@ static void sender_body(TrafficResult& out, PluginDriver& plugin, void* send_com
             return;
           }
         }
+        if (options.idle) {
+          options.idle();
+        }
         if (timed_out("waiting for a clear-to-send at group " + std::to_string(g))) {
           return;
         }
@@ -326,7 +330,7 @@ static void receiver_body(TrafficResult& out, PluginDriver& plugin, void* recv_c
     int group;
   };
   std::deque<InFlight> in_flight;
-  const auto deadline = Clock::now() + kTrafficDeadline;
+  const auto deadline = Clock::now() + options.deadline;
   auto timed_out = [&](const std::string& what) {
     if (options.peer_failed != nullptr && options.peer_failed->load()) {
       out.error = "stopped " + what + ": the other side failed";
@@ -415,6 +419,9 @@ static void receiver_body(TrafficResult& out, PluginDriver& plugin, void* recv_c
       *completed = true;
       return finish(g, sizes.data());
     }
+    if (options.idle) {
+      options.idle();
+    }
     return true;
   };
 
@@ -471,6 +478,9 @@ static void receiver_body(TrafficResult& out, PluginDriver& plugin, void* recv_c
         if (!poll_front(&completed)) {
           return;
         }
+      }
+      if (options.idle) {
+        options.idle();
       }
       if (timed_out("posting a receive at group " + std::to_string(g))) {
         return;

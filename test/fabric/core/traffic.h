@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -59,6 +60,11 @@ struct TrafficOptions {
   std::function<void()> before_close;
   // In-process runs: set when the other side failed, so this side stops waiting for it.
   std::atomic<bool>* peer_failed = nullptr;
+  // Called whenever a poll or a post finds nothing to do (e.g. a short sleep), so many comms
+  // driven by their own threads on few cores leave the NIC's progress threads room to run.
+  std::function<void()> idle;
+  // The watchdog: a side that has not finished by then fails with "timed out ...".
+  std::chrono::seconds deadline{120};
 };
 
 // Runs one side over an established comm. Registers its arena, runs the plan, leaves

@@ -1,0 +1,142 @@
+// Hardening test support; see hardening_support.h.
+#include "hardening_support.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+namespace roce::test {
+
+std::string vroce_stats() {
+  const char* lib = std::getenv("NCCL_IBVERBS_LIB");
+  void* handle = dlopen(lib != nullptr ? lib : "libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    throw std::runtime_error("vroce is not loaded (NCCL_IBVERBS_LIB)");
+  }
+  using StatsFn = int (*)(char*, size_t);
+  auto fn = reinterpret_cast<StatsFn>(dlsym(handle, "vroce_stats_json"));
+  dlclose(handle);  // NOLOAD took a reference; the plugin keeps its own
+  if (fn == nullptr) {
+    throw std::runtime_error("the loaded libibverbs.so.1 is not vroce (no vroce_stats_json)");
+  }
+  std::string out(16384, '\0');
+  int n = fn(out.data(), out.size());
+  if (n >= static_cast<int>(out.size())) {
+    out.assign(static_cast<size_t>(n) + 1, '\0');
+    n = fn(out.data(), out.size());
+  }
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+int64_t vroce_stat(const std::string& json, const std::string& path) {
+  size_t from = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string key = "\"" + path.substr(start, dot - start) + "\":";
+    from = json.find(key, from);
+    if (from == std::string::npos) {
+      throw std::runtime_error("vroce counter " + path + " not found in " + json);
+    }
+    from += key.size();
+    if (dot == std::string::npos) {
+      break;
+    }
+    start = dot + 1;
+  }
+  return std::strtoll(json.c_str() + from, nullptr, 10);
+}
+
+long rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string word;
+  while (status >> word) {
+    if (word == "VmRSS:") {
+      long kib = 0;
+      status >> kib;
+      return kib;
+    }
+  }
+  return -1;
+}
+
+double retry_budget_ms(int ib_timeout, int retry_cnt, double time_scale) {
+  const double timeout_us = std::max(1.0, 4.096 * std::ldexp(1.0, ib_timeout) * time_scale);
+  return timeout_us * (retry_cnt + 1) / 1000.0;
+}
+
+std::vector<CommPair> open_pairs(PluginDriver& plugin, int from, int to, int count) {
+  std::vector<CommPair> pairs(static_cast<size_t>(count));
+  for (auto& pair : pairs) {
+    Handle handle;
+    void* listen_comm = nullptr;
+    REQUIRE(plugin.listen(to, &handle, &listen_comm) == ncclSuccess);
+    ncclResult_t accepted = ncclInternalError;
+    std::thread acceptor(
+        [&] { accepted = accept_until_ready(plugin, listen_comm, &pair.recv, 30000); });
+    const ncclResult_t connected = connect_until_ready(plugin, from, &handle, &pair.send, 30000);
+    acceptor.join();
+    REQUIRE(connected == ncclSuccess);
+    REQUIRE(accepted == ncclSuccess);
+    REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
+  }
+  return pairs;
+}
+
+std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>& pairs,
+                               uint64_t seed_base, const PlanShape& shape,
+                               const TrafficOptions& options) {
+  std::vector<PairRun> runs(pairs.size());
+  std::vector<std::thread> threads;
+  // The teardown NCCL's ranks do: the receiver closes only once the sender is done (a barrier).
+  // Without it, a lossy link can lose the last ACK or a tail clear-to-send after the other side
+  // destroyed its QPs, and the survivor's retries then fail with RETRY_EXC, correctly.
+  std::unique_ptr<std::atomic<bool>[]> sender_closing(new std::atomic<bool>[pairs.size()]);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    sender_closing[i] = false;
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const uint64_t seed = seed_base + i;
+    threads.emplace_back([&, i, seed] {
+      TrafficOptions mine = options;
+      mine.before_close = [&, i] {
+        if (options.before_close) {
+          options.before_close();
+        }
+        sender_closing[i] = true;
+      };
+      runs[i].sent = run_sender(plugin, pairs[i].send, seed, shape, mine);
+    });
+    threads.emplace_back([&, i, seed] {
+      TrafficOptions mine = options;
+      mine.before_close = [&, i] {
+        if (options.before_close) {
+          options.before_close();
+        }
+        const auto deadline = std::chrono::steady_clock::now() + options.deadline;
+        while (!sender_closing[i] && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      };
+      runs[i].received = run_receiver(plugin, pairs[i].recv, seed, shape, mine);
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  return runs;
+}
+
+void nap() {
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+}  // namespace roce::test

@@ -1,0 +1,55 @@
+// Shared by the hardening tests: vroce's counters read through its exported hook, the process's
+// resident memory, the retry budget of a QP, and many comm pairs between two in-process devices
+// driven by the fabric suite's traffic helpers (one thread per side and comm). Test support only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plugin_driver.h"
+#include "traffic.h"
+
+namespace roce::test {
+
+// vroce_stats_json() of the libibverbs.so.1 the plugin loaded (NCCL_IBVERBS_LIB); throws when
+// it is not loaded or not vroce.
+std::string vroce_stats();
+// A counter of that JSON by dotted path ("retransmitted_packets", "faults_injected.drop",
+// "live.qps"); throws when absent, so a renamed counter fails the test instead of reading 0.
+int64_t vroce_stat(const std::string& json, const std::string& path);
+
+// VmRSS of this process in KiB.
+long rss_kib();
+
+// Worst-case time before a QP with nothing coming back reports IBV_WC_RETRY_EXC_ERR: the first
+// transmission and retry_cnt retries each wait one local ACK timeout of
+// 4.096 us * 2^timeout * VROCE_TIME_SCALE.
+double retry_budget_ms(int ib_timeout, int retry_cnt, double time_scale);
+
+struct CommPair {
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+// Opens `count` connections from device `from` to device `to` (one listener each, connect and
+// accept on two threads). Fails the running test case on any error.
+std::vector<CommPair> open_pairs(PluginDriver& plugin, int from, int to, int count);
+
+struct PairRun {
+  TrafficResult sent;
+  TrafficResult received;
+};
+
+// Runs the traffic plan on every pair at once (seed base + index), a sender and a receiver
+// thread per pair; each side closes its comm when done, as run_sender/run_receiver do, the
+// receiver only once its sender is closing (NCCL's ranks barrier before they close).
+std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>& pairs,
+                               uint64_t seed_base, const PlanShape& shape,
+                               const TrafficOptions& options);
+
+// A short sleep: the idle hook for many comm threads on few cores.
+void nap();
+
+}  // namespace roce::test

@@ -1,0 +1,527 @@
+// Hostile input on the listen socket, through the plugin's exported table: random bytes, a
+// truncated request, an oversized frame, wrong magic, wrong version, a message of the wrong kind,
+// a wrong nonce, a peer that never finishes its request, and thousands of half-open connections.
+// Each kind must be refused or dropped with its reason in the WARN line the NCCL logger receives,
+// the listener must keep listening, a legitimate connection arriving in the middle of the storm
+// must succeed and carry verified traffic, and the storm must cost bounded memory and time, even
+// when it exhausts the listening process's file descriptors.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "hardening_support.h"
+#include "net/handshake.h"
+#include "net/listen_handle.h"
+
+using namespace roce::test;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+roce::net::ListenHandle decode(const Handle& handle) {
+  std::string error;
+  auto decoded = roce::net::decode_listen_handle(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(handle.data()), handle.size()),
+      &error);
+  INFO(error);
+  REQUIRE(decoded);
+  return *decoded;
+}
+
+// A TCP connection to the listener (test side only); -1 when the kernel refuses one more.
+int raw_connect(const roce::net::SocketAddress& address) {
+  int fd = socket(address.domain(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return -1;
+  }
+  if (::connect(fd, address.raw(), address.raw_length()) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void send_all(int fd, const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n <= 0) {
+      return;  // the listener may already have dropped us
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+std::vector<uint8_t> framed(const std::vector<uint8_t>& body, size_t announced) {
+  std::vector<uint8_t> out;
+  out.reserve(4 + body.size());
+  for (int i = 0; i < 4; ++i) {
+    out.push_back(static_cast<uint8_t>(announced >> (8 * i)));
+  }
+  for (uint8_t byte : body) {
+    out.push_back(byte);
+  }
+  return out;
+}
+
+std::vector<uint8_t> framed(const std::vector<uint8_t>& body) {
+  return framed(body, body.size());
+}
+
+// A request this plugin would accept, but for `nonce`.
+std::vector<uint8_t> request_bytes(uint64_t nonce) {
+  roce::net::ConnectRequest request;
+  request.nonce = nonce;
+  request.endpoint.plugin_version = roce::net::plugin_version_code();
+  request.endpoint.device_name = "intruder";
+  request.endpoint.gid[10] = 0xff;
+  request.endpoint.gid[11] = 0xff;
+  request.endpoint.gid[15] = 9;
+  request.endpoint.mtu = 3;
+  request.endpoint.qps.push_back({0x123, 7});
+  request.cts_ring = {0x1000, 1, 64, 256};
+  request.max_recvs = 8;
+  std::string error;
+  auto bytes = roce::net::encode_message(request, &error);
+  INFO(error);
+  REQUIRE(bytes);
+  return *bytes;
+}
+
+struct Fds {
+  std::vector<int> fds;
+  ~Fds() { close_all(); }
+  void close_all() {
+    for (int fd : fds) {
+      close(fd);
+    }
+    fds.clear();
+  }
+};
+
+// Polls accept until a new WARN line has appeared (or the deadline); returns the new lines.
+std::vector<std::string> accept_until_warned(PluginDriver& plugin, void* listen_comm, size_t seen,
+                                             int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    void* comm = nullptr;
+    REQUIRE(plugin.accept(listen_comm, &comm) == ncclSuccess);
+    REQUIRE(comm == nullptr);
+    auto lines = warn_lines();
+    if (lines.size() > seen) {
+      return std::vector<std::string>(lines.begin() + static_cast<std::ptrdiff_t>(seen),
+                                      lines.end());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "each kind of hostile handshake is refused with its reason logged, and the listener "
+    "keeps listening",
+    "[hardening][hostile]") {
+  setenv("VROCE_DEVICES", "hda=127.0.9.30,hdb=127.0.9.31", 1);
+  // A peer that never finishes is dropped when the handshake deadline passes.
+  setenv("NCCL_ROCE_CONNECT_TIMEOUT_MS", "1000", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const int a = plugin.find_device("hda");
+  const int b = plugin.find_device("hdb");
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
+  const roce::net::ListenHandle listen = decode(handle);
+  reset_warn_count();
+
+  std::mt19937_64 rng(77);
+  std::vector<uint8_t> random_body(200);
+  for (auto& byte : random_body) {
+    byte = static_cast<uint8_t>(rng());
+  }
+  std::vector<uint8_t> raw_random(64);
+  for (auto& byte : raw_random) {
+    byte = static_cast<uint8_t>(rng());
+  }
+  raw_random[3] = 0xf0;  // a frame length far above the 4 KiB bound
+  const std::vector<uint8_t> good = request_bytes(listen.nonce);
+  std::vector<uint8_t> wrong_magic = good;
+  wrong_magic[0] ^= 0xff;
+  std::vector<uint8_t> wrong_version = good;
+  wrong_version[4] = 2;
+  std::vector<uint8_t> short_body(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(40));
+  // A header consistent with the short body, so the decoder runs out of body mid-field.
+  std::vector<uint8_t> short_message = short_body;
+  short_message[8] = static_cast<uint8_t>(short_body.size() - 12);
+  short_message[9] = short_message[10] = short_message[11] = 0;
+  roce::net::Ready ready;
+  ready.nonce = listen.nonce;
+  std::string error;
+  const auto ready_bytes = roce::net::encode_message(ready, &error);
+  REQUIRE(ready_bytes);
+
+  struct Hostile {
+    const char* what;
+    std::vector<uint8_t> bytes;
+    bool close_after;    // close our end after sending (else keep it open)
+    const char* reason;  // in the WARN line
+  };
+  const std::vector<Hostile> hostiles = {
+      {"random bytes", raw_random, false, "announced a frame of"},
+      {"random frame", framed(random_body), false, "wrong magic"},
+      {"truncated frame", framed(short_body, good.size()), true, "inside a frame"},
+      {"truncated message", framed(short_message), false, "truncated message"},
+      {"length mismatch", framed(short_body), false, "length mismatch"},
+      {"oversized frame", framed({}, 0x7fffffff), false, "announced a frame of 2147483647"},
+      {"wrong magic", framed(wrong_magic), false, "wrong magic"},
+      {"wrong version", framed(wrong_version), false, "unsupported protocol version"},
+      {"wrong kind", framed(*ready_bytes), false, "expected a connect request"},
+      {"wrong nonce", framed(request_bytes(listen.nonce ^ 0x1234)), false, "wrong nonce"},
+      {"never finishes", {0x10, 0x00}, false, "timed out"},
+  };
+  Fds fds;
+  for (const auto& hostile : hostiles) {
+    INFO(hostile.what);
+    const size_t seen = warn_lines().size();
+    const int fd = raw_connect(listen.address);
+    REQUIRE(fd >= 0);
+    fds.fds.push_back(fd);
+    const auto sent = Clock::now();
+    send_all(fd, hostile.bytes.data(), hostile.bytes.size());
+    if (hostile.close_after) {
+      shutdown(fd, SHUT_WR);
+    }
+    const auto lines = accept_until_warned(plugin, listen_comm, seen, 5000);
+    REQUIRE(lines.size() == 1);
+    INFO(lines[0]);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+    std::printf("HOSTILE %-18s refused_ms=%.1f: %s\n", hostile.what, ms, lines[0].c_str());
+    CHECK(lines[0].find(hostile.reason) != std::string::npos);
+    CHECK(lines[0].find("still listening") != std::string::npos);
+  }
+  std::fflush(stdout);
+
+  // The listener still takes the real connection and the pair carries verified traffic.
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  ncclResult_t accepted = ncclInternalError;
+  std::thread acceptor(
+      [&] { accepted = accept_until_ready(plugin, listen_comm, &recv_comm, 30000); });
+  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, 30000);
+  acceptor.join();
+  REQUIRE(connected == ncclSuccess);
+  REQUIRE(accepted == ncclSuccess);
+  PlanShape shape;
+  shape.groups = 30;
+  shape.max_single = 64 << 10;
+  TrafficOptions options;
+  options.idle = nap;
+  const auto runs = run_pairs(plugin, {{send_comm, recv_comm}}, 61, shape, options);
+  INFO("sender: " << runs[0].sent.error << "; receiver: " << runs[0].received.error);
+  CHECK(runs[0].sent.ok);
+  CHECK(runs[0].received.ok);
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+}
+
+TEST_CASE(
+    "thousands of half-open and garbage connections: the legitimate one arriving in the "
+    "middle succeeds, in bounded memory and time",
+    "[hardening][hostile]") {
+  constexpr int kStorm = 4000;  // connections, half before the legitimate one and half after
+  // Our end of every storm connection stays open: raise the descriptor limit to hold them.
+  rlimit limit{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  const rlim_t wanted = 2 * kStorm + 1024;
+  if (limit.rlim_cur < wanted) {
+    limit.rlim_cur = std::min<rlim_t>(wanted, limit.rlim_max);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  }
+  REQUIRE(limit.rlim_cur >= wanted);
+  setenv("VROCE_DEVICES", "hda=127.0.9.32,hdb=127.0.9.33", 1);
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V11);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const int a = plugin.find_device("hda");
+  const int b = plugin.find_device("hdb");
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
+  const roce::net::ListenHandle listen = decode(handle);
+
+  // The service thread: polls accept throughout, as NCCL's proxy does.
+  std::atomic<bool> stop{false};
+  std::atomic<void*> recv_comm{nullptr};
+  std::atomic<int> accept_errors{0};
+  std::atomic<long> peak_rss{rss_kib()};
+  std::thread service([&] {
+    while (!stop) {
+      void* comm = nullptr;
+      if (plugin.accept(listen_comm, &comm) != ncclSuccess) {
+        ++accept_errors;
+      }
+      if (comm != nullptr) {
+        recv_comm = comm;
+      }
+      peak_rss = std::max(peak_rss.load(), rss_kib());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+
+  const long rss_before = rss_kib();
+  const auto start = Clock::now();
+  Fds fds_first;
+  Fds fds_second;
+  std::atomic<int> refused_by_kernel{0};
+  auto storm = [&](Fds& fds, uint64_t seed, int count) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < count; ++i) {
+      const int fd = raw_connect(listen.address);
+      if (fd < 0) {
+        ++refused_by_kernel;  // the kernel said no (descriptors, backlog): nothing to test
+        continue;
+      }
+      fds.fds.push_back(fd);
+      if (i % 4 == 0) {  // a quarter send garbage, the rest stay silent (half-open)
+        uint8_t junk[32];
+        for (auto& byte : junk) {
+          byte = static_cast<uint8_t>(rng());
+        }
+        send_all(fd, junk, sizeof junk);
+      }
+    }
+  };
+  storm(fds_first, 78, kStorm / 2);
+  // The legitimate connection, while the second half of the storm arrives.
+  std::thread second_half([&] { storm(fds_second, 79, kStorm / 2); });
+  void* send_comm = nullptr;
+  const auto legit_start = Clock::now();
+  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, 60000);
+  const auto connect_deadline = Clock::now() + std::chrono::seconds(30);
+  while (recv_comm == nullptr && Clock::now() < connect_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const double legit_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - legit_start).count();
+  second_half.join();
+  const double storm_s = std::chrono::duration<double>(Clock::now() - start).count();
+  // Let the listener see the rest of the storm before it is measured.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  stop = true;
+  service.join();
+  const long rss_storm = peak_rss.load();
+  REQUIRE(connected == ncclSuccess);
+  REQUIRE(recv_comm != nullptr);
+  CHECK(accept_errors == 0);
+
+  PlanShape shape;
+  shape.groups = 30;
+  shape.max_single = 64 << 10;
+  TrafficOptions options;
+  options.idle = nap;
+  const auto runs = run_pairs(plugin, {{send_comm, recv_comm.load()}}, 62, shape, options);
+  INFO("sender: " << runs[0].sent.error << "; receiver: " << runs[0].received.error);
+  CHECK(runs[0].sent.ok);
+  CHECK(runs[0].received.ok);
+
+  fds_first.close_all();
+  fds_second.close_all();
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+  // The listener's summary counts what it refused or dropped: at least every connection beyond
+  // the 128 it keeps pending.
+  long refused = -1;
+  for (const auto& line : info_lines()) {
+    const auto at = line.find("incoming connections were refused or dropped");
+    if (at != std::string::npos) {
+      const auto colon = line.rfind("): ", at);
+      refused = std::stol(line.substr(colon + 3));
+    }
+  }
+  std::printf(
+      "STORM connections=%d kernel_refused=%d listener_refused=%ld legit_connect_ms=%.1f "
+      "storm_s=%.2f rss_before_kib=%ld rss_peak_kib=%ld\n",
+      kStorm, refused_by_kernel.load(), refused, legit_ms, storm_s, rss_before, rss_storm);
+  std::fflush(stdout);
+  CHECK(refused >= kStorm - refused_by_kernel - 128);
+  // Bounded memory: the listener keeps at most 128 pending connections of a few KiB each; our
+  // side of the storm (socket buffers are kernel memory, not RSS) adds nothing of its own. 16 MiB
+  // is far above what 128 pending handshakes may cost and far below what 4000 would.
+  CHECK(rss_storm - rss_before < 16 * 1024);
+}
+
+TEST_CASE(
+    "a storm that exhausts the listener's file descriptors: silent connections are evicted "
+    "and the legitimate one still connects",
+    "[hardening][hostile]") {
+  setenv("VROCE_DEVICES", "hdb=127.0.9.36", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const int b = plugin.find_device("hdb");
+  REQUIRE(b >= 0);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
+  const roce::net::ListenHandle listen = decode(handle);
+
+  // The legitimate sender, in a process of its own (this one will have no descriptor to spare),
+  // started now and told to connect once the storm has filled the listener.
+  const char* peer = std::getenv("ROCE_FABRIC_PEER");
+  REQUIRE(peer != nullptr);
+  ChildProcess sender({peer, "send", "--device", "hda", "--seed", "63", "--groups", "30",
+                       "--max-single", "65536", "--handle", handle_to_hex(handle), "--wait-start"},
+                      {{"VROCE_DEVICES", "hda=127.0.9.37"}});
+  REQUIRE(sender.wait_for("WAITING", 30000));
+
+  // The storm: a forked child opens silent connections and keeps them (its descriptors are its
+  // own); it says when they are all queued.
+  constexpr int kSilent = 200;
+  int done_pipe[2];
+  REQUIRE(pipe2(done_pipe, O_CLOEXEC) == 0);
+  const pid_t storm = fork();
+  REQUIRE(storm >= 0);
+  if (storm == 0) {
+    close(done_pipe[0]);
+    for (int i = 0; i < kSilent; ++i) {
+      int fd = socket(listen.address.domain(), SOCK_STREAM, 0);
+      if (fd >= 0) {
+        (void)::connect(fd, listen.address.raw(), listen.address.raw_length());
+      }
+    }
+    const char byte = 1;
+    (void)!write(done_pipe[1], &byte, 1);
+    pause();
+    _exit(0);
+  }
+  close(done_pipe[1]);
+  struct StormGuard {
+    pid_t pid;
+    ~StormGuard() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } storm_guard{storm};
+
+  // This process may now open only a few more descriptors than it has.
+  int open_now = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open_now;
+  }
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(open_now + 24);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  struct LimitGuard {
+    rlimit saved;
+    ~LimitGuard() { setrlimit(RLIMIT_NOFILE, &saved); }
+  } limit_guard{saved};
+
+  std::atomic<bool> stop{false};
+  std::atomic<void*> recv_comm{nullptr};
+  std::atomic<int> accept_errors{0};
+  std::thread service([&] {
+    while (!stop) {
+      void* comm = nullptr;
+      if (plugin.accept(listen_comm, &comm) != ncclSuccess) {
+        ++accept_errors;
+      }
+      if (comm != nullptr) {
+        recv_comm = comm;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  struct Stopper {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Stopper() {
+      stop = true;
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+  } stopper{stop, service};
+
+  pollfd wait_storm{done_pipe[0], POLLIN, 0};
+  REQUIRE(poll(&wait_storm, 1, 30000) == 1);
+  close(done_pipe[0]);
+  // The listener runs out of descriptors: it must shed silent connections, not fail.
+  auto evictions_logged = [&] {
+    for (const auto& line : warn_lines()) {
+      if (line.find("evicted: out of file descriptors") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!evictions_logged() && accept_errors == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(evictions_logged());
+  CHECK(accept_errors == 0);
+  // The storm ends (its connections close); the same listener, still under the tight limit,
+  // then takes the legitimate connection.
+  kill(storm, SIGKILL);
+  sender.write_line("go");
+  deadline = Clock::now() + std::chrono::seconds(30);
+  while (recv_comm == nullptr && accept_errors == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  stop = true;
+  service.join();
+  if (recv_comm == nullptr) {
+    while (sender.read_line(2000)) {
+    }
+  }
+  INFO("sender:\n"
+       << [&] {
+            std::string all;
+            for (const auto& l : sender.lines()) {
+              all += l + "\n";
+            }
+            return all;
+          }());
+  CHECK(accept_errors == 0);
+  REQUIRE(recv_comm != nullptr);
+
+  PlanShape shape;
+  shape.groups = 30;
+  shape.max_single = 65536;
+  TrafficOptions options;
+  options.idle = nap;
+  // The sender closes with its tail in flight; this side closes once it has.
+  options.before_close = [&] { sender.wait_for("OK", 60000); };
+  const TrafficResult received = run_receiver(plugin, recv_comm.load(), 63, shape, options);
+  INFO("receiver: " << received.error);
+  CHECK(received.ok);
+  CHECK(sender.wait(30000) == 0);
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+}
