@@ -2,6 +2,7 @@
 #include "core/recv_comm.h"
 
 #include "core/completion_status.h"
+#include "core/connection_fatal_marks.h"
 #include "core/wr_id.h"
 #include "verbs/error.h"
 
@@ -314,21 +315,10 @@ ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
 }
 
 ncclResult_t RecvComm::check_fatal_marks() noexcept {
-  if (device().fatal()) [[unlikely]] {
-    return fail(ncclSystemError,
-                "the device reported a fatal asynchronous event (see the event logged above); "
-                "connection from {} is lost",
-                peer_);
-  }
-  if (cq_->has_fatal_event()) [[unlikely]] {
-    return fail(ncclSystemError, "cq {} reported IBV_EVENT_CQ_ERR (overrun); connection from {}",
-                cq_->id(), peer_);
-  }
-  for (int q = 0; q < nqps_; ++q) {
-    if (qp_ptrs_[static_cast<size_t>(q)]->has_fatal_event()) [[unlikely]] {
-      return fail(ncclRemoteError, "qp 0x{:x} reported a fatal asynchronous event; from {}",
-                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), peer_);
-    }
+  if (ncclResult_t r = check_connection_fatal_marks(
+          *this, *cq_, std::span(qp_ptrs_.data(), static_cast<size_t>(nqps_)), "from", peer_);
+      r != ncclSuccess) {
+    return r;
   }
   if (flush_qp_ptr_ != nullptr && flush_qp_ptr_->has_fatal_event()) [[unlikely]] {
     return fail(ncclSystemError, "the flush qp 0x{:x} reported a fatal asynchronous event",

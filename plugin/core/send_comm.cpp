@@ -2,6 +2,7 @@
 #include "core/send_comm.h"
 
 #include "core/completion_status.h"
+#include "core/connection_fatal_marks.h"
 #include "core/size_split.h"
 #include "core/wr_id.h"
 #include "verbs/error.h"
@@ -253,23 +254,8 @@ ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept
 }
 
 ncclResult_t SendComm::check_fatal_marks() noexcept {
-  if (device().fatal()) [[unlikely]] {
-    return fail(ncclSystemError,
-                "the device reported a fatal asynchronous event (see the event logged above); "
-                "connection to {} is lost",
-                peer_);
-  }
-  if (cq_->has_fatal_event()) [[unlikely]] {
-    return fail(ncclSystemError, "cq {} reported IBV_EVENT_CQ_ERR (overrun); connection to {}",
-                cq_->id(), peer_);
-  }
-  for (int q = 0; q < nqps_; ++q) {
-    if (qp_ptrs_[static_cast<size_t>(q)]->has_fatal_event()) [[unlikely]] {
-      return fail(ncclRemoteError, "qp 0x{:x} reported a fatal asynchronous event; to {}",
-                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), peer_);
-    }
-  }
-  return ncclSuccess;
+  return check_connection_fatal_marks(
+      *this, *cq_, std::span(qp_ptrs_.data(), static_cast<size_t>(nqps_)), "to", peer_);
 }
 
 ncclResult_t SendComm::completion_error(const ibv_wc& wc) noexcept {
