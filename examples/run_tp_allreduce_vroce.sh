@@ -57,9 +57,14 @@ export NCCL_ROCE_DSCP=${NCCL_ROCE_DSCP:-26}
 export NCCL_ROCE_REQUIRE_GDR=${NCCL_ROCE_REQUIRE_GDR:-1}
 export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
 export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
+# vroce's GPUDirect copies go through the CUDA driver inside each rank, so no rank thread may hold
+# the driver's lock while waiting for the GPU: every kernel is loaded at start, and the ranks wait
+# for the GPU every 32 all-reduces (a later --sync-every wins). See
+# vroce/src/gpu/driver_lock_hazard.h; real NICs need neither.
+export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 
-cmd=(torchrun --standalone --nproc-per-node "$nproc" "$here/tp_allreduce.py" "$@")
-env | grep -E '^(NCCL_|ROCE_EXAMPLE_)' | sort
+cmd=(torchrun --standalone --nproc-per-node "$nproc" "$here/tp_allreduce.py" --sync-every 32 "$@")
+env | grep -E '^(NCCL_|ROCE_EXAMPLE_|CUDA_MODULE_LOADING=)' | sort
 printf '%q ' "${cmd[@]}"
 printf '\n'
 ((print_only)) && exit 0

@@ -62,11 +62,15 @@ def parse_args(argv=None):
     p.add_argument("--hidden", type=int, default=8192)
     p.add_argument("--iters", type=int, default=1000, help="timed all-reduces")
     p.add_argument("--warmup", type=int, default=50, help="untimed all-reduces first")
+    p.add_argument("--sync-every", type=int, default=0, metavar="N",
+                   help="wait for the GPU after every N all-reduces (0: queue them all). Over vroce's "
+                        "emulated GPUDirect the host must not run far ahead of the GPU: see "
+                        "vroce/src/gpu/driver_lock_hazard.h")
     p.add_argument("--expect-network", default=os.environ.get("ROCE_EXAMPLE_EXPECT_NETWORK", "RoCE"),
                    help="fail unless NCCL reports 'Using network <this>' (empty: do not check)")
     a = p.parse_args(argv)
-    if a.batch < 1 or a.hidden < 1 or a.iters < 1 or a.warmup < 0:
-        p.error("--batch, --hidden and --iters must be positive, --warmup not negative")
+    if a.batch < 1 or a.hidden < 1 or a.iters < 1 or a.warmup < 0 or a.sync_every < 0:
+        p.error("--batch, --hidden and --iters must be positive, --warmup and --sync-every not negative")
     return a
 
 
@@ -127,8 +131,13 @@ def main(argv=None):
         print(f"rank {rank}: NCCL used network {network!r}, expected {args.expect_network!r}: "
               "see docs/troubleshooting.md (silent fallback)", file=sys.stderr)
 
-    for _ in range(args.warmup):
+    def bound_queue(done):
+        if args.sync_every and done % args.sync_every == 0:
+            torch.cuda.synchronize()
+
+    for i in range(args.warmup):
         dist.all_reduce(x)
+        bound_queue(i + 1)
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
@@ -136,6 +145,7 @@ def main(argv=None):
         starts[i].record()
         dist.all_reduce(x)
         ends[i].record()
+        bound_queue(i + 1)
     torch.cuda.synchronize()
     lat_us = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
     mine = torch.tensor([percentile(lat_us, p) for p in (50, 90, 99)], dtype=torch.float64, device=device)

@@ -18,6 +18,12 @@
 # Then it prints the comparison table (latency at 8 B and 256 KiB, busbw at 64 MiB) and exits
 # non-zero if any run failed, any element was wrong, or a run used another network or GDR mode.
 #
+# vroce's GPUDirect moves data with CUDA driver calls inside the ranks' processes, so it can
+# deadlock against a rank thread that holds the driver's lock while waiting for the GPU
+# (vroce/src/gpu/driver_lock_hazard.h). The GPUDirect runs over vroce therefore load every
+# kernel at start (CUDA_MODULE_LOADING=EAGER) and tp_allreduce.py synchronises every 32
+# all-reduces instead of queueing all of them. Real NICs need neither.
+#
 # Needs: nvidia-smi, torchrun (PyTorch with NCCL), the built plugin and vroce, and an
 # all_reduce_perf binary built from nccl-tests' public source for this node (not part of this
 # project; pass its folder with --nccl-tests, or leave it out to skip step 2).
@@ -33,11 +39,13 @@ Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--q
   --nccl-tests DIR  folder with nccl-tests' all_reduce_perf (skipped when not given)
   --out DIR         where logs, JSON and the summary go [gpu-validate-<date>]
   --quick           8 B to 1 MiB only (a smoke test of the procedure)
+  --max-bytes SIZE  largest size of the sweeps (8 B and up, K/M/G suffixes) [256M]
   --iters N         timed, verified runs per size in collectives.py [3]
   --perf-iters N    all_reduce_perf -n [5]
   --steps LIST      comma-separated STEP:MODE, STEP one of collectives, tp_allreduce,
                     all_reduce_perf; MODE one of gdr-dmabuf, gdr-pointer, host, socket
                     [all, the most telling first]
+  --dry-run         print each step's environment and command; run nothing
 Environment: NPROC (GPUs to use, default all), NCCL_LIB_DIR (the libnccl.so.2 for
 all_reduce_perf, default PyTorch's), ROCE_GPU_VALIDATE_VROCE=0 (use real NICs).
 USAGE
@@ -49,6 +57,7 @@ out=""
 max_bytes=256M
 iters=3
 perf_iters=5
+dry_run=0
 steps=collectives:gdr-dmabuf,all_reduce_perf:gdr-dmabuf,all_reduce_perf:socket,tp_allreduce:gdr-dmabuf
 steps+=,tp_allreduce:socket,collectives:socket,collectives:host,collectives:gdr-pointer,all_reduce_perf:host
 while (($#)); do
@@ -57,9 +66,11 @@ while (($#)); do
     --nccl-tests) nccl_tests=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) max_bytes=1M; shift ;;
+    --max-bytes) max_bytes=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --perf-iters) perf_iters=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "gpu-validate.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -71,14 +82,20 @@ vroce=$build/vroce/lib/libibverbs.so.1
 use_vroce=${ROCE_GPU_VALIDATE_VROCE:-1}
 [[ -f $plugin ]] || fail "$plugin is missing: build it (cmake --preset release && cmake --build --preset release)"
 [[ $use_vroce == 0 || -f $vroce ]] || fail "$vroce is missing: build the vroce target"
-command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: this needs a GPU node"
-command -v torchrun >/dev/null || fail "torchrun not found: activate the Python environment with PyTorch"
-gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+if ((dry_run)); then
+  gpus=${NPROC:-2}
+else
+  command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: this needs a GPU node"
+  command -v torchrun >/dev/null || fail "torchrun not found: activate the Python environment with PyTorch"
+  gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
+fi
 nproc=${NPROC:-$gpus}
 ((nproc >= 2 && nproc <= gpus)) || fail "needs 2 or more GPUs (found $gpus, NPROC=${NPROC:-unset})"
 out=${out:-gpu-validate-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+if ((!dry_run)); then
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+fi
 torch_nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
 nccl_lib_dir=${NCCL_LIB_DIR:-$torch_nccl_dir}
 
@@ -87,11 +104,17 @@ export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO 
 # Ranks use 127.0.0.21, .22, ... (tp_allreduce.py's per_rank_vroce_device).
 vroce_base=127.0.0.21
 
+# True for a GPUDirect mode whose copies vroce makes through the CUDA driver.
+vroce_gdr() { [[ $use_vroce != 0 && $1 == gdr-* ]]; }
+
 # The environment of one mode, as `env` arguments.
 mode_env() {
   local common=(NCCL_NET_PLUGIN="$plugin" NCCL_NET=RoCE NCCL_ROCE_DSCP=26)
   if [[ $use_vroce != 0 ]]; then
     common+=(NCCL_IBVERBS_LIB="$vroce" ROCE_EXAMPLE_VROCE_BASE="$vroce_base")
+  fi
+  if vroce_gdr "$1"; then
+    common+=(CUDA_MODULE_LOADING=EAGER)  # see the header: no lazy kernel load while vroce copies
   fi
   case $1 in
     gdr-dmabuf) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=1 NCCL_ROCE_REQUIRE_GDR=1 ;;
@@ -107,6 +130,7 @@ status=0
 run_logged() {  # name, command...: runs it, keeps stdout+stderr in $out/name.log
   local name=$1; shift
   echo "=== $name: $*"
+  ((dry_run)) && return 0
   if "$@" >"$out/$name.log" 2>&1; then
     echo "    passed ($(grep -E '^verdict|Avg bus|p50' "$out/$name.log" | head -n1))"
   else
@@ -116,7 +140,7 @@ run_logged() {  # name, command...: runs it, keeps stdout+stderr in $out/name.lo
   fi
 }
 
-{
+((dry_run)) || {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "host: $(uname -r), $(grep -m1 PRETTY_NAME /etc/os-release | cut -d= -f2 | tr -d '"')"
@@ -133,15 +157,17 @@ collectives() {  # mode
     --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json"
 }
 tp_allreduce() {  # mode
+  local bounded=()
+  vroce_gdr "$1" && bounded=(--sync-every 32)  # see the header: a bounded launch queue
   # shellcheck disable=SC2046
   run_logged "tp-allreduce-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/tp-$1.%h.%p.log" \
     torchrun --standalone --nproc-per-node "$nproc" "$repo/examples/tp_allreduce.py" \
-    --iters 2000 --expect-network "$(expect_network "$1")"
+    --iters 2000 "${bounded[@]}" --expect-network "$(expect_network "$1")"
 }
 all_reduce_perf() {  # mode
   [[ -n $nccl_tests ]] || return 0
   local perf=$nccl_tests/all_reduce_perf devices="" r
-  [[ -x $perf ]] || fail "$perf is missing or not executable"
+  [[ $dry_run == 1 || -x $perf ]] || fail "$perf is missing or not executable"
   for ((r = 0; r < nproc; r++)); do devices+="${devices:+,}vroce$r=127.0.0.$((21 + r))"; done
   # shellcheck disable=SC2046
   run_logged "all_reduce_perf-$1" env $(mode_env "$1") VROCE_DEVICES="$devices" \
@@ -150,7 +176,7 @@ all_reduce_perf() {  # mode
 }
 
 # The most telling runs first, so a run cut short by a time limit still says the most.
-mkdir -p "$out/nccl-logs"
+((dry_run)) || mkdir -p "$out/nccl-logs"
 for step in ${steps//,/ }; do
   mode=${step#*:}
   case $mode in gdr-dmabuf | gdr-pointer | host | socket) ;; *) fail "unknown mode in step $step (see --help)" ;; esac
@@ -161,6 +187,7 @@ for step in ${steps//,/ }; do
     *) fail "unknown step $step (see --help)" ;;
   esac
 done
+((dry_run)) && exit 0
 
 python3 "$repo/tools/gpu-validate/summarize.py" "$out" | tee "$out/summary.md"
 tar -C "$out" -czf "$out/nccl-logs.tgz" nccl-logs && rm -rf "$out/nccl-logs"

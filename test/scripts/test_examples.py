@@ -64,6 +64,10 @@ class TpAllreduceLogic(unittest.TestCase):
         self.assertEqual(tp_allreduce.parse_args([]).batch, 16)
         with self.assertRaises(SystemExit):
             tp_allreduce.parse_args(["--iters", "0"])
+        self.assertEqual(tp_allreduce.parse_args([]).sync_every, 0)
+        self.assertEqual(tp_allreduce.parse_args(["--sync-every", "32"]).sync_every, 32)
+        with self.assertRaises(SystemExit):
+            tp_allreduce.parse_args(["--sync-every", "-1"])
 
 
 class Launchers(unittest.TestCase):
@@ -93,9 +97,12 @@ class Launchers(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             for line in (f"NCCL_NET_PLUGIN={build}/lib/libnccl-net-roce.so",
                          f"NCCL_IBVERBS_LIB={build}/vroce/lib/libibverbs.so.1", "NCCL_NET=RoCE",
-                         "NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "ROCE_EXAMPLE_VROCE_BASE=127.0.0.21"):
+                         "NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "ROCE_EXAMPLE_VROCE_BASE=127.0.0.21",
+                         # vroce's GPUDirect and the driver's lock (vroce/src/gpu/driver_lock_hazard.h)
+                         "CUDA_MODULE_LOADING=EAGER"):
                 self.assertIn(line + "\n", p.stdout)
             self.assertIn("torchrun --standalone --nproc-per-node 2", p.stdout)
+            self.assertIn("tp_allreduce.py --sync-every 32 --iters 10", p.stdout)
             e = {"PATH": "/usr/bin:/bin", "BUILD_DIR": build, "NPROC_PER_NODE": "2"}
             p = subprocess.run([str(REPO / "examples" / "run_tp_allreduce_vroce.sh")], env=e,
                                capture_output=True, text=True, timeout=60)

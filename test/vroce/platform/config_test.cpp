@@ -159,6 +159,18 @@ TEST_CASE("port speed, time scale and traffic class", "[config]") {
   }
 }
 
+TEST_CASE("GPU stall warning delay", "[config]") {
+  std::string error;
+  CHECK(vroce::parse_stall_warn_ms("1", &error) == 1U);
+  CHECK(vroce::parse_stall_warn_ms(" 250 ", &error) == 250U);
+  CHECK(vroce::parse_stall_warn_ms("3600000", &error) == 3'600'000U);
+  for (const char* bad : {"0", "3600001", "-5", "5s", "", "1.5"}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_stall_warn_ms(bad, &error));
+    CHECK(contains(error, "milliseconds, from 1 to 3600000"));
+  }
+}
+
 TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   std::vector<std::string> errors;
   Config config = parse({}, &errors);
@@ -170,6 +182,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK_FALSE(config.stats_file);
   CHECK_FALSE(config.sysfs_root);
   CHECK_FALSE(config.tc_override);
+  CHECK(config.gpu_stall_warn_ms == 5000U);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -180,7 +193,8 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_FAULTS", "drop=0.1,seed=7"},
                          {"VROCE_STATS_FILE", "/tmp/s.json"},
                          {"VROCE_SYSFS_ROOT", "/tmp/sys"},
-                         {"VROCE_TC_OVERRIDE", "106"}},
+                         {"VROCE_TC_OVERRIDE", "106"},
+                         {"VROCE_GPU_STALL_WARN_MS", "750"}},
                         &errors);
   CHECK(errors.empty());
   REQUIRE(config.devices.size() == 1);
@@ -192,6 +206,7 @@ TEST_CASE("parse_config: every variable read", "[config]") {
   CHECK(config.stats_file == "/tmp/s.json");
   CHECK(config.sysfs_root == "/tmp/sys");
   CHECK(config.tc_override == 106);
+  CHECK(config.gpu_stall_warn_ms == 750U);
 }
 
 TEST_CASE("parse_config: a malformed variable keeps its default and says so once", "[config]") {

@@ -1,9 +1,11 @@
-// The CUDA-path suite runs two vroce devices on its own loopback addresses; they must
-// be configured before vroce reads its environment (at the first verbs call).
+// The CUDA-path suite runs two vroce devices on its own loopback addresses, with a short stall
+// warning delay; both must be set before vroce reads its environment (at the first verbs call).
 #include <cstdlib>
 
 #include "test_environment.h"
 
 void roce_test_environment() {
   setenv("VROCE_DEVICES", "vrC1=127.0.3.70,vrC2=127.0.3.71", 1);
+  // The stall watchdog's test holds a copy for well over this.
+  setenv("VROCE_GPU_STALL_WARN_MS", "300", 1);
 }

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_cuda/fake_cuda.h"
@@ -64,6 +66,50 @@ ibv_wc one(ibv_cq* cq) {
   REQUIRE(wcs.size() == 1);
   return wcs[0];
 }
+
+// Everything written to stderr (where vroce logs) while it lives.
+class StderrCapture {
+ public:
+  StderrCapture() : file_(::memfd_create("stderr-capture", MFD_CLOEXEC)), saved_(::dup(2)) {
+    REQUIRE(file_ >= 0);
+    REQUIRE(saved_ >= 0);
+    REQUIRE(::dup2(file_, 2) == 2);
+  }
+  ~StderrCapture() {
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    ::close(file_);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  std::string text() const {
+    std::string all;
+    char chunk[4096];
+    for (off_t at = 0;;) {
+      ssize_t n = ::pread(file_, chunk, sizeof chunk, at);
+      if (n <= 0) {
+        return all;
+      }
+      all.append(chunk, static_cast<size_t>(n));
+      at += n;
+    }
+  }
+  bool wait_for(const std::string& needle, std::chrono::milliseconds limit) const {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (text().find(needle) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return false;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+
+ private:
+  int file_;
+  int saved_;
+};
 
 }  // namespace
 
@@ -160,4 +206,67 @@ TEST_CASE("a range that starts in device memory and runs past its allocation is 
   ibv_mr* ok = ibv_reg_mr(a.pd, d.addr(), 4096, IBV_ACCESS_LOCAL_WRITE);
   REQUIRE(ok != nullptr);
   CHECK(ibv_dereg_mr(ok) == 0);
+}
+
+TEST_CASE("a copy into device memory blocked in the driver is reported with its cause", "[cuda]") {
+  Fixture cuda;
+  Device a("vrC1");
+  Device b("vrC2");
+  QpOptions patient;
+  patient.timeout = 18;  // about 1 s per try: the held copy must not exhaust the retries
+  Endpoint ea(a, patient);
+  Endpoint eb(b, patient);
+  ea.connect(eb.info());
+  eb.connect(ea.info());
+  constexpr size_t kSize = 64 * 1024;
+  DeviceMemory db(kSize);
+  ibv_mr* mb = ibv_reg_mr(b.pd, db.addr(), kSize, kRemote);
+  REQUIRE(mb != nullptr);
+  Buffer host(a.pd, kSize, kRemote);
+  fill_pattern(host.data, kSize, 44);
+
+  StderrCapture log;
+  // The driver stops completing copies, as it does while the application holds its lock; the
+  // WRITE's data reaches vroce, whose copy into db then blocks (VROCE_GPU_STALL_WARN_MS=300).
+  fake_cuda_hold_stream_syncs(1);
+  REQUIRE(post(ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+  bool reported = log.wait_for("blocked inside the CUDA driver", 5000ms);
+  fake_cuda_hold_stream_syncs(0);
+  REQUIRE(reported);
+  std::string text = log.text();
+  CHECK(text.find("CUDA copy into device memory has been blocked") != std::string::npos);
+  CHECK(text.find("CUDA_MODULE_LOADING=EAGER") != std::string::npos);
+  CHECK(text.find("NCCL_NET_GDR_LEVEL=LOC") != std::string::npos);
+  // Once the driver moves again the data lands and the end of the stall is reported too.
+  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(db.mismatch(44) == -1);
+  CHECK(log.wait_for("reported blocked has completed after", 5000ms));
+  CHECK(ibv_dereg_mr(mb) == 0);
+}
+
+TEST_CASE("copies with CUDA_MODULE_LOADING lazy warn once about the driver-lock deadlock", "[cuda]") {
+  unsetenv("CUDA_MODULE_LOADING");
+  Fixture cuda;
+  Device a("vrC1");
+  Device b("vrC2");
+  Endpoint ea(a, {});
+  Endpoint eb(b, {});
+  ea.connect(eb.info());
+  eb.connect(ea.info());
+  constexpr size_t kSize = 8192;
+  DeviceMemory db(kSize);
+  ibv_mr* mb = ibv_reg_mr(b.pd, db.addr(), kSize, kRemote);
+  REQUIRE(mb != nullptr);
+  Buffer host(a.pd, kSize, kRemote);
+  StderrCapture log;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(post(ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+    CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  }
+  std::string text = log.text();
+  const std::string warning = "while CUDA_MODULE_LOADING is unset (LAZY)";
+  auto first = text.find(warning);
+  CHECK(first != std::string::npos);
+  CHECK(text.find(warning, first + 1) == std::string::npos);
+  CHECK(ibv_dereg_mr(mb) == 0);
 }

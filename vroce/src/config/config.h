@@ -49,6 +49,9 @@ struct Config {
   // this traffic class whatever the QP asked for, and the fake sysfs tree shows the file, so the
   // plugin's override detection can be tested.
   std::optional<uint8_t> tc_override;
+  // VROCE_GPU_STALL_WARN_MS: how long one of vroce's CUDA driver calls may stay blocked before
+  // the watchdog reports the likely driver-lock deadlock (gpu/driver_lock_hazard.h).
+  uint32_t gpu_stall_warn_ms = 5000;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.

@@ -265,6 +265,15 @@ std::optional<uint8_t> parse_traffic_class(const std::string& text, std::string*
   return std::nullopt;
 }
 
+std::optional<uint32_t> parse_stall_warn_ms(const std::string& text, std::string* error) {
+  auto value = parse_unsigned<uint32_t>(trim(text));
+  if (value && *value >= 1 && *value <= 3'600'000) {
+    return value;
+  }
+  *error = "the stall warning delay is in milliseconds, from 1 to 3600000, got " + quoted(text);
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_path(const std::string& text, std::string* error) {
   if (text.empty()) {
     *error = "the path is empty";
@@ -306,6 +315,8 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](std::string v) { config.sysfs_root = std::move(v); });
   apply("VROCE_TC_OVERRIDE", "no traffic-class override", parse_traffic_class,
         [&](uint8_t v) { config.tc_override = v; });
+  apply("VROCE_GPU_STALL_WARN_MS", "5000", parse_stall_warn_ms,
+        [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
   return config;
 }
 

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "gpu/cuda_driver.h"
+#include "gpu/driver_lock_hazard.h"
 #include "util/log.h"
 
 namespace vroce::gpu {
@@ -207,6 +208,8 @@ int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_
   if (driver == nullptr) {
     return ENODEV;
   }
+  warn_if_lazy_module_loading();
+  DriverCallWatch watch("copy into device memory");
   ScopedContext scope(*driver, region_addr);
   cuda::CUresult rc = scope.result();
   if (rc == cuda::kSuccess) {
@@ -243,6 +246,8 @@ int copy_from_region(MemoryKind kind, uint64_t region_addr, void* dst, size_t le
   if (driver == nullptr) {
     return ENODEV;
   }
+  warn_if_lazy_module_loading();
+  DriverCallWatch watch("copy out of device memory");
   ScopedContext scope(*driver, region_addr);
   cuda::CUresult rc = scope.result();
   if (rc == cuda::kSuccess) {

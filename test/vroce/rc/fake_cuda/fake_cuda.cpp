@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -201,7 +202,25 @@ FAKE_CUDA_EXPORT CUresult cuStreamCreate(FakeStream** stream, unsigned int flags
   return kSuccess;
 }
 
+// fake_cuda_hold_stream_syncs(): while held, cuStreamSynchronize blocks, as a real driver's does
+// when the application holds its lock (the deadlock vroce's stall watchdog reports).
+std::mutex hold_mutex;
+std::condition_variable hold_released;
+bool hold_syncs = false;
+
+FAKE_CUDA_EXPORT void fake_cuda_hold_stream_syncs(int hold) {
+  {
+    std::lock_guard lock(hold_mutex);
+    hold_syncs = hold != 0;
+  }
+  hold_released.notify_all();
+}
+
 FAKE_CUDA_EXPORT CUresult cuStreamSynchronize(FakeStream* stream) {
+  {
+    std::unique_lock lock(hold_mutex);
+    hold_released.wait(lock, [] { return !hold_syncs; });
+  }
   Driver& d = driver();
   std::lock_guard lock(d.mutex);
   return d.streams.count(stream) == 1 ? kSuccess : kInvalidValue;

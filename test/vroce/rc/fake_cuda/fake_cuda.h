@@ -30,4 +30,6 @@ unsigned long long fake_cuda_copies();
 // kind vroce may make. A subset of fake_cuda_copies().
 unsigned long long fake_cuda_stream_copies();
 unsigned long long fake_cuda_bytes();
+// Non-zero: cuStreamSynchronize blocks until called again with 0.
+void fake_cuda_hold_stream_syncs(int hold);
 }
