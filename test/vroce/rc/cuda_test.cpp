@@ -244,7 +244,8 @@ TEST_CASE("a copy into device memory blocked in the driver is reported with its 
   CHECK(ibv_dereg_mr(mb) == 0);
 }
 
-TEST_CASE("copies with CUDA_MODULE_LOADING lazy warn once about the driver-lock deadlock", "[cuda]") {
+TEST_CASE("copies with CUDA_MODULE_LOADING lazy warn once about the driver-lock deadlock",
+          "[cuda]") {
   unsetenv("CUDA_MODULE_LOADING");
   Fixture cuda;
   Device a("vrC1");
