@@ -51,7 +51,13 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     int count = 0;
     switch (check_cts_slot(slot, next_seq_, &count)) {
       case CtsSlotState::NotReady:
-        // Nothing to match yet; a cheap moment to notice a dead device or QP.
+        // Nothing to match yet. Poll the CQ meanwhile: it retires finished sends (their
+        // send-queue entries come back sooner), and a software NIC such as vroce receives the
+        // peer's clear-to-send only while its process polls. Then a cheap moment to notice a
+        // dead device or QP.
+        if (ncclResult_t r = progress(); r != ncclSuccess) [[unlikely]] {
+          return r;
+        }
         return check_fatal();
       case CtsSlotState::Corrupt:
         return fail(ncclRemoteError,
