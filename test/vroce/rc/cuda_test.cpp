@@ -49,6 +49,19 @@ struct Fixture {
   }
 };
 
+// The suite's two devices with one RC connection between them.
+struct ConnectedPair {
+  Fixture cuda;
+  Device a{"vrC1"};
+  Device b{"vrC2"};
+  Endpoint ea;
+  Endpoint eb;
+  explicit ConnectedPair(const QpOptions& options = {}) : ea(a, options), eb(b, options) {
+    ea.connect(eb.info());
+    eb.connect(ea.info());
+  }
+};
+
 int post(Endpoint& e, ibv_wr_opcode op, ibv_sge sge, uint64_t raddr = 0, uint32_t rkey = 0) {
   ibv_send_wr wr{};
   wr.opcode = op;
@@ -114,38 +127,32 @@ class StderrCapture {
 }  // namespace
 
 TEST_CASE("WRITE, READ and SEND between CUDA regions go through the driver's copies", "[cuda]") {
-  Fixture cuda;
-  Device a("vrC1");
-  Device b("vrC2");
-  Endpoint ea(a, {});
-  Endpoint eb(b, {});
-  ea.connect(eb.info());
-  eb.connect(ea.info());
+  ConnectedPair p;
   constexpr size_t kSize = (1 << 20) + 123;
   DeviceMemory da(kSize);
   DeviceMemory db(kSize);
   da.fill(41);
-  ibv_mr* ma = ibv_reg_mr(a.pd, da.addr(), kSize, kRemote);
-  ibv_mr* mb = ibv_reg_mr(b.pd, db.addr(), kSize, kRemote);
+  ibv_mr* ma = ibv_reg_mr(p.a.pd, da.addr(), kSize, kRemote);
+  ibv_mr* mb = ibv_reg_mr(p.b.pd, db.addr(), kSize, kRemote);
   REQUIRE(ma != nullptr);
   REQUIRE(mb != nullptr);
   auto copies_before = fake_cuda_copies();
   auto stream_copies_before = fake_cuda_stream_copies();
 
   // Device -> device WRITE.
-  REQUIRE(post(ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, kSize, ma->lkey}, db.ptr, mb->rkey) == 0);
-  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, kSize, ma->lkey}, db.ptr, mb->rkey) == 0);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   CHECK(db.mismatch(41) == -1);
   // Device -> host READ, host -> device READ.
-  Buffer host(a.pd, kSize, kRemote);
-  REQUIRE(post(ea, IBV_WR_RDMA_READ, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
-  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  Buffer host(p.a.pd, kSize, kRemote);
+  REQUIRE(post(p.ea, IBV_WR_RDMA_READ, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   CHECK(find_mismatch(host.data, kSize, 41) == -1);
-  Buffer remote_host(b.pd, kSize, kRemote);
+  Buffer remote_host(p.b.pd, kSize, kRemote);
   fill_pattern(remote_host.data, kSize, 42);
-  REQUIRE(post(ea, IBV_WR_RDMA_READ, ibv_sge{da.ptr, kSize, ma->lkey}, remote_host.addr(),
+  REQUIRE(post(p.ea, IBV_WR_RDMA_READ, ibv_sge{da.ptr, kSize, ma->lkey}, remote_host.addr(),
                remote_host.mr->rkey) == 0);
-  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   CHECK(da.mismatch(42) == -1);
   // Host SEND into a receive buffer in device memory.
   ibv_sge rsge{db.ptr, 70000, mb->lkey};
@@ -153,11 +160,11 @@ TEST_CASE("WRITE, READ and SEND between CUDA regions go through the driver's cop
   rwr.sg_list = &rsge;
   rwr.num_sge = 1;
   ibv_recv_wr* rbad = nullptr;
-  REQUIRE(ibv_post_recv(eb.qp, &rwr, &rbad) == 0);
+  REQUIRE(ibv_post_recv(p.eb.qp, &rwr, &rbad) == 0);
   fill_pattern(host.data, 70000, 43);
-  REQUIRE(post(ea, IBV_WR_SEND, host.sge(0, 70000)) == 0);
-  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
-  ibv_wc r = one(eb.recv_cq);
+  REQUIRE(post(p.ea, IBV_WR_SEND, host.sge(0, 70000)) == 0);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
+  ibv_wc r = one(p.eb.recv_cq);
   CHECK(r.status == IBV_WC_SUCCESS);
   CHECK(r.byte_len == 70000);
   CHECK(db.mismatch(43, 0, 70000) == -1);
@@ -172,26 +179,20 @@ TEST_CASE("WRITE, READ and SEND between CUDA regions go through the driver's cop
 }
 
 TEST_CASE("dma-buf registration with a device address as iova reaches CUDA memory", "[cuda]") {
-  Fixture cuda;
-  Device a("vrC1");
-  Device b("vrC2");
-  Endpoint ea(a, {});
-  Endpoint eb(b, {});
-  ea.connect(eb.info());
-  eb.connect(ea.info());
+  ConnectedPair p;
   DeviceMemory da(8192);
   da.fill(44);
   // NCCL passes the dma-buf fd of the allocation and its device address as iova; vroce reaches
   // the memory by that address and never maps the fd (a memfd stands in for it here).
   int fd = memfd_create("dmabuf", MFD_CLOEXEC);
   REQUIRE(fd >= 0);
-  ibv_mr* ma = ibv_reg_dmabuf_mr(a.pd, 0, 8192, da.ptr, fd, static_cast<int>(kRemote));
+  ibv_mr* ma = ibv_reg_dmabuf_mr(p.a.pd, 0, 8192, da.ptr, fd, static_cast<int>(kRemote));
   REQUIRE(ma != nullptr);
   close(fd);
-  Buffer dst(b.pd, 8192, kRemote);
-  REQUIRE(post(ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, 8192, ma->lkey}, dst.addr(), dst.mr->rkey) ==
-          0);
-  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  Buffer dst(p.b.pd, 8192, kRemote);
+  REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, 8192, ma->lkey}, dst.addr(),
+               dst.mr->rkey) == 0);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   CHECK(find_mismatch(dst.data, 8192, 44) == -1);
   CHECK(ibv_dereg_mr(ma) == 0);
 }
@@ -209,27 +210,21 @@ TEST_CASE("a range that starts in device memory and runs past its allocation is 
 }
 
 TEST_CASE("a copy into device memory blocked in the driver is reported with its cause", "[cuda]") {
-  Fixture cuda;
-  Device a("vrC1");
-  Device b("vrC2");
   QpOptions patient;
   patient.timeout = 18;  // about 1 s per try: the held copy must not exhaust the retries
-  Endpoint ea(a, patient);
-  Endpoint eb(b, patient);
-  ea.connect(eb.info());
-  eb.connect(ea.info());
+  ConnectedPair p(patient);
   constexpr size_t kSize = 64 * 1024;
   DeviceMemory db(kSize);
-  ibv_mr* mb = ibv_reg_mr(b.pd, db.addr(), kSize, kRemote);
+  ibv_mr* mb = ibv_reg_mr(p.b.pd, db.addr(), kSize, kRemote);
   REQUIRE(mb != nullptr);
-  Buffer host(a.pd, kSize, kRemote);
+  Buffer host(p.a.pd, kSize, kRemote);
   fill_pattern(host.data, kSize, 44);
 
   StderrCapture log;
   // The driver stops completing copies, as it does while the application holds its lock; the
   // WRITE's data reaches vroce, whose copy into db then blocks (VROCE_GPU_STALL_WARN_MS=300).
   fake_cuda_hold_stream_syncs(1);
-  REQUIRE(post(ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+  REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
   bool reported = log.wait_for("blocked inside the CUDA driver", 5000ms);
   fake_cuda_hold_stream_syncs(0);
   REQUIRE(reported);
@@ -238,7 +233,7 @@ TEST_CASE("a copy into device memory blocked in the driver is reported with its 
   CHECK(text.find("CUDA_MODULE_LOADING=EAGER") != std::string::npos);
   CHECK(text.find("NCCL_NET_GDR_LEVEL=LOC") != std::string::npos);
   // Once the driver moves again the data lands and the end of the stall is reported too.
-  CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   CHECK(db.mismatch(44) == -1);
   CHECK(log.wait_for("reported blocked has completed after", 5000ms));
   CHECK(ibv_dereg_mr(mb) == 0);
@@ -247,22 +242,16 @@ TEST_CASE("a copy into device memory blocked in the driver is reported with its 
 TEST_CASE("copies with CUDA_MODULE_LOADING lazy warn once about the driver-lock deadlock",
           "[cuda]") {
   unsetenv("CUDA_MODULE_LOADING");
-  Fixture cuda;
-  Device a("vrC1");
-  Device b("vrC2");
-  Endpoint ea(a, {});
-  Endpoint eb(b, {});
-  ea.connect(eb.info());
-  eb.connect(ea.info());
+  ConnectedPair p;
   constexpr size_t kSize = 8192;
   DeviceMemory db(kSize);
-  ibv_mr* mb = ibv_reg_mr(b.pd, db.addr(), kSize, kRemote);
+  ibv_mr* mb = ibv_reg_mr(p.b.pd, db.addr(), kSize, kRemote);
   REQUIRE(mb != nullptr);
-  Buffer host(a.pd, kSize, kRemote);
+  Buffer host(p.a.pd, kSize, kRemote);
   StderrCapture log;
   for (int i = 0; i < 3; ++i) {
-    REQUIRE(post(ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
-    CHECK(one(ea.send_cq).status == IBV_WC_SUCCESS);
+    REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+    CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   }
   std::string text = log.text();
   const std::string warning = "while CUDA_MODULE_LOADING is unset (LAZY)";
