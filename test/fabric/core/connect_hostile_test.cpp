@@ -14,65 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "hostile_peer.h"
 #include "net/handshake.h"
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
 #include "traffic.h"
 
 using namespace roce::test;
-
-namespace {
-
-roce::net::ListenHandle decode(const Handle& handle) {
-  std::string error;
-  auto decoded = roce::net::decode_listen_handle(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(handle.data()), handle.size()),
-      &error);
-  INFO(error);
-  REQUIRE(decoded);
-  return *decoded;
-}
-
-// A blocking TCP connection to the listener (test side only).
-int raw_connect(const roce::net::SocketAddress& address) {
-  int fd = socket(address.domain(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  REQUIRE(::connect(fd, address.raw(), address.raw_length()) == 0);
-  return fd;
-}
-
-void send_all(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-    if (n <= 0) {
-      return;  // the listener may already have dropped us
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-void send_frame(int fd, const std::vector<uint8_t>& body) {
-  uint8_t header[4];
-  const auto length = static_cast<uint32_t>(body.size());
-  for (int i = 0; i < 4; ++i) {
-    header[i] = static_cast<uint8_t>(length >> (8 * i));
-  }
-  send_all(fd, header, 4);
-  send_all(fd, body.data(), body.size());
-}
-
-struct Hostiles {
-  std::vector<int> fds;
-  ~Hostiles() {
-    for (int fd : fds) {
-      close(fd);
-    }
-  }
-};
-
-}  // namespace
 
 TEST_CASE("silent, garbage and wrong-nonce connections are refused while the real one succeeds",
           "[fabric][connect]") {
@@ -86,25 +34,30 @@ TEST_CASE("silent, garbage and wrong-nonce connections are refused while the rea
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
-  const roce::net::ListenHandle listen = decode(handle);
+  const roce::net::ListenHandle listen = decode_handle(handle);
   reset_warn_count();
 
-  Hostiles hostiles;
+  OwnedFds hostiles;
   // More silent connections than the listener keeps pending.
   for (int i = 0; i < 200; ++i) {
-    hostiles.fds.push_back(raw_connect(listen.address));
+    const int fd = raw_connect(listen.address);
+    REQUIRE(fd >= 0);
+    hostiles.fds.push_back(fd);
   }
   // Garbage that is not a frame, and a frame announcing far more than a handshake message.
   int garbage = raw_connect(listen.address);
+  REQUIRE(garbage >= 0);
   hostiles.fds.push_back(garbage);
   const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   send_all(garbage, junk, sizeof junk);
   int oversized = raw_connect(listen.address);
+  REQUIRE(oversized >= 0);
   hostiles.fds.push_back(oversized);
   const uint8_t huge[4] = {0xff, 0xff, 0xff, 0x7f};
   send_all(oversized, huge, 4);
   // A well-formed request carrying the wrong nonce.
   int wrong = raw_connect(listen.address);
+  REQUIRE(wrong >= 0);
   hostiles.fds.push_back(wrong);
   roce::net::ConnectRequest request;
   request.nonce = listen.nonce ^ 0x5a5a;
@@ -119,7 +72,7 @@ TEST_CASE("silent, garbage and wrong-nonce connections are refused while the rea
   auto bytes = roce::net::encode_message(request, &error);
   INFO(error);
   REQUIRE(bytes);
-  send_frame(wrong, *bytes);
+  send_all(wrong, framed(*bytes));
 
   // The plugin itself, given a handle whose nonce was tampered with, is refused.
   Handle tampered = handle;

@@ -28,6 +28,7 @@
 
 #include "child_process.h"
 #include "hardening_support.h"
+#include "hostile_peer.h"
 #include "net/handshake.h"
 #include "net/listen_handle.h"
 
@@ -36,57 +37,6 @@ using namespace roce::test;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-roce::net::ListenHandle decode(const Handle& handle) {
-  std::string error;
-  auto decoded = roce::net::decode_listen_handle(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(handle.data()), handle.size()),
-      &error);
-  INFO(error);
-  REQUIRE(decoded);
-  return *decoded;
-}
-
-// A TCP connection to the listener (test side only); -1 when the kernel refuses one more.
-int raw_connect(const roce::net::SocketAddress& address) {
-  int fd = socket(address.domain(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return -1;
-  }
-  if (::connect(fd, address.raw(), address.raw_length()) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-void send_all(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-    if (n <= 0) {
-      return;  // the listener may already have dropped us
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-std::vector<uint8_t> framed(const std::vector<uint8_t>& body, size_t announced) {
-  std::vector<uint8_t> out;
-  out.reserve(4 + body.size());
-  for (int i = 0; i < 4; ++i) {
-    out.push_back(static_cast<uint8_t>(announced >> (8 * i)));
-  }
-  for (uint8_t byte : body) {
-    out.push_back(byte);
-  }
-  return out;
-}
-
-std::vector<uint8_t> framed(const std::vector<uint8_t>& body) {
-  return framed(body, body.size());
-}
 
 // A request this plugin would accept, but for `nonce`.
 std::vector<uint8_t> request_bytes(uint64_t nonce) {
@@ -107,17 +57,6 @@ std::vector<uint8_t> request_bytes(uint64_t nonce) {
   REQUIRE(bytes);
   return *bytes;
 }
-
-struct Fds {
-  std::vector<int> fds;
-  ~Fds() { close_all(); }
-  void close_all() {
-    for (int fd : fds) {
-      close(fd);
-    }
-    fds.clear();
-  }
-};
 
 // Polls accept until a new WARN line has appeared (or the deadline); returns the new lines.
 std::vector<std::string> accept_until_warned(PluginDriver& plugin, void* listen_comm, size_t seen,
@@ -155,7 +94,7 @@ TEST_CASE(
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
-  const roce::net::ListenHandle listen = decode(handle);
+  const roce::net::ListenHandle listen = decode_handle(handle);
   reset_warn_count();
 
   std::mt19937_64 rng(77);
@@ -203,7 +142,7 @@ TEST_CASE(
       {"wrong nonce", framed(request_bytes(listen.nonce ^ 0x1234)), false, "wrong nonce"},
       {"never finishes", {0x10, 0x00}, false, "timed out"},
   };
-  Fds fds;
+  OwnedFds fds;
   for (const auto& hostile : hostiles) {
     INFO(hostile.what);
     const size_t seen = warn_lines().size();
@@ -273,7 +212,7 @@ TEST_CASE(
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
-  const roce::net::ListenHandle listen = decode(handle);
+  const roce::net::ListenHandle listen = decode_handle(handle);
 
   // The service thread: polls accept throughout, as NCCL's proxy does.
   std::atomic<bool> stop{false};
@@ -296,10 +235,10 @@ TEST_CASE(
 
   const long rss_before = rss_kib();
   const auto start = Clock::now();
-  Fds fds_first;
-  Fds fds_second;
+  OwnedFds fds_first;
+  OwnedFds fds_second;
   std::atomic<int> refused_by_kernel{0};
-  auto storm = [&](Fds& fds, uint64_t seed, int count) {
+  auto storm = [&](OwnedFds& fds, uint64_t seed, int count) {
     std::mt19937_64 rng(seed);
     for (int i = 0; i < count; ++i) {
       const int fd = raw_connect(listen.address);
@@ -387,7 +326,7 @@ TEST_CASE(
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
-  const roce::net::ListenHandle listen = decode(handle);
+  const roce::net::ListenHandle listen = decode_handle(handle);
 
   // The legitimate sender, in a process of its own (this one will have no descriptor to spare),
   // started now and told to connect once the storm has filled the listener.
