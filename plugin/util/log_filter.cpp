@@ -7,38 +7,13 @@
 #include <algorithm>
 #include <string_view>
 
+#include "nccl_net/debug_names.h"
+
 namespace roce::log {
 namespace {
 
-struct Named {
-  const char* name;
-  unsigned long value;
-};
-
-constexpr Named kLevels[] = {
-    {"VERSION", NCCL_LOG_VERSION}, {"WARN", NCCL_LOG_WARN},   {"INFO", NCCL_LOG_INFO},
-    {"ABORT", NCCL_LOG_ABORT},     {"TRACE", NCCL_LOG_TRACE},
-};
-
-constexpr Named kSubsystems[] = {
-    {"INIT", NCCL_INIT},
-    {"COLL", NCCL_COLL},
-    {"P2P", NCCL_P2P},
-    {"SHM", NCCL_SHM},
-    {"NET", NCCL_NET},
-    {"GRAPH", NCCL_GRAPH},
-    {"TUNING", NCCL_TUNING},
-    {"ENV", NCCL_ENV},
-    {"ALLOC", NCCL_ALLOC},
-    {"CALL", NCCL_CALL},
-    {"PROXY", NCCL_PROXY},
-    {"NVLS", NCCL_NVLS},
-    {"BOOTSTRAP", NCCL_BOOTSTRAP},
-    {"REG", NCCL_REG},
-    {"PROFILE", NCCL_PROFILE},
-    {"RAS", NCCL_RAS},
-    {"ALL", static_cast<unsigned long>(NCCL_ALL)},
-};
+using nccl_debug_names::kLevels;
+using nccl_debug_names::kSubsystems;
 
 bool equals_ignoring_case(std::string_view text, const char* name) {
   const std::string_view other(name);
@@ -52,7 +27,7 @@ Filter parse_filter(const char* nccl_debug, const char* nccl_debug_subsys,
   Filter filter;
   int level = -1;
   if (nccl_debug != nullptr) {
-    for (const Named& entry : kLevels) {
+    for (const auto& entry : kLevels) {
       if (equals_ignoring_case(nccl_debug, entry.name)) {
         level = static_cast<int>(entry.value);
       }
@@ -75,7 +50,7 @@ Filter parse_filter(const char* nccl_debug, const char* nccl_debug_subsys,
       const size_t comma = list.find(',');
       const std::string_view item = list.substr(0, comma);
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      for (const Named& entry : kSubsystems) {
+      for (const auto& entry : kSubsystems) {
         if (equals_ignoring_case(item, entry.name)) {
           mask = invert ? (mask & ~entry.value) : (mask | entry.value);
         }

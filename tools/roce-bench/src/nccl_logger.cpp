@@ -9,6 +9,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "nccl_net/debug_names.h"
+
 namespace roce::bench {
 namespace {
 
@@ -39,25 +41,8 @@ std::string upper(std::string_view text) {
 }
 
 std::optional<std::uint64_t> subsys_flag(const std::string& name) {
-  static const std::pair<const char*, std::uint64_t> kNames[] = {{"INIT", NCCL_INIT},
-                                                                 {"COLL", NCCL_COLL},
-                                                                 {"P2P", NCCL_P2P},
-                                                                 {"SHM", NCCL_SHM},
-                                                                 {"NET", NCCL_NET},
-                                                                 {"GRAPH", NCCL_GRAPH},
-                                                                 {"TUNING", NCCL_TUNING},
-                                                                 {"ENV", NCCL_ENV},
-                                                                 {"ALLOC", NCCL_ALLOC},
-                                                                 {"CALL", NCCL_CALL},
-                                                                 {"PROXY", NCCL_PROXY},
-                                                                 {"NVLS", NCCL_NVLS},
-                                                                 {"BOOTSTRAP", NCCL_BOOTSTRAP},
-                                                                 {"REG", NCCL_REG},
-                                                                 {"PROFILE", NCCL_PROFILE},
-                                                                 {"RAS", NCCL_RAS},
-                                                                 {"ALL", ~std::uint64_t{0}}};
-  for (const auto& [n, flag] : kNames) {
-    if (name == n) {
+  for (const auto& [word, flag] : nccl_debug_names::kSubsystems) {
+    if (name == word) {
       return flag;
     }
   }
@@ -89,19 +74,16 @@ std::optional<LogFilter> parse_log_filter(const char* nccl_debug, const char* nc
   LogFilter filter;
   if (nccl_debug != nullptr && *nccl_debug != '\0') {
     const std::string level = upper(nccl_debug);
+    filter.level = -1;
     if (level == "NONE") {
       filter.level = NCCL_LOG_NONE;
-    } else if (level == "VERSION") {
-      filter.level = NCCL_LOG_VERSION;
-    } else if (level == "WARN") {
-      filter.level = NCCL_LOG_WARN;
-    } else if (level == "INFO") {
-      filter.level = NCCL_LOG_INFO;
-    } else if (level == "ABORT") {
-      filter.level = NCCL_LOG_ABORT;
-    } else if (level == "TRACE") {
-      filter.level = NCCL_LOG_TRACE;
-    } else {
+    }
+    for (const auto& [word, value] : nccl_debug_names::kLevels) {
+      if (level == word) {
+        filter.level = static_cast<int>(value);
+      }
+    }
+    if (filter.level < 0) {
       *error = "NCCL_DEBUG=" + std::string(nccl_debug) +
                ": expected NONE, VERSION, WARN, INFO, ABORT or TRACE";
       return std::nullopt;
