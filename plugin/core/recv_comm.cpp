@@ -1,7 +1,7 @@
 // The receiver's data path; see recv_comm.h for the protocol.
 #include "core/recv_comm.h"
 
-#include "core/completion_status.h"
+#include "core/connection_completions.h"
 #include "core/connection_fatal_marks.h"
 #include "core/wr_id.h"
 #include "verbs/error.h"
@@ -234,16 +234,12 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
 }
 
 ncclResult_t RecvComm::progress() noexcept {
-  const int got = cq_->poll(kPollBatch, wcs_.data());
+  const int got = poll_connection_completions(*this, *cq_, wcs_, "<-", peer_);
   if (got < 0) [[unlikely]] {
-    return fail(ncclSystemError, "polling cq {} failed ({}); the device may have failed", cq_->id(),
-                got);
+    return failure();
   }
   for (int k = 0; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
-    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
-      return completion_error(wc);
-    }
     const WrId id = unpack_wr_id(wc.wr_id);
     switch (id.kind) {
       case WrKind::Recv:
@@ -325,15 +321,6 @@ ncclResult_t RecvComm::check_fatal_marks() noexcept {
                 flush_qp_ptr_->qp_num());
   }
   return ncclSuccess;
-}
-
-ncclResult_t RecvComm::completion_error(const ibv_wc& wc) noexcept {
-  const CompletionStatusInfo info = completion_status_info(wc.status);
-  return fail(info.result,
-              "completion error {} ({}), vendor_err 0x{:x}, opcode {}, qp 0x{:x}; local gid {} "
-              "(index {}) <- {}; {}",
-              info.name, static_cast<int>(wc.status), wc.vendor_err, static_cast<int>(wc.opcode),
-              wc.qp_num, device().gid_text(), device().gid_index(), peer_, info.hint);
 }
 
 }  // namespace roce

@@ -67,7 +67,6 @@ class RecvComm final : public Comm {
     return check_fatal_marks();
   }
   ncclResult_t check_fatal_marks() noexcept;
-  ncclResult_t completion_error(const ibv_wc& wc) noexcept;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
 
   // Hot members first.

@@ -1,7 +1,7 @@
 // The sender's data path; see send_comm.h for the protocol.
 #include "core/send_comm.h"
 
-#include "core/completion_status.h"
+#include "core/connection_completions.h"
 #include "core/connection_fatal_marks.h"
 #include "core/size_split.h"
 #include "core/wr_id.h"
@@ -207,16 +207,12 @@ ncclResult_t SendComm::post_group() noexcept {
 }
 
 ncclResult_t SendComm::progress() noexcept {
-  const int got = cq_->poll(kPollBatch, wcs_.data());
+  const int got = poll_connection_completions(*this, *cq_, wcs_, "->", peer_);
   if (got < 0) [[unlikely]] {
-    return fail(ncclSystemError, "polling cq {} failed ({}); the device may have failed", cq_->id(),
-                got);
+    return failure();
   }
   for (int k = 0; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
-    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
-      return completion_error(wc);
-    }
     const WrId id = unpack_wr_id(wc.wr_id);
     if (id.kind != WrKind::SendGroup || id.qp >= nqps_ || !requests_.in_use(id.index))
         [[unlikely]] {
@@ -262,15 +258,6 @@ ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept
 ncclResult_t SendComm::check_fatal_marks() noexcept {
   return check_connection_fatal_marks(
       *this, *cq_, std::span(qp_ptrs_.data(), static_cast<size_t>(nqps_)), "to", peer_);
-}
-
-ncclResult_t SendComm::completion_error(const ibv_wc& wc) noexcept {
-  const CompletionStatusInfo info = completion_status_info(wc.status);
-  return fail(info.result,
-              "completion error {} ({}), vendor_err 0x{:x}, opcode {}, qp 0x{:x}; local gid {} "
-              "(index {}) -> {}; {}",
-              info.name, static_cast<int>(wc.status), wc.vendor_err, static_cast<int>(wc.opcode),
-              wc.qp_num, device().gid_text(), device().gid_index(), peer_, info.hint);
 }
 
 }  // namespace roce

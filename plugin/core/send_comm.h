@@ -63,7 +63,6 @@ class SendComm final : public Comm {
     return check_fatal_marks();
   }
   ncclResult_t check_fatal_marks() noexcept;
-  ncclResult_t completion_error(const ibv_wc& wc) noexcept;
   void complete_group(SendRequest& lead) noexcept;
 
   // Hot members first.
