@@ -261,6 +261,14 @@ static void sender_body(TrafficResult& out, PluginDriver& plugin, void* send_com
       for (;;) {
         void* request = nullptr;
         ncclResult_t r = plugin.isend(send_comm, p, m.send_size, m.tag, mh, &request);
+        if (r == ncclRemoteError && tail && options.close_with_requests_in_flight) {
+          // The receiver closes with its tail in flight and may do so before an earlier tail
+          // send's data reaches it; that send then fails at the receiver, and isend, which
+          // polls the CQ while it waits for a clear-to-send, reports the comm's failure. The
+          // tail is left untested by design: close the comm with what is in flight.
+          out.ok = true;
+          return;
+        }
         if (r != ncclSuccess) {
           out.error = fail_text("isend", r) + " at group " + std::to_string(g);
           out.result = r;
@@ -464,6 +472,12 @@ static void receiver_body(TrafficResult& out, PluginDriver& plugin, void* recv_c
       void* request = nullptr;
       ncclResult_t r =
           plugin.irecv(recv_comm, n, ptrs.data(), sizes.data(), tags.data(), mhs.data(), &request);
+      if (r == ncclRemoteError && tail && options.close_with_requests_in_flight) {
+        // The mirror of the sender's tail: the sender may close before a tail clear-to-send
+        // reaches it, and irecv reports that when it polls for send-queue room.
+        out.ok = true;
+        return;
+      }
       if (r != ncclSuccess) {
         out.error = fail_text("irecv", r) + " at group " + std::to_string(g);
         out.result = r;
