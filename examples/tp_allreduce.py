@@ -84,17 +84,36 @@ def per_rank_vroce_device(local_rank):
     os.environ["VROCE_DEVICES"] = f"vroce{local_rank}={net}.{int(last) + local_rank}"
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def rank_setup(log_name):
+    """What a torchrun rank does before NCCL starts: reads RANK, WORLD_SIZE and LOCAL_RANK, gives
+    itself its vroce device (per_rank_vroce_device), and has NCCL write its INIT and NET INFO lines
+    to a per-process file (/tmp/<log_name>.<host>.<pid>.nccl.log unless NCCL_DEBUG_FILE is set),
+    so that read_nccl_log() can say which network and transport NCCL chose.
+    Returns (rank, world, local_rank, log_pattern)."""
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     per_rank_vroce_device(local_rank)
-    # NCCL writes its INFO log to a per-process file, which is read back below.
     os.environ.setdefault("NCCL_DEBUG", "INFO")
     os.environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
     log_pattern = os.environ.setdefault(
-        "NCCL_DEBUG_FILE", f"/tmp/tp_allreduce.{socket.gethostname()}.{os.getpid()}.nccl.log")
+        "NCCL_DEBUG_FILE", f"/tmp/{log_name}.{socket.gethostname()}.{os.getpid()}.nccl.log")
+    return rank, world, local_rank, log_pattern
+
+
+def read_nccl_log(log_pattern):
+    """This process's NCCL debug file(s) named by an NCCL_DEBUG_FILE pattern (%h any host, %p this
+    pid), as one text; empty when there is none."""
+    text = ""
+    for path in sorted(glob.glob(log_pattern.replace("%h", "*").replace("%p", str(os.getpid())))):
+        with open(path, errors="replace") as f:
+            text += f.read()
+    return text
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rank, world, local_rank, log_pattern = rank_setup("tp_allreduce")
 
     import torch
     import torch.distributed as dist
@@ -117,10 +136,7 @@ def main(argv=None):
         print(f"rank {rank}: {wrong} of {x.numel()} elements differ from {want} after all-reduce", file=sys.stderr)
 
     # What NCCL chose: the log lines, from this rank's NCCL debug file.
-    log_text = ""
-    for path in glob.glob(log_pattern.replace("%h", "*").replace("%p", str(os.getpid()))):
-        with open(path, errors="replace") as f:
-            log_text += f.read()
+    log_text = read_nccl_log(log_pattern)
     network = chosen_network(log_text)
     net_ok = not args.expect_network or network == args.expect_network
     if rank == 0 or not net_ok:

@@ -59,6 +59,26 @@ class TpAllreduceLogic(unittest.TestCase):
             os.environ.clear()
             os.environ.update(old)
 
+    def test_rank_setup_and_reading_the_nccl_log_back(self):
+        old = dict(os.environ)
+        try:
+            for name in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "LOCAL_RANK"):
+                os.environ.pop(name, None)
+            os.environ.update(RANK="1", WORLD_SIZE="2", ROCE_EXAMPLE_VROCE_BASE="127.0.0.21")
+            rank, world, local_rank, pattern = tp_allreduce.rank_setup("unit")
+            self.assertEqual((rank, world, local_rank), (1, 2, 0))
+            self.assertEqual(os.environ["VROCE_DEVICES"], "vroce0=127.0.0.21")
+            self.assertEqual((os.environ["NCCL_DEBUG"], os.environ["NCCL_DEBUG_SUBSYS"]), ("INFO", "INIT,NET"))
+            self.assertTrue(pattern.startswith("/tmp/unit.") and pattern.endswith(f".{os.getpid()}.nccl.log"))
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, f"x.host.{os.getpid()}.log"), "w") as f:
+                    f.write(NCCL_LOG)
+                self.assertEqual(tp_allreduce.read_nccl_log(os.path.join(d, "x.%h.%p.log")), NCCL_LOG)
+                self.assertEqual(tp_allreduce.read_nccl_log(os.path.join(d, "none.%p.log")), "")
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
     def test_argument_checks(self):
         self.assertEqual(tp_allreduce.parse_args([]).hidden, 8192)
         self.assertEqual(tp_allreduce.parse_args([]).batch, 16)

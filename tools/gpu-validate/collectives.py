@@ -14,15 +14,13 @@ transport or to host staging is a failure, not a slower pass.
 
 import argparse
 from datetime import timedelta
-import glob
 import json
 import os
 import re
-import socket
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-from tp_allreduce import chosen_network, per_rank_vroce_device, transport_lines  # noqa: E402
+from tp_allreduce import chosen_network, rank_setup, read_nccl_log, transport_lines  # noqa: E402
 
 # Operation name -> (bus bandwidth factor as nccl-tests defines it, with n ranks).
 BUS_FACTORS = {
@@ -136,13 +134,7 @@ class Case:
 
 def main(argv=None):
     args = parse_args(argv)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    per_rank_vroce_device(local_rank)
-    os.environ.setdefault("NCCL_DEBUG", "INFO")
-    os.environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
-    log_pattern = os.environ.setdefault(
-        "NCCL_DEBUG_FILE", f"/tmp/gpu-validate.{socket.gethostname()}.{os.getpid()}.nccl.log")
+    rank, world, local_rank, log_pattern = rank_setup("gpu-validate")
 
     import torch
     import torch.distributed as dist
@@ -189,10 +181,7 @@ def main(argv=None):
                       f"{busbw:>9.2f}{wrong_all:>8}", flush=True)
             del case
 
-    log_text = ""
-    for path in glob.glob(log_pattern.replace("%h", "*").replace("%p", str(os.getpid()))):
-        with open(path, errors="replace") as f:
-            log_text += f.read()
+    log_text = read_nccl_log(log_pattern)
     network = chosen_network(log_text)
     channels = [l for l in transport_lines(log_text) if re.search(r"via NET/", l)]
     gdr_channels = [l for l in channels if "GDRDMA" in l]
