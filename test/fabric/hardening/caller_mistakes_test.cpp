@@ -54,17 +54,15 @@ struct Pair {
   explicit Pair(const char* devices) {
     setenv("VROCE_DEVICES", devices, 1);
     REQUIRE(plugin.init() == ncclSuccess);
-    const int a = plugin.find_device("hda");
-    const int b = plugin.find_device("hdb");
-    REQUIRE(a >= 0);
-    REQUIRE(b >= 0);
+    const int a = require_device(plugin, "hda");
+    const int b = require_device(plugin, "hdb");
     comms = open_pairs(plugin, a, b, 1)[0];
   }
 };
 
 void check_still_usable(Pair& pair, uint64_t seed) {
-  const int a = pair.plugin.find_device("hda");
-  const int b = pair.plugin.find_device("hdb");
+  const int a = require_device(pair.plugin, "hda");
+  const int b = require_device(pair.plugin, "hdb");
   const auto fresh = open_pairs(pair.plugin, a, b, 1);
   PlanShape shape;
   shape.groups = 20;

@@ -33,10 +33,8 @@ void run_with_faults(const FaultRun& run) {
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int a = plugin.find_device("hda");
-  const int b = plugin.find_device("hdb");
-  REQUIRE(a >= 0);
-  REQUIRE(b >= 0);
+  const int a = require_device(plugin, "hda");
+  const int b = require_device(plugin, "hdb");
   const std::string baseline = vroce_stats();
   const auto pairs = open_pairs(plugin, a, b, run.comms);
 

@@ -73,6 +73,13 @@ double retry_budget_ms(int ib_timeout, int retry_cnt, double time_scale) {
   return timeout_us * (retry_cnt + 1) / 1000.0;
 }
 
+int require_device(PluginDriver& plugin, const char* name) {
+  const int index = plugin.find_device(name);
+  INFO("device " << name);
+  REQUIRE(index >= 0);
+  return index;
+}
+
 std::vector<CommPair> open_pairs(PluginDriver& plugin, int from, int to, int count) {
   std::vector<CommPair> pairs(static_cast<size_t>(count));
   for (auto& pair : pairs) {

@@ -28,6 +28,9 @@ long rss_kib();
 // 4.096 us * 2^timeout * VROCE_TIME_SCALE.
 double retry_budget_ms(int ib_timeout, int retry_cnt, double time_scale);
 
+// The index of the plugin's device named `name`; fails the running test case when there is none.
+int require_device(PluginDriver& plugin, const char* name);
+
 struct CommPair {
   void* send = nullptr;
   void* recv = nullptr;

@@ -87,10 +87,8 @@ TEST_CASE(
   setenv("NCCL_ROCE_CONNECT_TIMEOUT_MS", "1000", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int a = plugin.find_device("hda");
-  const int b = plugin.find_device("hdb");
-  REQUIRE(a >= 0);
-  REQUIRE(b >= 0);
+  const int a = require_device(plugin, "hda");
+  const int b = require_device(plugin, "hdb");
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
@@ -205,10 +203,8 @@ TEST_CASE(
   setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int a = plugin.find_device("hda");
-  const int b = plugin.find_device("hdb");
-  REQUIRE(a >= 0);
-  REQUIRE(b >= 0);
+  const int a = require_device(plugin, "hda");
+  const int b = require_device(plugin, "hdb");
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
@@ -321,8 +317,7 @@ TEST_CASE(
   setenv("VROCE_DEVICES", "hdb=127.0.9.36", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int b = plugin.find_device("hdb");
-  REQUIRE(b >= 0);
+  const int b = require_device(plugin, "hdb");
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);

@@ -163,10 +163,8 @@ TEST_CASE(
 
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int s = plugin.find_device("hds");
-  const int l = plugin.find_device("hdl");
-  REQUIRE(s >= 0);
-  REQUIRE(l >= 0);
+  const int s = require_device(plugin, "hds");
+  const int l = require_device(plugin, "hdl");
   void* doomed = nullptr;
   REQUIRE(connect_until_ready(plugin, s, &victim_handle, &doomed, 30000) == ncclSuccess);
   REQUIRE(victim.wait_for("POSTED", 30000));
@@ -234,10 +232,8 @@ TEST_CASE(
   setenv("VROCE_DEVICES", "hds=127.0.9.23,hdl=127.0.9.24", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int s = plugin.find_device("hds");
-  const int l = plugin.find_device("hdl");
-  REQUIRE(s >= 0);
-  REQUIRE(l >= 0);
+  const int s = require_device(plugin, "hds");
+  const int l = require_device(plugin, "hdl");
 
   // The silent peer sends to us through a black hole: no data, no ACK of our clear-to-send.
   Handle handle;

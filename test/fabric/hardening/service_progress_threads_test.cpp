@@ -20,10 +20,8 @@ TEST_CASE("connect, accept, regMr and close on the service thread while the data
   setenv("VROCE_DEVICES", "hda=127.0.9.50,hdb=127.0.9.51", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int a = plugin.find_device("hda");
-  const int b = plugin.find_device("hdb");
-  REQUIRE(a >= 0);
-  REQUIRE(b >= 0);
+  const int a = require_device(plugin, "hda");
+  const int b = require_device(plugin, "hdb");
   const auto busy = open_pairs(plugin, a, b, 2);
 
   std::atomic<bool> data_done{false};

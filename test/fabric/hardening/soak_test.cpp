@@ -27,10 +27,8 @@ TEST_CASE("soak: 8 comms of random-size messages, RSS flat, no leaked QPs, CQs o
   setenv("VROCE_DEVICES", "hda=127.0.9.60,hdb=127.0.9.61", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int a = plugin.find_device("hda");
-  const int b = plugin.find_device("hdb");
-  REQUIRE(a >= 0);
-  REQUIRE(b >= 0);
+  const int a = require_device(plugin, "hda");
+  const int b = require_device(plugin, "hdb");
   const std::string baseline = vroce_stats();
 
   PlanShape shape;
