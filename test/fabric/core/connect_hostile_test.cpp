@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "hostile_peer.h"
-#include "net/handshake.h"
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
 #include "traffic.h"
@@ -59,20 +58,7 @@ TEST_CASE("silent, garbage and wrong-nonce connections are refused while the rea
   int wrong = raw_connect(listen.address);
   REQUIRE(wrong >= 0);
   hostiles.fds.push_back(wrong);
-  roce::net::ConnectRequest request;
-  request.nonce = listen.nonce ^ 0x5a5a;
-  request.endpoint.plugin_version = roce::net::plugin_version_code();
-  request.endpoint.device_name = "intruder";
-  request.endpoint.gid[15] = 1;
-  request.endpoint.mtu = 3;
-  request.endpoint.qps.push_back({0x123, 0});
-  request.cts_ring = {0x1000, 1, 64, 256};
-  request.max_recvs = 8;
-  std::string error;
-  auto bytes = roce::net::encode_message(request, &error);
-  INFO(error);
-  REQUIRE(bytes);
-  send_all(wrong, framed(*bytes));
+  send_all(wrong, framed(connect_request_bytes(listen.nonce ^ 0x5a5a)));
 
   // The plugin itself, given a handle whose nonce was tampered with, is refused.
   Handle tampered = handle;

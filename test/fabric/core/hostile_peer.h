@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "net/handshake.h"
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
 
@@ -72,6 +73,26 @@ inline std::vector<uint8_t> framed(const std::vector<uint8_t>& body, size_t anno
 
 inline std::vector<uint8_t> framed(const std::vector<uint8_t>& body) {
   return framed(body, body.size());
+}
+
+// The encoded connect request of a peer this plugin would accept, but for `nonce`.
+inline std::vector<uint8_t> connect_request_bytes(uint64_t nonce) {
+  roce::net::ConnectRequest request;
+  request.nonce = nonce;
+  request.endpoint.plugin_version = roce::net::plugin_version_code();
+  request.endpoint.device_name = "intruder";
+  request.endpoint.gid[10] = 0xff;
+  request.endpoint.gid[11] = 0xff;
+  request.endpoint.gid[15] = 9;
+  request.endpoint.mtu = 3;
+  request.endpoint.qps.push_back({0x123, 7});
+  request.cts_ring = {0x1000, 1, 64, 256};
+  request.max_recvs = 8;
+  std::string error;
+  auto bytes = roce::net::encode_message(request, &error);
+  INFO(error);
+  REQUIRE(bytes);
+  return *bytes;
 }
 
 // Descriptors closed when the test ends, however it ends.

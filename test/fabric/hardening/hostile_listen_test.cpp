@@ -38,26 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A request this plugin would accept, but for `nonce`.
-std::vector<uint8_t> request_bytes(uint64_t nonce) {
-  roce::net::ConnectRequest request;
-  request.nonce = nonce;
-  request.endpoint.plugin_version = roce::net::plugin_version_code();
-  request.endpoint.device_name = "intruder";
-  request.endpoint.gid[10] = 0xff;
-  request.endpoint.gid[11] = 0xff;
-  request.endpoint.gid[15] = 9;
-  request.endpoint.mtu = 3;
-  request.endpoint.qps.push_back({0x123, 7});
-  request.cts_ring = {0x1000, 1, 64, 256};
-  request.max_recvs = 8;
-  std::string error;
-  auto bytes = roce::net::encode_message(request, &error);
-  INFO(error);
-  REQUIRE(bytes);
-  return *bytes;
-}
-
 // Polls accept until a new WARN line has appeared (or the deadline); returns the new lines.
 std::vector<std::string> accept_until_warned(PluginDriver& plugin, void* listen_comm, size_t seen,
                                              int timeout_ms) {
@@ -105,7 +85,7 @@ TEST_CASE(
     byte = static_cast<uint8_t>(rng());
   }
   raw_random[3] = 0xf0;  // a frame length far above the 4 KiB bound
-  const std::vector<uint8_t> good = request_bytes(listen.nonce);
+  const std::vector<uint8_t> good = connect_request_bytes(listen.nonce);
   std::vector<uint8_t> wrong_magic = good;
   wrong_magic[0] ^= 0xff;
   std::vector<uint8_t> wrong_version = good;
@@ -137,7 +117,7 @@ TEST_CASE(
       {"wrong magic", framed(wrong_magic), false, "wrong magic"},
       {"wrong version", framed(wrong_version), false, "unsupported protocol version"},
       {"wrong kind", framed(*ready_bytes), false, "expected a connect request"},
-      {"wrong nonce", framed(request_bytes(listen.nonce ^ 0x1234)), false, "wrong nonce"},
+      {"wrong nonce", framed(connect_request_bytes(listen.nonce ^ 0x1234)), false, "wrong nonce"},
       {"never finishes", {0x10, 0x00}, false, "timed out"},
   };
   OwnedFds fds;

@@ -121,6 +121,24 @@ void check_detection(const char* what, double elapsed_ms) {
   CHECK(elapsed_ms >= 0.9 * budget);
 }
 
+// Tests `request`, just posted to a dead or silent peer, until it fails or completes (30 s at
+// most), and checks that it failed as it must: ncclRemoteError, not done, within the retry
+// budget (check_detection, whose line `what` names).
+void expect_failure_detected(PluginDriver& plugin, void* request, const char* what) {
+  const auto posted = Clock::now();
+  ncclResult_t result = ncclSuccess;
+  int done = 0;
+  while (result == ncclSuccess && !done && Clock::now() < posted + std::chrono::seconds(30)) {
+    int size = 0;
+    result = plugin.test(request, &done, &size);
+  }
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - posted).count();
+  CHECK_FALSE(done);
+  CHECK(result == ncclRemoteError);
+  check_detection(what, elapsed_ms);
+}
+
 PlanShape small_shape() {
   PlanShape shape;
   shape.groups = 100;
@@ -193,19 +211,8 @@ TEST_CASE(
     REQUIRE(plugin.isend(doomed, buffer.data(), m.send_size, m.tag, mh, &request) == ncclSuccess);
   }
   REQUIRE(request != nullptr);  // the victim's clear-to-send arrived before it died
-  const auto posted = Clock::now();
-  ncclResult_t result = ncclSuccess;
-  int done = 0;
-  while (result == ncclSuccess && !done && Clock::now() < posted + std::chrono::seconds(30)) {
-    int size = 0;
-    result = plugin.test(request, &done, &size);
-  }
-  const double elapsed_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - posted).count();
+  expect_failure_detected(plugin, request, "sigkill");
   detected = true;
-  CHECK_FALSE(done);
-  CHECK(result == ncclRemoteError);
-  check_detection("sigkill", elapsed_ms);
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
   CHECK(warned("127.0.9.22"));
 
@@ -267,19 +274,8 @@ TEST_CASE(
   void* request = nullptr;
   REQUIRE(plugin.irecv(doomed, 1, data, sizes, tags, mhs, &request) == ncclSuccess);
   REQUIRE(request != nullptr);
-  const auto posted = Clock::now();
-  ncclResult_t result = ncclSuccess;
-  int done = 0;
-  while (result == ncclSuccess && !done && Clock::now() < posted + std::chrono::seconds(30)) {
-    int size = 0;
-    result = plugin.test(request, &done, &size);
-  }
-  const double elapsed_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - posted).count();
+  expect_failure_detected(plugin, request, "loss100");
   detected = true;
-  CHECK_FALSE(done);
-  CHECK(result == ncclRemoteError);
-  check_detection("loss100", elapsed_ms);
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
 
   void* again = nullptr;
