@@ -8,6 +8,7 @@ directory and returns the environment the scripts need to read it (ROCE_SYSFS_RO
 import dataclasses
 import ipaddress
 import os
+import shutil
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -252,8 +253,13 @@ def make_bin(root: Path, stubs=STUB_NAMES, extra: dict | None = None) -> Path:
     make_base_bin(root)
     b = root / "bin"
     b.mkdir(exist_ok=True)
+    # Linked to a copy inside root, not to the checkout: the unprivileged runs must be able to
+    # reach them wherever the checkout is (a clone under a private mktemp -d directory).
+    stubs_copy = root / "stubs"
+    if not stubs_copy.exists():
+        shutil.copytree(STUBS, stubs_copy)
     for s in stubs:
-        (b / s).symlink_to(STUBS / s)
+        (b / s).symlink_to(stubs_copy / s)
     for name, text in (extra or {}).items():
         p = b / name
         p.write_text(text)

@@ -6,6 +6,7 @@ script with a clean environment (no NCCL_* from the caller), optionally as an un
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -56,10 +57,22 @@ class ScriptTest(unittest.TestCase):
         e.update(env or {})
         cmd = [str(SCRIPTS / name), *args]
         if user:
-            cmd = NOBODY + cmd
+            cmd = NOBODY + [str(self.scripts_for_nobody() / name), *args]
         p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout,
                            cwd=self.root)
         return Result(p.returncode, p.stdout, p.stderr)
+
+    def scripts_for_nobody(self) -> Path:
+        """A copy of scripts/ the unprivileged user can enter, beside (not inside) the fixture
+        tree: the checkout itself may sit where it cannot (a clone under a private mktemp -d
+        directory, a home directory)."""
+        if not hasattr(self, "_nobody_scripts"):
+            tmp = tempfile.TemporaryDirectory(prefix="ok-scripts-copy-")
+            self.addCleanup(tmp.cleanup)
+            os.chmod(tmp.name, 0o755)
+            self._nobody_scripts = Path(tmp.name) / "scripts"
+            shutil.copytree(SCRIPTS, self._nobody_scripts)
+        return self._nobody_scripts
 
     def calls(self) -> list[str]:
         return (self.state / "calls.log").read_text().splitlines()
