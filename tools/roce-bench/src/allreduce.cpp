@@ -36,7 +36,10 @@ RingAllReduce::RingAllReduce(NetPlugin& plugin, Rendezvous& rendezvous, const Op
       options_(options),
       rank_(rendezvous.rank()),
       nranks_(rendezvous.nranks()),
-      slice_elems_(options.slice_bytes / sizeof(float)),
+      dtype_(options.dtype),
+      elem_(dtype_bytes(options.dtype)),
+      value_mask_(allreduce_value_mask(options.dtype, rendezvous.nranks())),
+      slice_elems_(options.slice_bytes / dtype_bytes(options.dtype)),
       window_(options.window) {
   const std::size_t staging_bytes = static_cast<std::size_t>(window_) * options.slice_bytes;
   input_ = options.cuda ? Buffer::cuda(options.max_bytes) : Buffer::host(options.max_bytes);
@@ -125,9 +128,9 @@ void RingAllReduce::complete_recv(int index, int staging_slot) {
     const std::size_t staging_at = static_cast<std::size_t>(staging_slot) * slice_elems_;
     if (corrupt_next_) {
       corrupt_next_ = false;
-      corrupt_word(staging_, staging_at * sizeof(float));
+      corrupt_word(staging_, staging_at * elem_);
     }
-    add_floats(output_, op.offset, input_, op.offset, staging_, staging_at, op.count);
+    add_elements(dtype_, output_, op.offset, input_, op.offset, staging_, staging_at, op.count);
   }
   recv_done_[static_cast<std::size_t>(index)] = 1;
 }
@@ -146,7 +149,7 @@ void RingAllReduce::run(std::size_t count) {
   int recv_done = 0;
   unsigned irecv_calls = 0;
   Poller poller(options_.timeout_s, options_.poll_sleep_us, &rendezvous_, options_.poll);
-  const std::size_t bytes = count * sizeof(float);
+  const std::size_t bytes = count * elem_;
 
   while (send_done < nsend || recv_done < nrecv) {
     bool advanced = false;
@@ -158,8 +161,8 @@ void RingAllReduce::run(std::size_t count) {
       const std::size_t at = op.reduce ? static_cast<std::size_t>(slot) * slice_elems_ : op.offset;
       void* mh = op.reduce ? staging_recv_mh_ : output_recv_mh_;
       const bool ll_hint = (irecv_calls++ & 1U) == 1U;
-      void* request = plugin_.irecv(comms_.recv_comm, target.bytes() + at * sizeof(float),
-                                    op.count * sizeof(float), prev, mh, ll_hint);
+      void* request = plugin_.irecv(comms_.recv_comm, target.bytes() + at * elem_, op.count * elem_,
+                                    prev, mh, ll_hint);
       if (request == nullptr) {
         break;
       }
@@ -174,8 +177,8 @@ void RingAllReduce::run(std::size_t count) {
       }
       Buffer& source = op.step == 0 ? input_ : output_;
       void* mh = op.step == 0 ? input_send_mh_ : output_send_mh_;
-      void* request = plugin_.isend(comms_.send_comm, source.bytes() + op.offset * sizeof(float),
-                                    op.count * sizeof(float), rank_, mh);
+      void* request = plugin_.isend(comms_.send_comm, source.bytes() + op.offset * elem_,
+                                    op.count * elem_, rank_, mh);
       if (request == nullptr) {
         break;
       }
@@ -190,7 +193,7 @@ void RingAllReduce::run(std::size_t count) {
       if (f.flush == nullptr) {
         int size = -1;
         if (plugin_.test(f.request, &size)) {
-          const std::size_t expected = op.count * sizeof(float);
+          const std::size_t expected = op.count * elem_;
           if (size < 0 || static_cast<std::size_t>(size) != expected) {
             throw BenchError("allreduce " + std::to_string(bytes) + " B: plugin test reported " +
                              std::to_string(size) + " bytes for a " + std::to_string(expected) +
@@ -200,7 +203,7 @@ void RingAllReduce::run(std::size_t count) {
             Buffer& target = op.reduce ? staging_ : output_;
             const std::size_t at =
                 op.reduce ? static_cast<std::size_t>(f.staging_slot) * slice_elems_ : op.offset;
-            f.flush = plugin_.iflush(comms_.recv_comm, target.bytes() + at * sizeof(float), size,
+            f.flush = plugin_.iflush(comms_.recv_comm, target.bytes() + at * elem_, size,
                                      op.reduce ? staging_recv_mh_ : output_recv_mh_);
           }
           if (f.flush == nullptr) {
@@ -235,13 +238,30 @@ void RingAllReduce::run(std::size_t count) {
   }
 }
 
-Row RingAllReduce::measure(const SizeStep& step, std::uint64_t seed) {
-  const std::size_t count = step.bytes / sizeof(float);
-  {
-    std::vector<float> values(count);
-    fill_allreduce_input(values, seed ^ 0x5a5a, rank_);
-    input_.write(0, values.data(), step.bytes);
+void RingAllReduce::prepare(std::size_t count, std::uint64_t seed) {
+  std::vector<float> values(count);
+  fill_allreduce_input(values, seed, rank_, value_mask_);
+  std::vector<std::byte> encoded(count * elem_);
+  for (std::size_t i = 0; i < count; ++i) {
+    store_element(dtype_, encoded.data(), i, values[i]);
   }
+  input_.write(0, encoded.data(), encoded.size());
+  output_.zero();
+}
+
+std::uint64_t RingAllReduce::count_wrong(std::size_t count, std::uint64_t seed) {
+  std::vector<std::byte> encoded(count * elem_);
+  output_.read(0, encoded.data(), encoded.size());
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    values[i] = load_element(dtype_, encoded.data(), i);
+  }
+  return count_allreduce_errors(values, seed, nranks_, value_mask_);
+}
+
+Row RingAllReduce::measure(const SizeStep& step, std::uint64_t seed) {
+  const std::size_t count = step.bytes / elem_;
+  prepare(count, seed ^ 0x5a5a);
   for (int i = 0; i < step.warmup; ++i) {
     run(count);
   }
@@ -258,16 +278,12 @@ Row RingAllReduce::measure(const SizeStep& step, std::uint64_t seed) {
       std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / step.iters;
 
   // Verified run on fresh inputs into a zeroed output, so nothing stale can pass.
-  std::vector<float> values(count);
-  fill_allreduce_input(values, seed, rank_);
-  input_.write(0, values.data(), step.bytes);
-  output_.zero();
+  prepare(count, seed);
   rendezvous_.barrier();
-  corrupt_next_ = options_.inject_corruption && rank_ == nranks_ - 1;
+  arm_corruption();
   run(count);
   corrupt_next_ = false;
-  output_.read(0, values.data(), step.bytes);
-  const std::uint64_t wrong = count_allreduce_errors(values, seed, nranks_);
+  const std::uint64_t wrong = count_wrong(count, seed);
 
   struct Sample {
     double mean_us;

@@ -1,5 +1,6 @@
 // The ring all-reduce through the plugin: each rank sends to rank+1 and receives from rank-1 over
-// one send comm and one recv comm; a float sum runs as reduce-scatter then all-gather (2(n-1)
+// one send comm and one recv comm; a sum (fp32, fp16 or bf16: --dtype) runs as reduce-scatter
+// then all-gather (2(n-1)
 // steps), each chunk cut into slices that are pipelined with up to --window requests in flight
 // per comm, the way NCCL's proxy keeps NCCL_STEPS slices outstanding. A slice is sent on as soon
 // as the slice it depends on has arrived (and been reduced). Inputs are read from the input
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "buffer.h"
+#include "dtype.h"
 #include "net_plugin.h"
 #include "options.h"
 #include "plugin_comms.h"
@@ -34,8 +36,19 @@ class RingAllReduce {
   // Warm-up, timed iterations and one verified run; the Row is complete on rank 0.
   Row measure(const SizeStep& step, std::uint64_t seed);
 
-  // One all-reduce of `count` floats from the input to the output buffer.
+  // The pieces measure() is made of, for callers that time a sequence of their own (tp mode).
+  // Fills the first `count` input elements with this rank's share of the check pattern `seed`
+  // and zeroes the output.
+  void prepare(std::size_t count, std::uint64_t seed);
+  // One all-reduce of `count` elements from the input to the output buffer.
   void run(std::size_t count);
+  // With --inject-corruption, the last rank flips one element of its next reduced receive.
+  void arm_corruption() { corrupt_next_ = options_.inject_corruption && rank_ == nranks_ - 1; }
+  // Elements of the output that differ from the exact sum of pattern `seed` (this rank's view).
+  std::uint64_t count_wrong(std::size_t count, std::uint64_t seed);
+
+  DType dtype() const { return dtype_; }
+  std::size_t element_bytes() const { return elem_; }
 
   const std::string& registration() const { return registration_; }
   bool flushes() const { return flush_; }
@@ -61,6 +74,9 @@ class RingAllReduce {
   const Options& options_;
   int rank_;
   int nranks_;
+  DType dtype_;
+  std::size_t elem_;  // bytes per element
+  std::uint32_t value_mask_;
   std::size_t slice_elems_;
   int window_;
   Buffer input_;

@@ -105,19 +105,29 @@ void Buffer::zero() {
   }
 }
 
-void add_floats(Buffer& out, std::size_t out_at, const Buffer& a, std::size_t a_at, const Buffer& b,
-                std::size_t b_at, std::size_t count) {
+void add_elements(DType type, Buffer& out, std::size_t out_at, const Buffer& a, std::size_t a_at,
+                  const Buffer& b, std::size_t b_at, std::size_t count) {
+  const std::size_t size = dtype_bytes(type);
   if (out.is_cuda()) {
-    CudaDriver::instance().add_floats(device_address(out.bytes() + out_at * sizeof(float)),
-                                      device_address(a.bytes() + a_at * sizeof(float)),
-                                      device_address(b.bytes() + b_at * sizeof(float)), count);
+    CudaDriver::instance().add(type, device_address(out.bytes() + out_at * size),
+                               device_address(a.bytes() + a_at * size),
+                               device_address(b.bytes() + b_at * size), count);
     return;
   }
-  float* o = reinterpret_cast<float*>(out.data()) + out_at;
-  const float* x = reinterpret_cast<const float*>(a.data()) + a_at;
-  const float* y = reinterpret_cast<const float*>(b.data()) + b_at;
+  if (type == DType::F32) {
+    float* o = reinterpret_cast<float*>(out.data()) + out_at;
+    const float* x = reinterpret_cast<const float*>(a.data()) + a_at;
+    const float* y = reinterpret_cast<const float*>(b.data()) + b_at;
+    for (std::size_t i = 0; i < count; ++i) {
+      o[i] = x[i] + y[i];
+    }
+    return;
+  }
+  std::byte* o = out.bytes() + out_at * size;
+  const std::byte* x = a.bytes() + a_at * size;
+  const std::byte* y = b.bytes() + b_at * size;
   for (std::size_t i = 0; i < count; ++i) {
-    o[i] = x[i] + y[i];
+    store_element(type, o, i, load_element(type, x, i) + load_element(type, y, i));
   }
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "dtype.h"
+
 namespace roce::bench {
 
 class Buffer {
@@ -39,8 +41,8 @@ class Buffer {
   bool cuda_ = false;
 };
 
-// out[i] = a[i] + b[i] over `count` floats at element offsets, on the CPU or the GPU.
-void add_floats(Buffer& out, std::size_t out_at, const Buffer& a, std::size_t a_at, const Buffer& b,
-                std::size_t b_at, std::size_t count);
+// out[i] = a[i] + b[i] over `count` elements of `type` at element offsets, on the CPU or the GPU.
+void add_elements(DType type, Buffer& out, std::size_t out_at, const Buffer& a, std::size_t a_at,
+                  const Buffer& b, std::size_t b_at, std::size_t count);
 
 }  // namespace roce::bench

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "errors.h"
 
@@ -26,55 +27,70 @@ constexpr int kAttrDmaBufSupported = 124;
 constexpr int kPointerAttrSyncMemops = 6;
 constexpr int kRangeHandleDmaBufFd = 1;
 
-// out[i] = a[i] + b[i], grid-stride loop over n elements. Written for PTX ISA 6.4 / sm_70 so the
-// driver's JIT can compile it for any GPU from Volta on.
-constexpr const char* kAddPtx = R"(
-.version 6.4
-.target sm_70
-.address_size 64
+// out[i] = a[i] + b[i], grid-stride loops over n elements of fp32, fp16 and bf16. The 16-bit
+// types are widened to f32, added and rounded back to nearest even (bf16 by integer rounding,
+// since cvt to bf16 needs sm_80), as NCCL's own reductions do. Written for PTX ISA 6.4 / sm_70
+// so the driver's JIT can compile it for any GPU from Volta on.
+#define ROCE_BENCH_ADD_ENTRY(NAME, SHIFT, LOAD_A, LOAD_B, STORE)                           \
+  ".visible .entry " NAME                                                                  \
+  "(\n"                                                                                    \
+  "    .param .u64 param_out,\n"                                                           \
+  "    .param .u64 param_a,\n"                                                             \
+  "    .param .u64 param_b,\n"                                                             \
+  "    .param .u64 param_n)\n"                                                             \
+  "{\n"                                                                                    \
+  "    .reg .pred %p<2>;\n"                                                                \
+  "    .reg .b16 %h<4>;\n"                                                                 \
+  "    .reg .b32 %r<10>;\n"                                                                \
+  "    .reg .f32 %f<4>;\n"                                                                 \
+  "    .reg .b64 %rd<12>;\n"                                                               \
+  "    ld.param.u64 %rd1, [param_out];\n"                                                  \
+  "    ld.param.u64 %rd2, [param_a];\n"                                                    \
+  "    ld.param.u64 %rd3, [param_b];\n"                                                    \
+  "    ld.param.u64 %rd4, [param_n];\n"                                                    \
+  "    cvta.to.global.u64 %rd1, %rd1;\n"                                                   \
+  "    cvta.to.global.u64 %rd2, %rd2;\n"                                                   \
+  "    cvta.to.global.u64 %rd3, %rd3;\n"                                                   \
+  "    mov.u32 %r1, %ctaid.x;\n"                                                           \
+  "    mov.u32 %r2, %ntid.x;\n"                                                            \
+  "    mov.u32 %r3, %tid.x;\n"                                                             \
+  "    mov.u32 %r4, %nctaid.x;\n"                                                          \
+  "    cvt.u64.u32 %rd5, %r3;\n"                                                           \
+  "    mad.wide.u32 %rd5, %r1, %r2, %rd5;\n"                                               \
+  "    mul.wide.u32 %rd6, %r4, %r2;\n"                                                     \
+  "LOOP:\n"                                                                                \
+  "    setp.ge.u64 %p1, %rd5, %rd4;\n"                                                     \
+  "    @%p1 bra DONE;\n"                                                                   \
+  "    shl.b64 %rd7, %rd5, " SHIFT                                                         \
+  ";\n"                                                                                    \
+  "    add.s64 %rd8, %rd2, %rd7;\n"                                                        \
+  "    add.s64 %rd9, %rd3, %rd7;\n"                                                        \
+  "    add.s64 %rd10, %rd1, %rd7;\n" LOAD_A LOAD_B "    add.rn.f32 %f3, %f1, %f2;\n" STORE \
+  "    add.s64 %rd5, %rd5, %rd6;\n"                                                        \
+  "    bra.uni LOOP;\n"                                                                    \
+  "DONE:\n"                                                                                \
+  "    ret;\n"                                                                             \
+  "}\n"
 
-.visible .entry roce_bench_add_f32(
-    .param .u64 param_out,
-    .param .u64 param_a,
-    .param .u64 param_b,
-    .param .u64 param_n)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<5>;
-    .reg .f32 %f<4>;
-    .reg .b64 %rd<12>;
-
-    ld.param.u64 %rd1, [param_out];
-    ld.param.u64 %rd2, [param_a];
-    ld.param.u64 %rd3, [param_b];
-    ld.param.u64 %rd4, [param_n];
-    cvta.to.global.u64 %rd1, %rd1;
-    cvta.to.global.u64 %rd2, %rd2;
-    cvta.to.global.u64 %rd3, %rd3;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %nctaid.x;
-    cvt.u64.u32 %rd5, %r3;
-    mad.wide.u32 %rd5, %r1, %r2, %rd5;
-    mul.wide.u32 %rd6, %r4, %r2;
-LOOP:
-    setp.ge.u64 %p1, %rd5, %rd4;
-    @%p1 bra DONE;
-    shl.b64 %rd7, %rd5, 2;
-    add.s64 %rd8, %rd2, %rd7;
-    ld.global.f32 %f1, [%rd8];
-    add.s64 %rd9, %rd3, %rd7;
-    ld.global.f32 %f2, [%rd9];
-    add.rn.f32 %f3, %f1, %f2;
-    add.s64 %rd10, %rd1, %rd7;
-    st.global.f32 [%rd10], %f3;
-    add.s64 %rd5, %rd5, %rd6;
-    bra.uni LOOP;
-DONE:
-    ret;
-}
-)";
+constexpr const char* kAddPtx = ".version 6.4\n.target sm_70\n.address_size 64\n"
+    // fp32
+    ROCE_BENCH_ADD_ENTRY("roce_bench_add_f32", "2", "    ld.global.f32 %f1, [%rd8];\n",
+                         "    ld.global.f32 %f2, [%rd9];\n", "    st.global.f32 [%rd10], %f3;\n")
+    // fp16
+    ROCE_BENCH_ADD_ENTRY("roce_bench_add_f16", "1",
+                         "    ld.global.b16 %h1, [%rd8];\n    cvt.f32.f16 %f1, %h1;\n",
+                         "    ld.global.b16 %h2, [%rd9];\n    cvt.f32.f16 %f2, %h2;\n",
+                         "    cvt.rn.f16.f32 %h3, %f3;\n    st.global.b16 [%rd10], %h3;\n")
+    // bf16: the value is the top half of an f32; round to nearest even by adding 0x7fff plus
+    // the lowest kept bit before truncating.
+    ROCE_BENCH_ADD_ENTRY(
+        "roce_bench_add_bf16", "1",
+        "    ld.global.u16 %r5, [%rd8];\n    shl.b32 %r5, %r5, 16;\n    mov.b32 %f1, %r5;\n",
+        "    ld.global.u16 %r6, [%rd9];\n    shl.b32 %r6, %r6, 16;\n    mov.b32 %f2, %r6;\n",
+        "    mov.b32 %r7, %f3;\n    shr.u32 %r8, %r7, 16;\n    and.b32 %r8, %r8, 1;\n"
+        "    add.u32 %r7, %r7, 32767;\n    add.u32 %r7, %r7, %r8;\n    shr.u32 %r7, %r7, 16;\n"
+        "    st.global.u16 [%rd10], %r7;\n");
+#undef ROCE_BENCH_ADD_ENTRY
 
 }  // namespace
 
@@ -257,21 +273,26 @@ int CudaDriver::export_dmabuf(std::uint64_t ptr, std::size_t bytes) {
   return fd;
 }
 
-void CudaDriver::load_kernel() {
-  if (add_kernel_ != nullptr) {
+void CudaDriver::load_kernels() {
+  if (module_ != nullptr) {
     return;
   }
   check(api_->cuModuleLoadData(&module_, kAddPtx), "cuModuleLoadData(reduction PTX)");
-  check(api_->cuModuleGetFunction(&add_kernel_, module_, "roce_bench_add_f32"),
-        "cuModuleGetFunction");
+  const std::pair<DType, const char*> entries[] = {{DType::F32, "roce_bench_add_f32"},
+                                                   {DType::F16, "roce_bench_add_f16"},
+                                                   {DType::BF16, "roce_bench_add_bf16"}};
+  for (const auto& [type, name] : entries) {
+    check(api_->cuModuleGetFunction(&add_kernels_[static_cast<int>(type)], module_, name),
+          "cuModuleGetFunction");
+  }
 }
 
-void CudaDriver::add_floats(std::uint64_t out, std::uint64_t a, std::uint64_t b,
-                            std::size_t count) {
+void CudaDriver::add(DType type, std::uint64_t out, std::uint64_t a, std::uint64_t b,
+                     std::size_t count) {
   if (count == 0) {
     return;
   }
-  load_kernel();
+  load_kernels();
   unsigned long long p_out = out;
   unsigned long long p_a = a;
   unsigned long long p_b = b;
@@ -280,9 +301,9 @@ void CudaDriver::add_floats(std::uint64_t out, std::uint64_t a, std::uint64_t b,
   constexpr unsigned kThreads = 256;
   const auto blocks =
       static_cast<unsigned>(std::min<std::size_t>((count + kThreads - 1) / kThreads, 4096));
-  check(
-      api_->cuLaunchKernel(add_kernel_, blocks, 1, 1, kThreads, 1, 1, 0, nullptr, params, nullptr),
-      "cuLaunchKernel(reduction)");
+  check(api_->cuLaunchKernel(add_kernels_[static_cast<int>(type)], blocks, 1, 1, kThreads, 1, 1, 0,
+                             nullptr, params, nullptr),
+        "cuLaunchKernel(reduction)");
   check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
 }
 

@@ -9,9 +9,12 @@
 #include <memory>
 #include <string>
 
+#include "dtype.h"
+
 namespace roce::bench {
 
-// The PTX of the all-reduce's GPU reduction (out[i] = a[i] + b[i]), JIT-compiled by the driver.
+// The PTX of the all-reduce's GPU reductions (out[i] = a[i] + b[i] for fp32, fp16 and bf16),
+// JIT-compiled by the driver.
 const char* reduction_ptx();
 
 class CudaDriver {
@@ -35,13 +38,13 @@ class CudaDriver {
   void zero(std::uint64_t ptr, std::size_t bytes);
   // A dma-buf fd for [ptr, ptr+bytes) (page-aligned); the caller closes it.
   int export_dmabuf(std::uint64_t ptr, std::size_t bytes);
-  // out[i] = a[i] + b[i] on the GPU, then waits for it.
-  void add_floats(std::uint64_t out, std::uint64_t a, std::uint64_t b, std::size_t count);
+  // out[i] = a[i] + b[i] over `count` elements of `type` on the GPU, then waits for it.
+  void add(DType type, std::uint64_t out, std::uint64_t a, std::uint64_t b, std::size_t count);
 
  private:
   CudaDriver();
   ~CudaDriver();
-  void load_kernel();
+  void load_kernels();
   void check(int result, const char* call) const;
 
   struct Api;
@@ -50,7 +53,7 @@ class CudaDriver {
   int device_ = -1;
   void* context_ = nullptr;
   void* module_ = nullptr;
-  void* add_kernel_ = nullptr;
+  void* add_kernels_[3] = {};  // indexed by DType
 };
 
 }  // namespace roce::bench

@@ -9,6 +9,7 @@
 #include "launcher.h"
 #include "options.h"
 #include "run.h"
+#include "tp_model.h"
 
 #ifndef ROCE_BENCH_VERSION
 #define ROCE_BENCH_VERSION "0.0.0"
@@ -26,6 +27,14 @@ int main(int argc, char** argv) {
     }
     if (options.version) {
       std::printf("roce-bench %s\n", ROCE_BENCH_VERSION);
+      return kExitOk;
+    }
+    if (options.list_models) {
+      std::printf("%-16s %-16s %7s %7s\n", "model", "name", "layers", "hidden");
+      for (const auto& m : model_presets()) {
+        std::printf("%-16.*s %-16.*s %7d %7d\n", static_cast<int>(m.name.size()), m.name.data(),
+                    static_cast<int>(m.display.size()), m.display.data(), m.layers, m.hidden);
+      }
       return kExitOk;
     }
     if (options.init_check) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "tp_model.h"
 
 namespace roce::bench {
 namespace {
@@ -83,12 +84,33 @@ class ArgCursor {
   std::optional<std::string> inline_value_;
 };
 
+std::string fmt_range(const std::string& name, const std::string& text, double min, double max) {
+  auto shown = [](double v) {
+    std::string t = std::to_string(v);
+    t.erase(t.find_last_not_of('0') + 1);
+    if (!t.empty() && t.back() == '.') {
+      t.pop_back();
+    }
+    return t;
+  };
+  return name + " " + text + ": expected a number in [" + shown(min) + ", " + shown(max) + "]";
+}
+
 int int_value(ArgCursor& cursor, const std::string& name, int min, int max) {
   const std::string text = cursor.value(name);
   const auto value = parse_integer<int>(text);
   if (!value || *value < min || *value > max) {
     throw UsageError(name + " " + text + ": expected an integer in " + std::to_string(min) + ".." +
                      std::to_string(max));
+  }
+  return *value;
+}
+
+double double_value(ArgCursor& cursor, const std::string& name, double min, double max) {
+  const std::string text = cursor.value(name);
+  const auto value = parse_double(text);
+  if (!value || !(*value >= min && *value <= max)) {
+    throw UsageError(fmt_range(name, text, min, max));
   }
   return *value;
 }
@@ -115,7 +137,10 @@ Mode mode_value(const std::string& text) {
   if (text == "allreduce") {
     return Mode::AllReduce;
   }
-  throw UsageError("--mode " + text + ": expected pingpong, bw, bibw or allreduce");
+  if (text == "tp") {
+    return Mode::Tp;
+  }
+  throw UsageError("--mode " + text + ": expected pingpong, bw, bibw, allreduce or tp");
 }
 
 Api api_value(const std::string& text) {
@@ -147,9 +172,56 @@ void validate_rendezvous(const std::string& text, bool need_port) {
   }
 }
 
-void validate(Options& o, bool nranks_given) {
-  if (o.help || o.version) {
+// --mode tp: the shape from the preset or the explicit sizes; the all-reduce size from it.
+void validate_tp(Options& o, bool sizes_given, bool dtype_given) {
+  if (sizes_given) {
+    throw UsageError(
+        "-b/-e do not apply to --mode tp: the all-reduce size is --batch x --hidden "
+        "x the --dtype's size");
+  }
+  if (o.path != Path::Plugin) {
+    throw UsageError(
+        "--mode tp runs through the plugin only; --raw and --compare-raw measure "
+        "pingpong, bw and bibw");
+  }
+  if (!dtype_given) {
+    o.dtype = DType::F16;
+  }
+  if (!o.model.empty()) {
+    const ModelPreset* preset = find_model(o.model);
+    if (preset == nullptr) {
+      throw UsageError("--model " + o.model + ": expected one of " + model_names() +
+                       " (or give --layers and --hidden instead)");
+    }
+    o.layers = o.layers != 0 ? o.layers : preset->layers;
+    o.hidden = o.hidden != 0 ? o.hidden : preset->hidden;
+  } else if (o.layers == 0 && o.hidden == 0) {
+    o.model = "llama3-70b";
+    o.layers = find_model(o.model)->layers;
+    o.hidden = find_model(o.model)->hidden;
+  } else if (o.layers == 0 || o.hidden == 0) {
+    throw UsageError("--mode tp without --model needs both --layers and --hidden");
+  }
+  const std::size_t bytes =
+      static_cast<std::size_t>(o.batch) * static_cast<std::size_t>(o.hidden) * dtype_bytes(o.dtype);
+  if (bytes > kMaxMessageBytes) {
+    throw UsageError("--batch " + std::to_string(o.batch) + " x --hidden " +
+                     std::to_string(o.hidden) + " is " + std::to_string(bytes) +
+                     " bytes per all-reduce: at most 1G");
+  }
+  o.min_bytes = bytes;
+  o.max_bytes = bytes;
+}
+
+void validate(Options& o, bool nranks_given, bool sizes_given, bool dtype_given) {
+  if (o.help || o.version || o.list_models) {
     return;
+  }
+  if (o.mode == Mode::Tp) {
+    validate_tp(o, sizes_given, dtype_given);
+  }
+  if (dtype_given && o.mode != Mode::AllReduce && o.mode != Mode::Tp) {
+    throw UsageError("--dtype applies to --mode allreduce and tp (pingpong and bw move bytes)");
   }
   if (o.max_bytes == 0) {
     o.max_bytes = o.mode == Mode::PingPong ? (std::size_t{1} << 20) : (std::size_t{64} << 20);
@@ -157,7 +229,7 @@ void validate(Options& o, bool nranks_given) {
       o.max_bytes = o.min_bytes;
     }
   }
-  if (o.min_bytes < 4) {
+  if (o.min_bytes < 4 && o.mode != Mode::Tp) {
     throw UsageError("-b " + std::to_string(o.min_bytes) +
                      ": the smallest message is one float (4 bytes)");
   }
@@ -173,10 +245,11 @@ void validate(Options& o, bool nranks_given) {
     throw UsageError("--slice " + std::to_string(o.slice_bytes) +
                      ": must be a positive multiple of 4 bytes");
   }
-  if (o.mode != Mode::AllReduce && nranks_given && o.nranks != 2) {
+  const bool collective = o.mode == Mode::AllReduce || o.mode == Mode::Tp;
+  if (!collective && nranks_given && o.nranks != 2) {
     throw UsageError(std::string("--mode ") + std::string(mode_name(o.mode)) +
                      " runs between exactly 2 ranks (got --nranks " + std::to_string(o.nranks) +
-                     "); use --mode allreduce for more");
+                     "); use --mode allreduce or tp for more");
   }
   if (o.path != Path::Plugin && o.mode == Mode::AllReduce) {
     throw UsageError(std::string(o.path == Path::Raw ? "--raw" : "--compare-raw") +
@@ -243,6 +316,8 @@ std::optional<std::size_t> parse_bytes(std::string_view text) {
 Options parse_options(std::span<const std::string> args) {
   Options o;
   bool nranks_given = false;
+  bool sizes_given = false;
+  bool dtype_given = false;
   ArgCursor cursor(args);
   while (!cursor.done()) {
     const std::string name = cursor.next_name();
@@ -260,7 +335,7 @@ Options parse_options(std::span<const std::string> args) {
     } else if (name == "--compare-raw") {
       cursor.reject_inline_value(name);
       o.path = Path::Both;
-    } else if (name == "--nranks") {
+    } else if (name == "--nranks" || name == "--tp") {
       o.nranks = int_value(cursor, name, 2, kMaxRanks);
       nranks_given = true;
     } else if (name == "--rank") {
@@ -273,8 +348,41 @@ Options parse_options(std::span<const std::string> args) {
       o.ibverbs_path = cursor.value(name);
     } else if (name == "-b" || name == "--minbytes") {
       o.min_bytes = bytes_value(cursor, name);
+      sizes_given = true;
     } else if (name == "-e" || name == "--maxbytes") {
       o.max_bytes = bytes_value(cursor, name);
+      sizes_given = true;
+    } else if (name == "--dtype") {
+      const std::string v = cursor.value(name);
+      const auto type = parse_dtype(v);
+      if (!type) {
+        throw UsageError("--dtype " + v + ": expected fp16, bf16 or fp32");
+      }
+      o.dtype = *type;
+      dtype_given = true;
+    } else if (name == "--model") {
+      o.model = cursor.value(name);
+    } else if (name == "--layers") {
+      o.layers = int_value(cursor, name, 1, 1024);
+    } else if (name == "--hidden") {
+      o.hidden = int_value(cursor, name, 1, 1 << 20);
+    } else if (name == "--batch") {
+      o.batch = int_value(cursor, name, 1, 1 << 16);
+    } else if (name == "--steps") {
+      o.steps = int_value(cursor, name, 1, 1'000'000);
+    } else if (name == "--budget-ms") {
+      o.budget_ms = double_value(cursor, name, 0.001, 1e6);
+    } else if (name == "--compute-ms") {
+      o.compute_ms = double_value(cursor, name, 0, 1e6);
+    } else if (name == "--link-gbps") {
+      o.link_gbps = double_value(cursor, name, 0.001, 1e5);
+    } else if (name == "--nic-latency-us") {
+      o.nic_latency_us = double_value(cursor, name, 0, 1e6);
+    } else if (name == "--claim-us") {
+      o.claim_us = double_value(cursor, name, 0, 1e9);
+    } else if (name == "--list-models") {
+      cursor.reject_inline_value(name);
+      o.list_models = true;
     } else if (name == "-f" || name == "--stepfactor") {
       o.step_factor = static_cast<std::size_t>(int_value(cursor, name, 2, 1024));
     } else if (name == "-n" || name == "--iters") {
@@ -359,7 +467,7 @@ Options parse_options(std::span<const std::string> args) {
       throw UsageError("unknown option '" + name + "'");
     }
   }
-  validate(o, nranks_given);
+  validate(o, nranks_given, sizes_given, dtype_given);
   return o;
 }
 
@@ -373,6 +481,8 @@ std::string_view mode_name(Mode mode) {
       return "bibw";
     case Mode::AllReduce:
       return "allreduce";
+    case Mode::Tp:
+      return "tp";
   }
   return "?";
 }
@@ -427,6 +537,11 @@ std::uint64_t options_fingerprint(const Options& o) {
   add(std::to_string(static_cast<int>(o.flush)));
   add(std::to_string(static_cast<int>(o.poll)));
   add(std::to_string(o.poll_sleep_us));
+  add(std::string(dtype_name(o.dtype)));
+  add(std::to_string(o.layers));
+  add(std::to_string(o.hidden));
+  add(std::to_string(o.batch));
+  add(std::to_string(o.steps));
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   for (const char c : canonical) {
     hash ^= static_cast<unsigned char>(c);
@@ -447,6 +562,9 @@ Modes (-m, --mode):
   pingpong           isend/irecv round trips between 2 ranks: median, p90, p99 (8 B..1 MiB)
   bw | bibw          uni-/bidirectional bandwidth with a window of outstanding requests
                      (8 B..64 MiB)
+  tp                 tensor-parallel decoding: per decoded token, the 2 all-reduces per layer
+                     of a (batch x hidden) tensor, --steps tokens; per-token and per-all-reduce
+                     p50/p90/p99, the ring floor beside them, the share of --budget-ms
 
 Paths:
   --raw              the same pingpong/bw/bibw directly on verbs (RC QP, RDMA WRITE WITH IMM),
@@ -468,6 +586,20 @@ Ranks:
                      No vroce setup is applied (real NICs, NCCL_IB_HCA as set).
   --rendezvous HOST:PORT  (launcher) where rank 0 listens (default 127.0.0.1:0)
   --ibverbs PATH     libibverbs for the ranks (NCCL_IBVERBS_LIB; default: vroce of this build)
+
+Tensor parallelism (--mode tp; --nranks, or --tp, is the TP degree):
+  --model NAME       preset: llama3-8b, llama3-70b (default), llama3-405b, mixtral-8x7b,
+                     mixtral-8x22b, qwen2-72b (--list-models prints their shapes)
+  --layers N --hidden N  an explicit shape (either one also overrides the preset's)
+  --batch N          rows of the all-reduced activation (default 16; 16 x 8192 fp16 = 256 KiB)
+  --dtype fp16|bf16|fp32  element type (tp default fp16; allreduce default fp32)
+  --steps N          decode steps (tokens) timed (default 10), after -w warm-up steps (default 1)
+  --budget-ms MS     the per-token latency budget to compare with (default 15)
+  --compute-ms MS    the model's compute per token: prints compute + communication
+  --link-gbps G      link speed for the floor (default: the plugin device's port speed)
+  --nic-latency-us U per-hop latency for the floor (default 1.0)
+  --claim-us U       a per-all-reduce figure to hold against the floor
+  --list-models      print the presets and exit
 
 Sizes and iterations (as nccl-tests):
   -b, --minbytes N   smallest size (default 8); K, M, G suffixes are binary multiples

@@ -9,9 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "dtype.h"
+
 namespace roce::bench {
 
-enum class Mode { PingPong, Bandwidth, BiBandwidth, AllReduce };
+// Tp: the all-reduces of tensor-parallel decoding, per token (tp_model.h, tp_mode.h).
+enum class Mode { PingPong, Bandwidth, BiBandwidth, AllReduce, Tp };
 enum class Api { V8 = 8, V9 = 9, V10 = 10, V11 = 11 };
 // What carries the messages: the plugin (default), raw verbs (--raw) or both (--compare-raw).
 enum class Path { Plugin, Raw, Both };
@@ -52,6 +55,23 @@ struct Options {
   int dev = 0;                           // plugin device index
   std::string hca;                       // raw verbs device; empty: from NCCL_IB_HCA
   int gid_index = -1;                    // raw verbs GID; -1: first RoCE v2 IPv4 GID
+
+  // The all-reduce's element type (allreduce: fp32 unless --dtype; tp: fp16 unless --dtype).
+  DType dtype = DType::F32;
+
+  // --mode tp: a model's decode step (preset --model, or --layers and --hidden), --batch rows,
+  // --steps decode steps, and what the result is compared with.
+  std::string model;  // preset name; empty with explicit --layers/--hidden
+  int layers = 0;
+  int hidden = 0;
+  int batch = 16;
+  int steps = 10;
+  double budget_ms = 15;
+  std::optional<double> compute_ms;
+  std::optional<double> link_gbps;  // empty: the plugin device's port speed
+  double nic_latency_us = 1.0;      // per ring hop, for the floor
+  std::optional<double> claim_us;   // a per-all-reduce figure to hold against the floor
+  bool list_models = false;
 
   bool cuda = false;
   int cuda_device = -1;  // -1: rank modulo the number of GPUs

@@ -35,30 +35,42 @@ std::size_t count_message_errors(std::span<const std::uint32_t> words, std::uint
   return wrong;
 }
 
-float allreduce_input(std::uint64_t seed, int rank, std::size_t index) {
-  const std::uint64_t h = mix(seed ^ (static_cast<std::uint64_t>(rank) << 48) ^ index);
-  return static_cast<float>(h & 0x3ff);  // 0..1023: 64 ranks sum below 2^24, exact in float
+std::uint32_t allreduce_value_mask(DType type, int nranks) {
+  const std::uint32_t limit = exact_integer_limit(type);
+  std::uint32_t mask = kFloatValueMask;
+  while (mask > 1 &&
+         static_cast<std::uint64_t>(mask) * static_cast<std::uint64_t>(nranks) > limit) {
+    mask >>= 1;
+  }
+  return mask;
 }
 
-float allreduce_expected(std::uint64_t seed, int nranks, std::size_t index) {
+float allreduce_input(std::uint64_t seed, int rank, std::size_t index, std::uint32_t mask) {
+  const std::uint64_t h = mix(seed ^ (static_cast<std::uint64_t>(rank) << 48) ^ index);
+  return static_cast<float>(h & mask);  // 0..1023 by default: 64 ranks sum below 2^24
+}
+
+float allreduce_expected(std::uint64_t seed, int nranks, std::size_t index, std::uint32_t mask) {
   float sum = 0;
   for (int r = 0; r < nranks; ++r) {
-    sum += allreduce_input(seed, r, index);
+    sum += allreduce_input(seed, r, index, mask);
   }
   return sum;
 }
 
-void fill_allreduce_input(std::span<float> values, std::uint64_t seed, int rank) {
+void fill_allreduce_input(std::span<float> values, std::uint64_t seed, int rank,
+                          std::uint32_t mask) {
   for (std::size_t i = 0; i < values.size(); ++i) {
-    values[i] = allreduce_input(seed, rank, i);
+    values[i] = allreduce_input(seed, rank, i, mask);
   }
 }
 
-std::size_t count_allreduce_errors(std::span<const float> values, std::uint64_t seed, int nranks) {
+std::size_t count_allreduce_errors(std::span<const float> values, std::uint64_t seed, int nranks,
+                                   std::uint32_t mask) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    // Exact comparison on purpose: the sums are integers below 2^24.
-    if (values[i] != allreduce_expected(seed, nranks, i)) {
+    // Exact comparison on purpose: the sums are integers the element type holds exactly.
+    if (values[i] != allreduce_expected(seed, nranks, i, mask)) {
       ++wrong;
     }
   }

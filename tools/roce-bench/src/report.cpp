@@ -17,6 +17,8 @@ const char* time_column(Mode mode) {
       return "time per message, slowest rank";
     case Mode::AllReduce:
       return "time per all-reduce, slowest rank's mean";
+    case Mode::Tp:
+      return "per decode step (token) and per all-reduce, slowest rank";
   }
   return "";
 }
@@ -61,12 +63,12 @@ void print_header(std::FILE* out, const RunInfo& info) {
     print_line(out, fmt::format("# plugin {} ({} \"{}\")", info.plugin_path, info.plugin_symbol,
                                 info.plugin_name));
   }
-  print_line(
-      out, fmt::format("# memory {}{}{}  window {}{}", info.memory,
-                       info.registration.empty() ? "" : ", " + info.registration,
-                       info.flush ? ", iflush after receives" : "", info.window,
-                       info.mode == Mode::AllReduce ? fmt::format("  slice {} B", info.slice_bytes)
-                                                    : std::string()));
+  print_line(out, fmt::format("# memory {}{}{}  window {}{}", info.memory,
+                              info.registration.empty() ? "" : ", " + info.registration,
+                              info.flush ? ", iflush after receives" : "", info.window,
+                              info.mode == Mode::AllReduce || info.mode == Mode::Tp
+                                  ? fmt::format("  slice {} B", info.slice_bytes)
+                                  : std::string()));
   for (const auto& rank : info.ranks) {
     print_line(out, "#   " + rank);
   }

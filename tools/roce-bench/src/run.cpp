@@ -30,6 +30,7 @@
 #include "rendezvous.h"
 #include "report.h"
 #include "sweep.h"
+#include "tp_mode.h"
 
 #ifndef ROCE_BENCH_VERSION
 #define ROCE_BENCH_VERSION "0.0.0"
@@ -148,13 +149,14 @@ void check_properties_for_run(const NetProperties& props, const Options& options
                      std::to_string(props.net_device_type) +
                      "; roce-bench drives the host path (NCCL_NET_DEVICE_HOST) only");
   }
+  const bool collective = options.mode == Mode::AllReduce || options.mode == Mode::Tp;
   const std::size_t largest =
-      options.mode == Mode::AllReduce ? options.slice_bytes : options.max_bytes;
+      collective ? std::min(options.slice_bytes, options.max_bytes) : options.max_bytes;
   if (props.max_p2p_bytes == 0 || largest > props.max_p2p_bytes) {
-    throw BenchError(fmt::format(
-        "plugin device {} takes at most {} bytes per message "
-        "(maxP2pBytes); lower -e{}",
-        props.name, props.max_p2p_bytes, options.mode == Mode::AllReduce ? " or --slice" : ""));
+    throw BenchError(
+        fmt::format("plugin device {} takes at most {} bytes per message "
+                    "(maxP2pBytes); lower -e{}",
+                    props.name, props.max_p2p_bytes, collective ? " or --slice" : ""));
   }
 }
 
@@ -212,6 +214,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
 
   std::vector<Series> series;
   std::vector<Ratio> ratios;
+  std::optional<TpReport> tp;
   std::string error;
   bool ok = true;
   {
@@ -247,7 +250,20 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
 
     const std::vector<SizeStep> steps = size_sweep(options);
     Progress progress(rank == 0, steps.size());
-    if (options.mode == Mode::AllReduce) {
+    if (options.mode == Mode::Tp) {
+      RingAllReduce allreduce(*plugin, rendezvous, options, props);
+      info.registration = allreduce.registration();
+      info.flush = allreduce.flushes();
+      info.ranks = rendezvous.allgather(mine);
+      const double link_gbps = options.link_gbps.value_or(props.speed_mbps / 1000.0);
+      if (link_gbps <= 0) {
+        throw UsageError("plugin device " + props.name +
+                         " reports no port speed: give --link-gbps "
+                         "for the floor");
+      }
+      tp = make_tp_report(run_tp(allreduce, rendezvous, options), options, link_gbps);
+      rendezvous.barrier();
+    } else if (options.mode == Mode::AllReduce) {
       RingAllReduce allreduce(*plugin, rendezvous, options, props);
       info.registration = allreduce.registration();
       info.flush = allreduce.flushes();
@@ -320,9 +336,16 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
 
   info.cpus = fmt::format("{} CPUs, load average {} at start, {} at end",
                           sysconf(_SC_NPROCESSORS_ONLN), load_at_start, load_average());
-  const std::size_t wrong = total_wrong(series);
+  const std::size_t wrong = total_wrong(series) + (tp ? tp->run.wrong : 0);
   ok = wrong == 0;
-  if (rank == 0) {
+  if (rank == 0 && tp) {
+    if (!options.json_stdout) {
+      print_header(stdout, info);
+      print_tp_report(stdout, *tp);
+      std::fflush(stdout);
+    }
+    write_json(options, render_tp_json(info, *tp));
+  } else if (rank == 0) {
     if (!options.json_stdout) {
       print_header(stdout, info);
       for (const auto& s : series) {
@@ -334,6 +357,8 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       std::fflush(stdout);
     }
     write_json(options, render_json(info, series, ratios, wrong, ok, error));
+  }
+  if (rank == 0) {
     if (!ok) {
       std::fprintf(stderr,
                    "roce-bench: FAILED: %zu element(s) arrived wrong (see #wrong); the data path "

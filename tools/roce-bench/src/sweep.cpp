@@ -28,6 +28,7 @@ SizeStep auto_iterations(Mode mode, std::size_t bytes) {
       step.warmup = std::max(4, step.iters / 10);
       break;
     case Mode::AllReduce:
+    case Mode::Tp:
       step.iters = clamp_iters(std::size_t{256} << 20, bytes, 4, 100);
       step.warmup = std::max(1, step.iters / 10);
       break;

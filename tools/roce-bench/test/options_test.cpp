@@ -112,7 +112,7 @@ TEST_CASE("cluster mode needs --nranks and a rendezvous with a real port") {
 
 TEST_CASE("argument errors name the option, the value and what is accepted") {
   CHECK(error_of({"--api", "v7"}).find("--api v7") != std::string::npos);
-  CHECK(error_of({"--mode", "alltoall"}).find("pingpong, bw, bibw or allreduce") !=
+  CHECK(error_of({"--mode", "alltoall"}).find("pingpong, bw, bibw, allreduce or tp") !=
         std::string::npos);
   CHECK(error_of({"-b", "1M", "-e", "8"}).find("larger than -e") != std::string::npos);
   CHECK(error_of({"-b", "2"}).find("one float") != std::string::npos);
@@ -153,4 +153,59 @@ TEST_CASE("the fingerprint changes with shared options but not with paths or the
                  parse({"-n", "5", "--rank", "1", "--nranks", "2", "--rendezvous", "h:1"})));
   CHECK(a != roce::bench::options_fingerprint(parse({"-n", "6"})));
   CHECK(a != roce::bench::options_fingerprint(parse({"-n", "5", "--api", "v9"})));
+}
+
+TEST_CASE("tp mode: Llama 3 70B at batch 16 in fp16 by default, 256 KiB per all-reduce") {
+  const Options o = parse({"-m", "tp", "--tp", "4"});
+  CHECK(o.mode == Mode::Tp);
+  CHECK(o.nranks == 4);
+  CHECK(o.model == "llama3-70b");
+  CHECK(o.layers == 80);
+  CHECK(o.hidden == 8192);
+  CHECK(o.batch == 16);
+  CHECK(o.dtype == roce::bench::DType::F16);
+  CHECK(o.max_bytes == 256u << 10);
+  CHECK(o.min_bytes == 256u << 10);
+  CHECK(o.steps == 10);
+  CHECK(o.budget_ms == 15);
+  CHECK_FALSE(o.compute_ms.has_value());
+}
+
+TEST_CASE("tp mode takes presets, explicit shapes and what to compare with") {
+  const Options big =
+      parse({"-m",           "tp",   "--model",     "llama3-405b", "--batch",          "1",
+             "--dtype",      "bf16", "--steps",     "3",           "--budget-ms",      "20",
+             "--compute-ms", "12.5", "--link-gbps", "200",         "--nic-latency-us", "2",
+             "--claim-us",   "3"});
+  CHECK(big.layers == 126);
+  CHECK(big.max_bytes == 16384u * 2);
+  CHECK(big.dtype == roce::bench::DType::BF16);
+  CHECK(big.compute_ms == 12.5);
+  CHECK(big.link_gbps == 200);
+  CHECK(big.claim_us == 3);
+  const Options custom = parse({"-m", "tp", "--layers", "2", "--hidden", "1024", "--batch", "4"});
+  CHECK(custom.model.empty());
+  CHECK(custom.max_bytes == 4u * 1024 * 2);
+  const Options override = parse({"-m", "tp", "--model", "llama3-8b", "--layers", "4"});
+  CHECK(override.layers == 4);
+  CHECK(override.hidden == 4096);
+  CHECK(parse({"--dtype", "fp16"}).dtype == roce::bench::DType::F16);  // allreduce takes it too
+}
+
+TEST_CASE("tp mode's argument errors say what to do instead") {
+  CHECK(error_of({"-m", "tp", "--model", "llama9"}).find("expected one of llama3-8b") !=
+        std::string::npos);
+  CHECK(error_of({"-m", "tp", "--layers", "4"}) ==
+        "--mode tp without --model needs both --layers and --hidden");
+  CHECK(error_of({"-m", "tp", "-e", "1M"}).find("-b/-e do not apply to --mode tp") !=
+        std::string::npos);
+  CHECK(error_of({"-m", "tp", "--compare-raw"}).find("through the plugin only") !=
+        std::string::npos);
+  CHECK(error_of({"-m", "pingpong", "--dtype", "fp16"}).find("--dtype applies to") !=
+        std::string::npos);
+  CHECK(error_of({"--dtype", "fp8"}) == "--dtype fp8: expected fp16, bf16 or fp32");
+  CHECK(error_of({"-m", "tp", "--budget-ms", "0"}) ==
+        "--budget-ms 0: expected a number in [0.001, 1000000]");
+  CHECK(error_of({"-m", "tp", "--batch", "65536", "--hidden", "1048576", "--layers", "1"})
+            .find("at most 1G") != std::string::npos);
 }
