@@ -1,10 +1,12 @@
 """The article's tensor-parallel hidden-state all-reduce through NCCL and the RoCE plugin.
 
-Every rank fills a (batch x hidden) fp16 tensor with rank+1 (16 x 8192 = 256 KiB, one decode
-step of a 70B-class model at batch 16), all-reduces it with SUM and checks that every element
-equals n(n+1)/2. Then it times many all-reduces of that tensor with CUDA events after a warm-up
-and prints p50/p90/p99 latencies (per rank and the slowest rank), and the lines of NCCL's own log
-that say which network and transport it chose, failing when that is not the expected network.
+Every rank fills a (batch x hidden) tensor with rank+1 (fp16 16 x 8192 = 256 KiB: one all-reduce
+of Llama 3 70B's decode step at batch 16), all-reduces it with SUM and checks that every element
+equals n(n+1)/2. Then it times decode steps: each is the model's 2 all-reduces per layer (160 for
+70B), each timed with CUDA events after a warm-up. It prints p50/p90/p99 per all-reduce (per
+rank and the slowest rank), the lines of NCCL's own log that say which network and transport it
+chose (failing when that is not the expected network), and the per-token line that
+`roce-bench --mode tp` prints too: communication per token beside the ring floor and the budget.
 
 Run with torchrun (see run_tp_allreduce.sh and run_tp_allreduce_vroce.sh):
   torchrun --nnodes 2 --nproc-per-node 8 ... tp_allreduce.py --iters 1000
@@ -24,6 +26,59 @@ TRANSPORT_PATTERNS = (
     re.compile(r"NET/RoCE\b.*"),
     re.compile(r"via NET/\S+"),
 )
+
+
+# The same presets as roce-bench --mode tp (tools/roce-bench/src/tp_model.cpp; a test keeps the
+# two in step): name -> (display name, layers, hidden size).
+MODELS = {
+    "llama3-8b": ("Llama 3 8B", 32, 4096),
+    "llama3-70b": ("Llama 3 70B", 80, 8192),
+    "llama3-405b": ("Llama 3 405B", 126, 16384),
+    "mixtral-8x7b": ("Mixtral 8x7B", 32, 4096),
+    "mixtral-8x22b": ("Mixtral 8x22B", 56, 6144),
+    "qwen2-72b": ("Qwen2 72B", 80, 8192),
+}
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def ring_allreduce_floor_us(nbytes, ranks, link_gbps, hop_latency_us):
+    """The ring all-reduce's floor as roce-bench counts it (tp_model.h): 2(n-1) steps, each
+    moving 1/n of the data over the link and paying one hop latency."""
+    steps = 2.0 * (ranks - 1)
+    return steps / ranks * nbytes * 8.0 / (link_gbps * 1e3) + steps * hop_latency_us
+
+
+def human_bytes(n):
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n // size} {unit}" if n % size == 0 else f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def model_display(preset, layers, hidden):
+    m = MODELS.get(preset)
+    if m and m[1] == layers and m[2] == hidden:
+        return m[0]
+    return f"custom ({layers} layers, hidden {hidden})"
+
+
+def per_token_line(model, ranks, batch, dtype, layers, hidden, token_p50_us, token_p99_us,
+                   allreduce_p50_us, floor_token_us, budget_ms, compute_ms=None):
+    """The line roce-bench --mode tp ends with (tp_model.h per_token_line), character for
+    character, so a torchrun job and roce-bench report the same thing."""
+    token_ms = token_p50_us / 1e3
+    ratio = token_p50_us / floor_token_us if floor_token_us > 0 else 0.0
+    line = (f"per token: {model}, TP={ranks}, batch {batch}, {dtype}: {2 * layers} all-reduces of "
+            f"{human_bytes(batch * hidden * DTYPE_BYTES[dtype])}; communication p50 {token_ms:.2f} ms, "
+            f"p99 {token_p99_us / 1e3:.2f} ms ({allreduce_p50_us:.1f} us per all-reduce); floor "
+            f"{floor_token_us / 1e3:.2f} ms ({ratio:.1f}x); {100.0 * token_ms / budget_ms:.0f}% of a "
+            f"{budget_ms:g} ms budget")
+    if compute_ms is not None:
+        total = compute_ms + token_ms
+        line += f"; with {compute_ms:g} ms of compute: {total:.2f} ms per token, "
+        line += (f"over the budget by {total - budget_ms:.2f} ms" if total > budget_ms
+                 else f"within the budget, {budget_ms - total:.2f} ms to spare")
+    return line
 
 
 def percentile(sorted_values, p):
@@ -52,16 +107,33 @@ def chosen_network(text):
     return m[-1] if m else None
 
 
-def expected_value(world_size):
-    return world_size * (world_size + 1) / 2
+def fill_value(rank, dtype):
+    """What each rank puts in every element: rank+1, so the sum n(n+1)/2 is exact in fp16 and
+    fp32 for any TP size used; bf16 holds only 8 significant bits, so there every rank puts 1."""
+    return 1.0 if dtype == "bf16" else float(rank + 1)
+
+
+def expected_value(world_size, dtype="fp16"):
+    return float(world_size) if dtype == "bf16" else world_size * (world_size + 1) / 2
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="llama3-70b", choices=sorted(MODELS),
+                   help="preset shape, as roce-bench --mode tp (default llama3-70b)")
+    p.add_argument("--layers", type=int, help="override the preset's layer count")
+    p.add_argument("--hidden", type=int, help="override the preset's hidden size")
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--hidden", type=int, default=8192)
-    p.add_argument("--iters", type=int, default=1000, help="timed all-reduces")
+    p.add_argument("--dtype", default="fp16", choices=sorted(DTYPE_BYTES))
+    p.add_argument("--steps", type=int, help="timed decode steps (tokens) of 2 x layers all-reduces "
+                                             "(default: enough for --iters all-reduces)")
+    p.add_argument("--iters", type=int, default=1000,
+                   help="timed all-reduces, rounded up to whole decode steps (ignored with --steps)")
     p.add_argument("--warmup", type=int, default=50, help="untimed all-reduces first")
+    p.add_argument("--budget-ms", type=float, default=15.0, help="per-token latency budget")
+    p.add_argument("--compute-ms", type=float, help="the model's compute per token")
+    p.add_argument("--link-gbps", type=float, default=400.0, help="link speed for the floor")
+    p.add_argument("--nic-latency-us", type=float, default=1.0, help="per-hop latency for the floor")
     p.add_argument("--sync-every", type=int, default=0, metavar="N",
                    help="wait for the GPU after every N all-reduces (0: queue them all). Over vroce's "
                         "emulated GPUDirect the host must not run far ahead of the GPU: see "
@@ -69,8 +141,17 @@ def parse_args(argv=None):
     p.add_argument("--expect-network", default=os.environ.get("ROCE_EXAMPLE_EXPECT_NETWORK", "RoCE"),
                    help="fail unless NCCL reports 'Using network <this>' (empty: do not check)")
     a = p.parse_args(argv)
-    if a.batch < 1 or a.hidden < 1 or a.iters < 1 or a.warmup < 0 or a.sync_every < 0:
-        p.error("--batch, --hidden and --iters must be positive, --warmup and --sync-every not negative")
+    _, preset_layers, preset_hidden = MODELS[a.model]
+    a.layers = preset_layers if a.layers is None else a.layers
+    a.hidden = preset_hidden if a.hidden is None else a.hidden
+    if min(a.batch, a.hidden, a.layers, a.iters) < 1 or (a.steps is not None and a.steps < 1):
+        p.error("--batch, --hidden, --layers, --iters and --steps must be positive")
+    if a.warmup < 0 or a.sync_every < 0:
+        p.error("--warmup and --sync-every must not be negative")
+    if a.budget_ms <= 0 or a.link_gbps <= 0 or a.nic_latency_us < 0 or (a.compute_ms or 0) < 0:
+        p.error("--budget-ms and --link-gbps must be positive, --nic-latency-us and --compute-ms not negative")
+    if a.steps is None:
+        a.steps = -(-a.iters // (2 * a.layers))
     return a
 
 
@@ -125,10 +206,11 @@ def main(argv=None):
     device = torch.device("cuda", local_rank)
     dist.init_process_group(backend="nccl", device_id=device)
 
-    x = torch.full((args.batch, args.hidden), float(rank + 1), dtype=torch.float16, device=device)
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
+    x = torch.full((args.batch, args.hidden), fill_value(rank, args.dtype), dtype=torch_dtype, device=device)
     dist.all_reduce(x, op=dist.ReduceOp.SUM)
     torch.cuda.synchronize()
-    want = expected_value(world)
+    want = expected_value(world, args.dtype)
     wrong = int((x != want).sum().item())
     ok = torch.tensor([1 if wrong == 0 else 0], device=device)
     dist.all_reduce(ok, op=dist.ReduceOp.MIN)
@@ -155,27 +237,40 @@ def main(argv=None):
         dist.all_reduce(x)
         bound_queue(i + 1)
     torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters)]
-    for i in range(args.iters):
+    per_token = 2 * args.layers
+    iters = args.steps * per_token
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
         starts[i].record()
         dist.all_reduce(x)
         ends[i].record()
         bound_queue(i + 1)
     torch.cuda.synchronize()
     lat_us = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
+    # A token's communication: from its first all-reduce's start to its last one's end.
+    token_us = [starts[t * per_token].elapsed_time(ends[(t + 1) * per_token - 1]) * 1000.0
+                for t in range(args.steps)]
     mine = torch.tensor([percentile(lat_us, p) for p in (50, 90, 99)], dtype=torch.float64, device=device)
     slowest = mine.clone()
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    tokens = torch.tensor(token_us, dtype=torch.float64, device=device)
+    dist.all_reduce(tokens, op=dist.ReduceOp.MAX)  # token by token, the slowest rank
     nbytes = x.numel() * x.element_size()
     if rank == 0:
-        print(f"all-reduce of {args.batch}x{args.hidden} fp16 ({nbytes // 1024} KiB) over {world} ranks, "
-              f"{args.iters} iterations after {args.warmup} warm-up; result check: "
-              f"{'every element = ' + str(want) if ok.item() else 'WRONG'}")
+        print(f"all-reduce of {args.batch}x{args.hidden} {args.dtype} ({human_bytes(nbytes)}) over {world} ranks, "
+              f"{iters} iterations ({args.steps} decode steps of {per_token}) after {args.warmup} warm-up; "
+              f"result check: {'every element = ' + str(want) if ok.item() else 'WRONG'}")
         print(f"{'':14}{'p50 us':>10}{'p90 us':>10}{'p99 us':>10}")
         print(f"{'rank 0':14}" + "".join(f"{v:10.1f}" for v in mine.tolist()))
         print(f"{'slowest rank':14}" + "".join(f"{v:10.1f}" for v in slowest.tolist()))
-        print(f"per token at 160 all-reduces (80 layers x 2): p50 {slowest[0].item() * 160 / 1000:.2f} ms")
+        sorted_tokens = sorted(tokens.tolist())
+        floor_us = ring_allreduce_floor_us(nbytes, world, args.link_gbps, args.nic_latency_us)
+        print(f"floor: ring over {world} ranks at {args.link_gbps:g} Gb/s, {args.nic_latency_us:g} us per hop: "
+              f"{floor_us:.2f} us per all-reduce")
+        print(per_token_line(model_display(args.model, args.layers, args.hidden), world, args.batch, args.dtype,
+                             args.layers, args.hidden, percentile(sorted_tokens, 50), percentile(sorted_tokens, 99),
+                             slowest[0].item(), floor_us * per_token, args.budget_ms, args.compute_ms))
     dist.destroy_process_group()
     return 0 if ok.item() and net_ok else 1
 

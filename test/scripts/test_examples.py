@@ -2,6 +2,7 @@
 the per-rank vroce device) and what the two launchers export and run (--print-env)."""
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -48,6 +49,44 @@ class TpAllreduceLogic(unittest.TestCase):
         for n, want in ((2, 3), (8, 36), (64, 2080)):
             self.assertEqual(tp_allreduce.expected_value(n), want)
             self.assertEqual(struct.unpack("e", struct.pack("e", want))[0], want)
+        # bf16 keeps 8 significant bits: every rank puts 1, the sum is n.
+        self.assertEqual([tp_allreduce.fill_value(r, "bf16") for r in (0, 5)], [1.0, 1.0])
+        self.assertEqual(tp_allreduce.expected_value(64, "bf16"), 64)
+
+    def test_presets_match_roce_bench(self):
+        # The C++ table in tp_model.cpp is the other copy; both must name the same shapes.
+        source = (REPO / "tools/roce-bench/src/tp_model.cpp").read_text()
+        cpp = {m[0]: (m[1], int(m[2]), int(m[3]))
+               for m in re.findall(r'\{"([\w.-]+)", "([^"]+)", (\d+), (\d+)\}', source)}
+        self.assertEqual(cpp, tp_allreduce.MODELS)
+
+    def test_per_token_line_is_roce_bench_s(self):
+        # The same figures and the same text as tp_model_test.cpp's "the per-token line".
+        line = tp_allreduce.per_token_line("Llama 3 70B", 4, 16, "fp16", 80, 8192, 12340, 15000, 77.125,
+                                           2218.2912, 15)
+        self.assertEqual(line, "per token: Llama 3 70B, TP=4, batch 16, fp16: 160 all-reduces of 256 KiB; "
+                               "communication p50 12.34 ms, p99 15.00 ms (77.1 us per all-reduce); floor 2.22 ms "
+                               "(5.6x); 82% of a 15 ms budget")
+        with_compute = tp_allreduce.per_token_line("Llama 3 70B", 4, 16, "fp16", 80, 8192, 12340, 15000, 77.125,
+                                                   2218.2912, 15, 10)
+        self.assertTrue(with_compute.endswith("; with 10 ms of compute: 22.34 ms per token, over the budget by "
+                                              "7.34 ms"))
+        spare = tp_allreduce.per_token_line("Llama 3 70B", 4, 16, "fp16", 80, 8192, 12340, 15000, 77.125,
+                                            2218.2912, 15, 1.5)
+        self.assertTrue(spare.endswith("with 1.5 ms of compute: 13.84 ms per token, within the budget, 1.16 ms "
+                                       "to spare"))
+
+    def test_ring_floor_and_shapes(self):
+        self.assertAlmostEqual(tp_allreduce.ring_allreduce_floor_us(256 * 1024, 8, 400, 1.0), 23.17504)
+        self.assertAlmostEqual(tp_allreduce.ring_allreduce_floor_us(256 * 1024, 4, 400, 1.0) * 160, 2218.2912)
+        self.assertEqual(tp_allreduce.model_display("llama3-70b", 40, 8192), "custom (40 layers, hidden 8192)")
+        self.assertEqual(tp_allreduce.human_bytes(1536 * 1024), "1.50 MiB")
+        a = tp_allreduce.parse_args(["--model", "llama3-8b", "--iters", "100"])
+        self.assertEqual((a.layers, a.hidden, a.steps), (32, 4096, 2))  # 100 all-reduces: 2 steps of 64
+        a = tp_allreduce.parse_args(["--steps", "3", "--layers", "2", "--dtype", "bf16"])
+        self.assertEqual((a.layers, a.hidden, a.steps, a.dtype), (2, 8192, 3, "bf16"))
+        with self.assertRaises(SystemExit):
+            tp_allreduce.parse_args(["--model", "gpt-5"])
 
     def test_per_rank_vroce_device(self):
         old = dict(os.environ)

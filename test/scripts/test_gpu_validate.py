@@ -52,7 +52,9 @@ class Summary(unittest.TestCase):
             Path(d, "collectives-host.json").write_text(json.dumps(
                 dict(world=2, nccl="2.28.9", network="RoCE", gdr_channels=0, channels=12, rows=rows, passed=True)))
             Path(d, "tp-allreduce-socket.log").write_text(
-                "slowest rank       174.2     196.5     225.6\nper token at 160 all-reduces (80 layers x 2): p50 27.87 ms\n")
+                "slowest rank       174.2     196.5     225.6\nper token: Llama 3 70B, TP=2, batch 16, fp16: 160 "
+                "all-reduces of 256 KiB; communication p50 27.87 ms, p99 30.00 ms (174.2 us per all-reduce); "
+                "floor 1.16 ms (24.0x); 186% of a 15 ms budget\n")
             out = subprocess.run([sys.executable, str(REPO / "tools/gpu-validate/summarize.py"), d],
                                  capture_output=True, text=True, check=True).stdout
         self.assertIn("| plugin, GPUDirect (dma-buf) | 62.6 | 2822.8 | 0.14 | - | 3 |", out)

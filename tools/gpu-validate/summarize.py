@@ -80,14 +80,14 @@ def main(folder):
 
     tps = sorted(glob.glob(os.path.join(folder, "tp-allreduce-*.log")))
     if tps:
-        print("\n## 16x8192 fp16 all-reduce (examples/tp_allreduce.py), slowest rank\n")
-        print("| mode | p50 us | p90 us | p99 us | per token (160 all-reduces) |")
+        print("\n## Tensor-parallel all-reduce (examples/tp_allreduce.py), slowest rank\n")
+        print("| mode | p50 us | p90 us | p99 us | per token, p50 |")
         print("|---|---|---|---|---|")
         for path in tps:
             mode = re.sub(r"^tp-allreduce-|\.log$", "", os.path.basename(path))
             text = open(path, errors="replace").read()
             m = re.search(r"slowest rank\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", text)
-            t = re.search(r"per token at 160 all-reduces.*?p50 ([\d.]+) ms", text)
+            t = re.search(r"per token: .*?communication p50 ([\d.]+) ms", text)
             if m:
                 print(f"| {MODE_TEXT.get(mode, mode)} | {m.group(1)} | {m.group(2)} | {m.group(3)} | "
                       f"{t.group(1) + ' ms' if t else '-'} |")
