@@ -39,7 +39,20 @@ const char* symbol_of(Api api) {
   return "?";
 }
 
-// The members NCCL calls unconditionally; a NULL one would crash NCCL, so it fails the load.
+// What NCCL reads before init: the name (for NCCL_NET and its log) and init itself. A plugin
+// may fill in the rest of its table inside init (nccl-rdma-sharp-plugins picks IB or UCX there
+// and copies that transport's members in), so those are checked after init, as NCCL first
+// calls them then.
+template <typename Table>
+void check_table_before_init(const Table& t, const std::string& where) {
+  if (t.name == nullptr || t.init == nullptr) {
+    throw BenchError(where + " has a NULL " + (t.name == nullptr ? "name" : "init") +
+                     "; NCCL could not load it");
+  }
+}
+
+// The members NCCL calls unconditionally after init; a NULL one would crash NCCL, so it fails
+// the run.
 template <typename Table>
 void check_table(const Table& t, const std::string& where) {
   std::string missing;
@@ -49,7 +62,6 @@ void check_table(const Table& t, const std::string& where) {
     }
   };
   need(t.name, "name");
-  need(reinterpret_cast<const void*>(t.init), "init");
   need(reinterpret_cast<const void*>(t.devices), "devices");
   need(reinterpret_cast<const void*>(t.getProperties), "getProperties");
   need(reinterpret_cast<const void*>(t.listen), "listen");
@@ -67,7 +79,8 @@ void check_table(const Table& t, const std::string& where) {
     need(reinterpret_cast<const void*>(t.finalize), "finalize (NCCL calls it unchecked)");
   }
   if (!missing.empty()) {
-    throw BenchError(where + " has NULL members: " + missing + "; NCCL would crash on them");
+    throw BenchError(where + " has NULL members after init: " + missing +
+                     "; NCCL would crash on them");
   }
 }
 
@@ -191,18 +204,15 @@ NetPlugin::NetPlugin(const std::string& path, Api api) : path_(path), api_(api) 
   }
   try {
     if (v8_ != nullptr) {
-      check_table(*v8_, where);
-      name_ = v8_->name;
+      check_table_before_init(*v8_, where);
     } else if (v9_ != nullptr) {
-      check_table(*v9_, where);
-      name_ = v9_->name;
+      check_table_before_init(*v9_, where);
     } else if (v10_ != nullptr) {
-      check_table(*v10_, where);
-      name_ = v10_->name;
+      check_table_before_init(*v10_, where);
     } else {
-      check_table(*v11_, where);
-      name_ = v11_->name;
+      check_table_before_init(*v11_, where);
     }
+    name_ = current_name();
   } catch (...) {
     dlclose(library_);
     library_ = nullptr;
@@ -271,6 +281,31 @@ void NetPlugin::init(ncclDebugLogger_t logger, int traffic_class, std::uint64_t 
   }
   check(result, "init", "");
   initialized_ = true;
+  // The table is complete now; it may also have a new name (the sharp plugin's says "IB").
+  const std::string where = path_ + " " + symbol_of(api_);
+  switch (api_) {
+    case Api::V8:
+      check_table(*v8_, where);
+      break;
+    case Api::V9:
+      check_table(*v9_, where);
+      break;
+    case Api::V10:
+      check_table(*v10_, where);
+      break;
+    case Api::V11:
+      check_table(*v11_, where);
+      break;
+  }
+  name_ = current_name();
+}
+
+std::string NetPlugin::current_name() const {
+  const char* name = v8_ != nullptr    ? v8_->name
+                     : v9_ != nullptr  ? v9_->name
+                     : v10_ != nullptr ? v10_->name
+                                       : v11_->name;
+  return name != nullptr ? name : "";
 }
 
 void NetPlugin::finalize() {

@@ -1,8 +1,10 @@
-// A version-neutral adapter over the ncclNet_v8..v11 tables a plugin exports. It loads the plugin
-// by path (dlopen RTLD_NOW|RTLD_LOCAL, then dlsym "ncclNetPlugin_vN", as NCCL does), checks the
-// table, and offers one set of calls whatever the version: v10's traffic-class connect config and
-// v11's per-communicator context are handled here. Every call that returns an error throws
-// BenchError naming the call, the device or comm and the ncclResult_t.
+// A version-neutral adapter over the ncclNet_v8..v11 tables a plugin exports: ours or any other
+// (NCCL's IB transport built as nccl-rdma-sharp-plugins' libnccl-net.so, for the side-by-side).
+// It loads the plugin by path (dlopen RTLD_NOW|RTLD_LOCAL, then dlsym "ncclNetPlugin_vN", as
+// NCCL does), checks the name and init at load and the other members after init, and offers one set
+// of calls whatever the version: v10's traffic-class connect config and v11's per-communicator
+// context are handled here. Every call that returns an error throws BenchError naming the call, the
+// device or comm and the ncclResult_t.
 #pragma once
 
 #include <array>
@@ -71,7 +73,8 @@ class NetPlugin {
   Api api() const { return api_; }
   std::string symbol() const;
 
-  // init once; v10 keeps the traffic class for connect, v11 passes it in the init config.
+  // init once; v10 keeps the traffic class for connect, v11 passes it in the init config. Then
+  // checks the members NCCL calls unconditionally and reads the name again.
   void init(ncclDebugLogger_t logger, int traffic_class, std::uint64_t comm_id);
   // v11 finalize(ctx); nothing for older versions. Called by the destructor if not before.
   void finalize();
@@ -113,6 +116,7 @@ class NetPlugin {
 
  private:
   void check(ncclResult_t result, const char* call, const std::string& context) const;
+  std::string current_name() const;
 
   std::string path_;
   Api api_;

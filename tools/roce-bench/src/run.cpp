@@ -403,14 +403,17 @@ int run_init_check(const Options& options) {
   json.key("plugin").value(path);
   try {
     NetPlugin plugin(path, options.api);
+    plugin.init(roce_bench_nccl_logger, options.traffic_class, random_u64());
+    // The name after init: a plugin may set it there (NCCL reads it again after init too).
     std::fprintf(out, "table: %s, name \"%s\"\n", plugin.symbol().c_str(), plugin.name().c_str());
     json.key("symbol").value(plugin.symbol());
     json.key("name").value(plugin.name());
-    if (plugin.name() != "RoCE") {
+    if (options.plugin_path.empty() && plugin.name() != "RoCE") {
+      // Our own build's plugin must answer to NCCL_NET=RoCE; another plugin (--plugin) is
+      // checked for everything else.
       fail("the plugin calls itself \"" + plugin.name() + "\", not \"RoCE\": NCCL_NET=RoCE " +
            "would not select it");
     }
-    plugin.init(roce_bench_nccl_logger, options.traffic_class, random_u64());
     const int ndev = plugin.devices();
     std::fprintf(out, "devices: %d\n", ndev);
     json.key("devices").begin_array();
