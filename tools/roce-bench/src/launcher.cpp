@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "errors.h"
@@ -18,6 +19,7 @@
 #include "locations.h"
 #include "rendezvous.h"
 #include "vroce_env.h"
+#include "vroce_sysfs.h"
 
 namespace roce::bench {
 namespace {
@@ -60,11 +62,19 @@ std::string vroce_library(const Options& options) {
 
 [[noreturn]] void exec_rank(const std::vector<std::string>& args, int rank, int nranks,
                             const std::string& address, int listen_fd, const RankEnvironment& env,
-                            pid_t parent) {
+                            const std::string& sysfs_root, pid_t parent) {
   // Die with the launcher, even if it is SIGKILLed (ctest timeouts), so no rank lingers.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) {
     _exit(kExitFailure);
+  }
+  if (!sysfs_root.empty()) {
+    const std::string error = enter_vroce_sysfs(sysfs_root);
+    if (!error.empty()) {
+      std::fprintf(stderr, "roce-bench: rank %d: --vroce-sysfs: %s\n", rank, error.c_str());
+      _exit(kExitFailure);
+    }
+    unsetenv("VROCE_SYSFS_ROOT");  // the tree is written; the rank must not rewrite it
   }
   setenv("VROCE_DEVICES", env.vroce_devices.c_str(), 1);
   setenv("NCCL_IB_HCA", env.nccl_ib_hca.c_str(), 1);
@@ -142,6 +152,21 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
   for (int r = 0; r < options.nranks; ++r) {
     envs.push_back(rank_environment(devices, r, options.nranks, library));
   }
+  // --vroce-sysfs: one tree per rank (each rank's vroce lists only its own device).
+  std::string sysfs_dir;
+  std::vector<std::string> sysfs_roots(static_cast<std::size_t>(options.nranks));
+  if (options.vroce_sysfs) {
+    char dir[] = "/tmp/roce-bench-sysfs.XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      throw BenchError(std::string("--vroce-sysfs: mkdtemp: ") + std::strerror(errno));
+    }
+    sysfs_dir = dir;
+    for (int r = 0; r < options.nranks; ++r) {
+      auto& root = sysfs_roots[static_cast<std::size_t>(r)];
+      root = sysfs_dir + "/rank" + std::to_string(r);
+      write_vroce_sysfs(root, envs[static_cast<std::size_t>(r)].vroce_devices, library);
+    }
+  }
   std::string address;
   const int listen_fd =
       listen_tcp(options.rendezvous.empty() ? "127.0.0.1:0" : options.rendezvous, &address);
@@ -174,7 +199,7 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
     }
     if (pid == 0) {
       exec_rank(args, r, options.nranks, address, listen_fd, envs[static_cast<std::size_t>(r)],
-                self);
+                sysfs_roots[static_cast<std::size_t>(r)], self);
     }
     children.push_back({pid, r, true, 0});
   }
@@ -232,6 +257,11 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
       }
       break;
     }
+  }
+  if (!sysfs_dir.empty()) {
+    // The ranks are gone and their namespaces with them; the host never saw the mounts.
+    std::error_code ignored;
+    std::filesystem::remove_all(sysfs_dir, ignored);
   }
   if (!json_mark.empty()) {
     if (access(json_mark.c_str(), F_OK) == 0) {

@@ -84,6 +84,7 @@ struct Options {
   PollPolicy poll = PollPolicy::Yield;
   int poll_sleep_us = 0;  // measurement aid: sleep between empty polls
   bool init_check = false;
+  bool vroce_sysfs = false;  // launcher: each rank sees vroce's fake sysfs as /sys/class
   bool inject_corruption = false;
   bool help = false;
   bool version = false;

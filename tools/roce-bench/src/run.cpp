@@ -243,8 +243,9 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       info.plugin_path = plugin->path();
       info.plugin_name = plugin->name();
       info.plugin_symbol = plugin->symbol();
-      mine += fmt::format(", plugin dev {} {} ({} Mb/s, ptrSupport {})", options.dev, props.name,
-                          props.speed_mbps, ptr_support_text(props.ptr_support));
+      mine += fmt::format(", plugin dev {} {} ({} Mb/s, ptrSupport {}, pciPath {})", options.dev,
+                          props.name, props.speed_mbps, ptr_support_text(props.ptr_support),
+                          props.pci_path.value_or("none"));
     }
     info.memory = memory_text(options);
 

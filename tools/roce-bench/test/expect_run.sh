@@ -10,10 +10,11 @@
 #   --json-status S  stdout is one JSON document whose "status" is S
 #   --timeout S      kill the command after S seconds (default 120): a hang is a failure
 #   --no-gpu         skip (exit 77) on a machine where libcuda.so.1 is installed
+#   --needs-root     skip (exit 77) unless running as root (mount namespaces)
 set -euo pipefail
 
 usage() {
-  sed -n '2,13p' "$0" >&2
+  sed -n '2,14p' "$0" >&2
   exit 2
 }
 
@@ -32,6 +33,12 @@ while [[ $# -gt 0 ]]; do
     --no-gpu)
       if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
         echo "skipped: this machine has a CUDA driver"
+        exit 77
+      fi
+      shift ;;
+    --needs-root)
+      if [[ $(id -u) != 0 ]]; then
+        echo "skipped: needs root"
         exit 77
       fi
       shift ;;

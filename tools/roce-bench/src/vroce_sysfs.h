@@ -1,0 +1,22 @@
+// --vroce-sysfs: vroce's fake sysfs tree seen as /sys/class by a rank, for plugins that read
+// sysfs themselves (NCCL's IB transport reads /sys/class/infiniband/<dev>/... during init and
+// fails without it). The launcher has vroce write each rank's tree (VROCE_SYSFS_ROOT, with the
+// rank's one device) before the rank starts; the rank's child process then enters a private
+// mount namespace and overlays the tree onto /sys/class, read-only, with the real /sys/class
+// underneath (docs/vroce.md, "Reading it as /sys"). Needs CAP_SYS_ADMIN (root) and overlayfs.
+#pragma once
+
+#include <string>
+
+namespace roce::bench {
+
+// Writes vroce's tree for `vroce_devices` (one VROCE_DEVICES list) under `root` by enumerating
+// the devices of `ibverbs_lib` in a child process. Throws BenchError when no tree appears.
+void write_vroce_sysfs(const std::string& root, const std::string& vroce_devices,
+                       const std::string& ibverbs_lib);
+
+// In a freshly forked, single-threaded child: a private mount namespace with root/class over
+// /sys/class. Returns "" on success, else what failed and how to fix it.
+std::string enter_vroce_sysfs(const std::string& root);
+
+}  // namespace roce::bench
