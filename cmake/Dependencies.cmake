@@ -5,6 +5,11 @@ find_package(Threads REQUIRED)
 # Debian's spdlog::spdlog_header_only still links the compiled libfmt, so we define our own target.
 find_path(ROCE_SPDLOG_INCLUDE_DIR spdlog/spdlog.h REQUIRED)
 find_path(ROCE_FMT_INCLUDE_DIR fmt/format.h REQUIRED)
+# nlohmann/json (header-only, Debian's nlohmann-json3-dev) for the plugin's statistics files.
+find_path(ROCE_NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
+add_library(roce_json INTERFACE)
+target_include_directories(roce_json SYSTEM INTERFACE ${ROCE_NLOHMANN_JSON_INCLUDE_DIR})
+
 add_library(roce_spdlog INTERFACE)
 target_include_directories(roce_spdlog SYSTEM INTERFACE ${ROCE_SPDLOG_INCLUDE_DIR} ${ROCE_FMT_INCLUDE_DIR})
 target_compile_definitions(roce_spdlog INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY)

@@ -1,0 +1,63 @@
+// Comm statistics: snapshots and the close-time summary.
+#include "telemetry/comm_stats.h"
+
+#include <fmt/format.h>
+
+namespace roce::telemetry {
+namespace {
+
+std::atomic<uint64_t> next_id{1};
+
+std::string micros(double ns) {
+  return fmt::format("{:.1f} us", ns / 1e3);
+}
+
+std::string bytes_text(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) {
+    return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
+  }
+  if (bytes >= (uint64_t{1} << 20)) {
+    return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
+  }
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+CommStats::CommStats(CommIdentity identity)
+    : id_(next_id.fetch_add(1, std::memory_order_relaxed)),
+      identity_(std::move(identity)),
+      created_ns_(now_ns()) {}
+
+CommStatsSnapshot CommStats::snapshot(bool closed) const {
+  CommStatsSnapshot s;
+  s.id = id_;
+  s.identity = identity_;
+  s.age_s = static_cast<double>(now_ns() - created_ns_) / 1e9;
+  s.closed = closed;
+  s.messages = messages_.load(std::memory_order_relaxed);
+  s.bytes = bytes_.load(std::memory_order_relaxed);
+  s.errors = errors_.load(std::memory_order_relaxed);
+  s.stalls = stalls_.load(std::memory_order_relaxed);
+  s.completion = completion_.snapshot();
+  s.cts_wait = cts_wait_.snapshot();
+  return s;
+}
+
+std::string summary_line(const CommStatsSnapshot& s) {
+  const bool send = s.identity.direction == Direction::Send;
+  std::string line = fmt::format(
+      "{} comm {} {} on {}, {} QP{}, tc {}: {} messages, {}, {} errors, {} stall warnings in "
+      "{:.1f} s; completion p50 {} p99 {}",
+      send ? "send" : "recv", send ? "to" : "from", s.identity.peer, s.identity.device,
+      s.identity.qps, s.identity.qps == 1 ? "" : "s", s.identity.traffic_class, s.messages,
+      bytes_text(s.bytes), s.errors, s.stalls, s.age_s, micros(s.completion.percentile_ns(50)),
+      micros(s.completion.percentile_ns(99)));
+  if (send) {
+    line += fmt::format("; clear-to-send wait p50 {} p99 {}", micros(s.cts_wait.percentile_ns(50)),
+                        micros(s.cts_wait.percentile_ns(99)));
+  }
+  return line;
+}
+
+}  // namespace roce::telemetry

@@ -1,0 +1,86 @@
+// Per-connection telemetry, always on: what a comm has carried (messages, bytes, errors) and how
+// long its requests took, as latency histograms: isend posted to completion, the time an isend
+// waited for the peer's clear-to-send (the receiver was late), irecv posted to completion.
+// The comm's data path writes (one thread at a time, as NCCL drives a comm); the stats writer
+// and close() read snapshots from any thread. Recording costs a clock read per request and a
+// few plain stores: no lock, no allocation, no system call (steady_clock is the vDSO).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "telemetry/latency_histogram.h"
+
+namespace roce::telemetry {
+
+enum class Direction { Send, Recv };
+
+// Nanoseconds on the monotonic clock, for request timestamps.
+inline uint64_t now_ns() noexcept {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct CommIdentity {
+  Direction direction = Direction::Send;
+  std::string device;  // "mlx5_0"
+  std::string peer;    // "10.0.0.2 (gid ::ffff:10.0.0.2)"
+  int qps = 1;
+  int traffic_class = 0;
+};
+
+struct CommStatsSnapshot {
+  uint64_t id = 0;  // unique in the process
+  CommIdentity identity;
+  double age_s = 0;  // since the comm was connected
+  bool closed = false;
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  uint64_t errors = 0;
+  uint64_t stalls = 0;                    // stall warnings given
+  LatencyHistogram::Snapshot completion;  // post to completion (isend or irecv)
+  LatencyHistogram::Snapshot cts_wait;    // sends only: time until the clear-to-send was there
+};
+
+class CommStats {
+ public:
+  explicit CommStats(CommIdentity identity);
+
+  // The data path.
+  void completed(uint64_t bytes, uint64_t posted_ns, uint64_t done_ns) noexcept {
+    bump(messages_);
+    bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    completion_.record(done_ns > posted_ns ? done_ns - posted_ns : 0);
+  }
+  void cts_waited(uint64_t ns) noexcept { cts_wait_.record(ns); }
+  void failed() noexcept { bump(errors_); }
+  void stall_reported() noexcept { bump(stalls_); }
+
+  uint64_t id() const noexcept { return id_; }
+  const CommIdentity& identity() const noexcept { return identity_; }
+  CommStatsSnapshot snapshot(bool closed = false) const;
+
+ private:
+  static void bump(std::atomic<uint64_t>& counter) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  uint64_t id_;
+  CommIdentity identity_;
+  uint64_t created_ns_;
+  std::atomic<uint64_t> messages_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> stalls_{0};
+  LatencyHistogram completion_;
+  LatencyHistogram cts_wait_;
+};
+
+// "send comm to 10.0.0.2 (gid ...) on mlx5_0, 2 QPs, tc 106: 1200 messages, 4.69 MiB, 0 errors;
+// completion p50 12.0 us p99 30.0 us max 41.0 us; clear-to-send wait p50 0 us p99 2.0 us"
+std::string summary_line(const CommStatsSnapshot& s);
+
+}  // namespace roce::telemetry

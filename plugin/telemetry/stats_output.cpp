@@ -1,0 +1,174 @@
+// JSON lines and Prometheus text from comm snapshots.
+#include "telemetry/stats_output.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace roce::telemetry {
+namespace {
+
+const char* direction_name(Direction d) {
+  return d == Direction::Send ? "send" : "recv";
+}
+
+nlohmann::json percentiles_us(const LatencyHistogram::Snapshot& h) {
+  return {{"count", h.total()},
+          {"p50", h.percentile_ns(50) / 1e3},
+          {"p90", h.percentile_ns(90) / 1e3},
+          {"p99", h.percentile_ns(99) / 1e3},
+          {"max", h.percentile_ns(100) / 1e3}};
+}
+
+// The non-empty buckets as [lower bound in ns, count] pairs, so tools can merge comms.
+nlohmann::json buckets(const LatencyHistogram::Snapshot& h) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int i = 0; i < LatencyHistogram::kBuckets; ++i) {
+    if (const uint64_t c = h.counts[static_cast<std::size_t>(i)]; c != 0) {
+      out.push_back({LatencyHistogram::lower_bound(i), c});
+    }
+  }
+  return out;
+}
+
+// Prometheus label values escape backslash, double quote and newline.
+std::string label_value(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ProcessInfo current_process() {
+  ProcessInfo p;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  p.host = host;
+  p.pid = static_cast<int>(getpid());
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      p.rank = v;
+      break;
+    }
+  }
+  p.time_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return p;
+}
+
+std::string json_line(const CommStatsSnapshot& s, const ProcessInfo& process) {
+  nlohmann::json j = {
+      {"time", process.time_s},
+      {"host", process.host},
+      {"pid", process.pid},
+      {"rank", process.rank.empty() ? nlohmann::json(nullptr) : nlohmann::json(process.rank)},
+      {"comm", s.id},
+      {"direction", direction_name(s.identity.direction)},
+      {"device", s.identity.device},
+      {"peer", s.identity.peer},
+      {"qps", s.identity.qps},
+      {"traffic_class", s.identity.traffic_class},
+      {"closed", s.closed},
+      {"age_s", s.age_s},
+      {"messages", s.messages},
+      {"bytes", s.bytes},
+      {"errors", s.errors},
+      {"stall_warnings", s.stalls},
+      {"completion_us", percentiles_us(s.completion)},
+      {"completion_buckets_ns", buckets(s.completion)},
+  };
+  if (s.identity.direction == Direction::Send) {
+    j["cts_wait_us"] = percentiles_us(s.cts_wait);
+    j["cts_wait_buckets_ns"] = buckets(s.cts_wait);
+  }
+  // Invalid UTF-8 in a peer or device name must not make the writer throw.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string prometheus_text(const std::vector<CommStatsSnapshot>& all, const ProcessInfo& process) {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  const Family families[] = {
+      {"nccl_roce_comm_messages_total", "counter", "Messages completed on the comm."},
+      {"nccl_roce_comm_bytes_total", "counter", "Bytes completed on the comm."},
+      {"nccl_roce_comm_errors_total", "counter", "Requests that ended in an error."},
+      {"nccl_roce_comm_stall_warnings_total", "counter", "Stall warnings the comm gave."},
+      {"nccl_roce_comm_completion_seconds", "gauge",
+       "isend or irecv, posted to completion (quantile label: 0.5, 0.99)."},
+      {"nccl_roce_comm_cts_wait_seconds", "gauge",
+       "Send comms: time an isend waited for the peer's clear-to-send (quantile 0.5, 0.99)."},
+  };
+  std::string out;
+  for (int f = 0; f < 6; ++f) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", families[f].name, families[f].help,
+                       families[f].name, families[f].type);
+    for (const auto& s : all) {
+      const bool send = s.identity.direction == Direction::Send;
+      if (f == 5 && !send) {
+        continue;
+      }
+      const std::string labels = fmt::format(
+          "host=\"{}\",pid=\"{}\",rank=\"{}\",comm=\"{}\",direction=\"{}\",device=\"{}\","
+          "peer=\"{}\"",
+          label_value(process.host), process.pid, label_value(process.rank), s.id,
+          direction_name(s.identity.direction), label_value(s.identity.device),
+          label_value(s.identity.peer));
+      switch (f) {
+        case 0:
+          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.messages);
+          break;
+        case 1:
+          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.bytes);
+          break;
+        case 2:
+          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.errors);
+          break;
+        case 3:
+          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.stalls);
+          break;
+        default: {
+          const auto& h = f == 4 ? s.completion : s.cts_wait;
+          for (const double q : {0.5, 0.99}) {
+            out += fmt::format("{}{{{},quantile=\"{}\"}} {:.9f}\n", families[f].name, labels, q,
+                               h.percentile_ns(q * 100) / 1e9);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string expand_path(std::string_view pattern, std::string_view host, int pid) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      const char c = pattern[i + 1];
+      if (c == 'h' || c == 'p' || c == '%') {
+        out += c == 'h' ? std::string(host) : c == 'p' ? std::to_string(pid) : std::string("%");
+        ++i;
+        continue;
+      }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+}  // namespace roce::telemetry

@@ -1,0 +1,158 @@
+// Per-comm telemetry: histogram buckets and percentiles, the stall schedule, the summary line,
+// the JSON lines and Prometheus text, and the registry's bounded memory of closed comms.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "telemetry/comm_stats.h"
+#include "telemetry/latency_histogram.h"
+#include "telemetry/stall_watch.h"
+#include "telemetry/stats_output.h"
+#include "telemetry/stats_registry.h"
+
+using namespace roce::telemetry;
+
+TEST_CASE("histogram buckets are four to an octave and cover their values") {
+  CHECK(LatencyHistogram::bucket_of(0) == 0);
+  CHECK(LatencyHistogram::bucket_of(3) == 3);
+  CHECK(LatencyHistogram::bucket_of(4) == 4);
+  CHECK(LatencyHistogram::bucket_of(7) == 7);
+  CHECK(LatencyHistogram::bucket_of(8) == 8);
+  CHECK(LatencyHistogram::bucket_of(9) == 8);
+  CHECK(LatencyHistogram::bucket_of(10) == 9);
+  for (uint64_t v : {1ULL, 5ULL, 17ULL, 1000ULL, 12'345ULL, 999'999'999ULL, 1ULL << 39}) {
+    const int b = LatencyHistogram::bucket_of(v);
+    CHECK(LatencyHistogram::lower_bound(b) <= v);
+    CHECK(v < LatencyHistogram::lower_bound(b + 1));
+    // Each bucket is at most 25% wide.
+    CHECK(LatencyHistogram::lower_bound(b + 1) - LatencyHistogram::lower_bound(b) <=
+          std::max<uint64_t>(1, LatencyHistogram::lower_bound(b) / 4));
+  }
+  CHECK(LatencyHistogram::bucket_of(~0ULL) == LatencyHistogram::kBuckets - 1);
+}
+
+TEST_CASE("histogram percentiles are within a bucket of the exact ones") {
+  LatencyHistogram h;
+  CHECK(h.snapshot().percentile_ns(50) == 0);
+  for (uint64_t i = 1; i <= 1000; ++i) {
+    h.record(i * 1000);  // 1..1000 us
+  }
+  const auto s = h.snapshot();
+  CHECK(s.total() == 1000);
+  CHECK(s.percentile_ns(50) == Approx(500'000).epsilon(0.13));
+  CHECK(s.percentile_ns(99) == Approx(990'000).epsilon(0.13));
+  CHECK(s.percentile_ns(100) == Approx(1'000'000).epsilon(0.13));
+  CHECK(s.percentile_ns(1) == Approx(10'000).epsilon(0.13));
+}
+
+TEST_CASE("a stall is reported at the threshold, then each time the wait doubles") {
+  StallWatch watch(100);  // ms
+  const uint64_t ms = 1'000'000;
+  const uint64_t t0 = 5'000 * ms;
+  CHECK_FALSE(watch.warn_after(t0, t0 + 50 * ms).has_value());
+  CHECK(watch.warn_after(t0, t0 + 120 * ms) == 120);
+  CHECK_FALSE(watch.warn_after(t0, t0 + 150 * ms).has_value());
+  CHECK(watch.warn_after(t0, t0 + 210 * ms) == 210);
+  CHECK_FALSE(watch.warn_after(t0, t0 + 390 * ms).has_value());
+  CHECK(watch.warn_after(t0, t0 + 1000 * ms) == 1000);  // past 400 and 800: one line
+  CHECK_FALSE(watch.warn_after(t0, t0 + 1500 * ms).has_value());
+  CHECK(watch.ended(t0));        // it had been reported
+  CHECK_FALSE(watch.ended(t0));  // once
+  // A new wait starts over.
+  CHECK_FALSE(watch.warn_after(t0 + 2000 * ms, t0 + 2050 * ms).has_value());
+  CHECK(watch.warn_after(t0 + 2000 * ms, t0 + 2100 * ms) == 100);
+  CHECK_FALSE(StallWatch(0).enabled());
+  StallWatch polls(1);
+  int due = 0;
+  for (int i = 0; i < 1024; ++i) {
+    due += polls.due() ? 1 : 0;
+  }
+  CHECK(due == 4);
+}
+
+namespace {
+
+CommStatsSnapshot sample_send() {
+  CommStats stats({Direction::Send, "mlx5_0", "10.0.0.2 \"b\"", 2, 106});
+  for (uint64_t i = 1; i <= 100; ++i) {
+    stats.completed(4096, 0, i * 1000);
+    stats.cts_waited(i < 99 ? 0 : 50'000);
+  }
+  stats.failed();
+  return stats.snapshot();
+}
+
+}  // namespace
+
+TEST_CASE("the close-time summary line names the comm and its figures") {
+  const std::string line = summary_line(sample_send());
+  CHECK(line.find("send comm to 10.0.0.2 \"b\" on mlx5_0, 2 QPs, tc 106: 100 messages, 409600 B, "
+                  "1 errors, 0 stall warnings") == 0);
+  // 50 us and 99 us are reported as the midpoints of their buckets.
+  CHECK(line.find("completion p50 53.2 us p99 106.5 us") != std::string::npos);
+  CHECK(line.find("clear-to-send wait p50 0.0 us p99 53.2 us") != std::string::npos);
+}
+
+TEST_CASE("a JSON line carries the comm, its counters, percentiles and buckets") {
+  ProcessInfo p{"node1", 4242, "3", 1.5};
+  const std::string text = json_line(sample_send(), p);
+  REQUIRE(text.back() == '\n');
+  const auto j = nlohmann::json::parse(text);
+  CHECK(j["host"] == "node1");
+  CHECK(j["pid"] == 4242);
+  CHECK(j["rank"] == "3");
+  CHECK(j["direction"] == "send");
+  CHECK(j["peer"] == "10.0.0.2 \"b\"");
+  CHECK(j["messages"] == 100);
+  CHECK(j["bytes"] == 409600);
+  CHECK(j["errors"] == 1);
+  CHECK(j["completion_us"]["count"] == 100);
+  CHECK(j["completion_us"]["p50"].get<double>() == Approx(50).epsilon(0.13));
+  CHECK(j["cts_wait_us"]["p90"].get<double>() == Approx(0).margin(1e-9));
+  CHECK(j["cts_wait_us"]["max"].get<double>() == Approx(50).epsilon(0.13));
+  uint64_t counted = 0;
+  for (const auto& bucket : j["completion_buckets_ns"]) {
+    counted += bucket[1].get<uint64_t>();
+  }
+  CHECK(counted == 100);
+  ProcessInfo no_rank{"n", 1, "", 0};
+  CHECK(nlohmann::json::parse(json_line(sample_send(), no_rank))["rank"].is_null());
+}
+
+TEST_CASE("the Prometheus text has HELP/TYPE per family and escaped labels") {
+  ProcessInfo p{"node1", 7, "0", 0};
+  const std::string text = prometheus_text({sample_send()}, p);
+  CHECK(text.find("# TYPE nccl_roce_comm_messages_total counter\n") != std::string::npos);
+  CHECK(text.find("peer=\"10.0.0.2 \\\"b\\\"\"") != std::string::npos);
+  CHECK(text.find("} 100\n") != std::string::npos);
+  CHECK(text.find("nccl_roce_comm_completion_seconds{") != std::string::npos);
+  CHECK(text.find("quantile=\"0.99\"} 0.0000") != std::string::npos);
+}
+
+TEST_CASE("stats file patterns expand %h and %p") {
+  CHECK(expand_path("/tmp/roce.%h.%p.jsonl", "node1", 42) == "/tmp/roce.node1.42.jsonl");
+  CHECK(expand_path("/tmp/100%%-%x%", "h", 1) == "/tmp/100%-%x%");
+}
+
+TEST_CASE("the registry reports live comms and keeps closed ones, bounded") {
+  auto& registry = StatsRegistry::instance();
+  const std::size_t before = registry.snapshot_all().size();
+  CommStats a({Direction::Recv, "d", "p", 1, 0});
+  registry.add(&a);
+  a.completed(8, 0, 10);
+  auto all = registry.snapshot_all();
+  REQUIRE(all.size() == before + 1);
+  const auto last = registry.remove(&a);
+  CHECK(last.closed);
+  CHECK(last.messages == 1);
+  all = registry.snapshot_all();
+  CHECK(all.back().closed);
+  CHECK(all.back().id == a.id());
+  for (std::size_t i = 0; i < StatsRegistry::kClosedKept; ++i) {
+    CommStats c({Direction::Send, "d", "p", 1, 0});
+    registry.add(&c);
+    registry.remove(&c);
+  }
+  CHECK(registry.snapshot_all().size() <= StatsRegistry::kClosedKept);
+  CHECK(registry.closed_dropped() > 0);
+}
