@@ -338,6 +338,24 @@ bool read_plumbing(Reader& reader, Config* config) {
   return true;
 }
 
+bool read_telemetry(Reader& reader, Config* config) {
+  std::optional<bool> summary;
+  std::optional<int> interval;
+  std::optional<int> stall;
+  if (!reader.boolean("NCCL_ROCE_STATS", &summary) ||
+      !reader.integer("NCCL_ROCE_STATS_INTERVAL_MS", &interval) ||
+      !reader.integer("NCCL_ROCE_STALL_WARN_MS", &stall)) {
+    return false;
+  }
+  assign(summary, &config->stats_summary);
+  assign(interval, &config->stats_interval_ms);
+  assign(stall, &config->stall_warn_ms);
+  if (const auto file = reader.text("NCCL_ROCE_STATS_FILE")) {
+    config->stats_file = *file;
+  }
+  return true;
+}
+
 void report_recognised(Reader& reader, Config* config) {
   for (const Setting& setting : config_detail::registry()) {
     if (setting.kind != Kind::Recognised) {
@@ -383,7 +401,7 @@ std::optional<Config> parse_config(EnvLookup lookup, void* user, std::string* er
   Reader reader(lookup, user, &config.notes);
   if (!read_traffic_class(reader, &config) || !read_gid_selection(reader, &config) ||
       !read_queue_pairs(reader, &config) || !read_memory(reader, &config) ||
-      !read_plumbing(reader, &config)) {
+      !read_plumbing(reader, &config) || !read_telemetry(reader, &config)) {
     *error = reader.error();
     return std::nullopt;
   }

@@ -55,6 +55,12 @@ struct Config {
   int connect_timeout_ms = 30000;   // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
   std::string socket_ifname;        // NCCL_SOCKET_IFNAME for the bootstrap listener
 
+  // Telemetry (plugin/telemetry/)
+  bool stats_summary = false;     // NCCL_ROCE_STATS: one INFO line per comm at close
+  std::string stats_file;         // NCCL_ROCE_STATS_FILE: JSON lines (+ .prom); %h, %p
+  int stats_interval_ms = 10000;  // NCCL_ROCE_STATS_INTERVAL_MS
+  int stall_warn_ms = 5000;       // NCCL_ROCE_STALL_WARN_MS; 0 = no stall reports
+
   // One line per setting found in the environment, and per recognised NCCL setting that we do
   // not apply (with what we do instead); load_config() logs them at INFO (ENV).
   std::vector<std::string> notes;

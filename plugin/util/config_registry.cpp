@@ -144,6 +144,31 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      10,
      3600000},
+    // Telemetry.
+    {{"NCCL_ROCE_STATS", "0", "0, 1",
+      "1 logs one summary line per comm when it closes (INFO, subsystem NET): messages, bytes, "
+      "errors, stall warnings, completion p50/p99 and, for sends, the clear-to-send wait.",
+      "boolean", "", ""},
+     K::Boolean},
+    {{"NCCL_ROCE_STATS_FILE", "unset", "a path; %h is the host name, %p the pid",
+      "Every NCCL_ROCE_STATS_INTERVAL_MS and when the plugin is finalized or unloaded, appends "
+      "one JSON line per comm to this file and rewrites <file>.prom in Prometheus text format "
+      "(for node exporters' textfile collector). scripts/roce_stats reads the files of all ranks.",
+      "path", "", ""},
+     K::Text},
+    {{"NCCL_ROCE_STATS_INTERVAL_MS", "10000", "100..3600000",
+      "How often NCCL_ROCE_STATS_FILE is written.", "integer", "", ""},
+     K::Integer,
+     100,
+     3600000},
+    {{"NCCL_ROCE_STALL_WARN_MS", "5000", "0..86400000",
+      "A request outstanding this long gives one WARN per comm naming the peer and what the comm "
+      "waits for (the peer's clear-to-send, or a completion), repeated each time the wait "
+      "doubles; 0 turns stall reports off.",
+      "integer", "", ""},
+     K::Integer,
+     0,
+     86400000},
     // Recognised NCCL settings that this plugin does not apply.
     {{"NCCL_IB_FIFO_TC", "unset (-1)", "0..255, or -1 for unset",
       "Not applied separately: one traffic class is enforced on every QP, including the "

@@ -350,3 +350,23 @@ TEST_CASE("load_config reports the settings at INFO once, not again for the same
   unsetenv("NCCL_DEBUG");
   unsetenv("NCCL_DEBUG_SUBSYS");
 }
+
+TEST_CASE("telemetry settings: defaults, values and range errors", "[config]") {
+  const roce::Config defaults = parse({});
+  CHECK_FALSE(defaults.stats_summary);
+  CHECK(defaults.stats_file.empty());
+  CHECK(defaults.stats_interval_ms == 10000);
+  CHECK(defaults.stall_warn_ms == 5000);
+  const roce::Config set = parse({{"NCCL_ROCE_STATS", "1"},
+                                  {"NCCL_ROCE_STATS_FILE", "/tmp/roce.%h.%p.jsonl"},
+                                  {"NCCL_ROCE_STATS_INTERVAL_MS", "250"},
+                                  {"NCCL_ROCE_STALL_WARN_MS", "0"}});
+  CHECK(set.stats_summary);
+  CHECK(set.stats_file == "/tmp/roce.%h.%p.jsonl");
+  CHECK(set.stats_interval_ms == 250);
+  CHECK(set.stall_warn_ms == 0);
+  CHECK(error_of({{"NCCL_ROCE_STATS_INTERVAL_MS", "10"}}).find("NCCL_ROCE_STATS_INTERVAL_MS=10") !=
+        std::string::npos);
+  CHECK(error_of({{"NCCL_ROCE_STALL_WARN_MS", "soon"}}).find("NCCL_ROCE_STALL_WARN_MS") !=
+        std::string::npos);
+}
