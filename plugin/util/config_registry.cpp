@@ -187,7 +187,10 @@ constexpr Setting kRegistry[] = {
       "NCCL_IB_DATA_DIRECT", "", false},
      K::Recognised},
     {{"NCCL_IB_RETURN_ASYNC_EVENTS", "", "",
-      "Ignored: fatal asynchronous events always make later calls on the device fail.", "",
+      "Ignored: asynchronous events are always read. DEVICE_FATAL, CQ_ERR and the QP errors "
+      "fail the comms they concern; PORT_ERR and PORT_ACTIVE are logged only, as in NCCL (RC "
+      "retransmission rides out a link flap shorter than the retry budget).",
+      "",
       "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
      K::Recognised},
     {{"NCCL_IB_ROUTABLE_FLID_GID_INDEX", "", "",

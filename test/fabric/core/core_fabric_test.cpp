@@ -490,9 +490,9 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
   auto inject = reinterpret_cast<InjectFn>(dlsym(verbs, "vroce_inject_port_event"));
   REQUIRE(inject != nullptr);
   reset_warn_count();
-  REQUIRE(inject("pca", IBV_EVENT_PORT_ERR) >= 1);
-  // The async-event thread marks the port; the next data-path call that finds nothing to do
-  // notices it.
+  REQUIRE(inject("pca", IBV_EVENT_DEVICE_FATAL) >= 1);
+  // The async-event thread marks the device; the next data-path call that finds nothing to do
+  // notices it. (A link flap, PORT_ERR, is not fatal: see hardening's link_flap_test.cpp.)
   std::vector<char> buffer(4096);
   void* mh = nullptr;
   REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
