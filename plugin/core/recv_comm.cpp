@@ -4,6 +4,7 @@
 #include "core/connection_completions.h"
 #include "core/connection_fatal_marks.h"
 #include "core/wr_id.h"
+#include "util/log.h"
 #include "verbs/error.h"
 
 namespace roce {
@@ -171,17 +172,20 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   if (last < 0) {
     return ncclSuccess;
   }
+  // A NULL request would tell NCCL the flush is done and let the GPU read data the NIC may not
+  // have written yet, so running out of flush slots or send-queue entries is an error, never a
+  // skipped flush. (NCCL keeps far fewer flushes in flight; this is a caller that never tests.)
   if (!flush_credits_.can_post(1)) [[unlikely]] {
     if (ncclResult_t r = progress(); r != ncclSuccess) {
       return r;
     }
     if (!flush_credits_.can_post(1)) {
-      return ncclSuccess;
+      return flush_exhausted("send-queue entries of the flush qp", flush_credits_.depth());
     }
   }
   const auto index = flushes_.take();
-  if (!index) {
-    return ncclSuccess;
+  if (!index) [[unlikely]] {
+    return flush_exhausted("flush requests", kMaxRequests);
   }
   const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
   flush_wr_.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(data[last]);
@@ -199,6 +203,15 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   f.state = RequestState::Pending;
   *request = static_cast<RequestHeader*>(&f);
   return ncclSuccess;
+}
+
+ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const noexcept {
+  ROCE_WARN(NCCL_NET,
+            "iflush on recv comm from {}: all {} {} are in use by flushes not yet completed; "
+            "test() the earlier flush requests before posting more (the flush is refused, not "
+            "skipped: skipping it could let the GPU read data not yet written)",
+            peer_, limit, what);
+  return ncclInternalError;
 }
 
 ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {

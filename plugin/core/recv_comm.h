@@ -50,6 +50,8 @@ class RecvComm final : public Comm {
   ncclResult_t test(RecvRequest& request, int* done, int* sizes) noexcept;
   ncclResult_t test(FlushRequest& request, int* done) noexcept;
 
+  // Largest CTS write posted inline (the QPs' granted max_inline_data; 0: inlining is off).
+  uint32_t max_inline() const noexcept { return max_inline_; }
   int qp_count() const noexcept { return nqps_; }
   int traffic_class() const noexcept { return traffic_class_; }
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
@@ -68,6 +70,9 @@ class RecvComm final : public Comm {
   }
   ncclResult_t check_fatal_marks() noexcept;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
+  // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
+  // comm goes on once earlier flushes are tested.
+  ncclResult_t flush_exhausted(const char* what, uint32_t limit) const noexcept;
 
   // Hot members first.
   CtsEntry* cts_staging_;

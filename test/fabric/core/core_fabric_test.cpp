@@ -432,6 +432,69 @@ TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an
   CHECK(received.flushes == expected);
 }
 
+TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
+          "[fabric][flush][quick]") {
+  // As in the flush test above: peermem's marker makes GPUDirect usable, so the receiver has
+  // its flush QP. A caller that posts flushes and never tests them runs the pool dry; a NULL
+  // request would read as "flushed" to NCCL, so the plugin must refuse with an error instead.
+  TempDir sysfs;
+  REQUIRE(std::system(("mkdir -p '" + sysfs.path + "/module/nvidia_peermem' && echo 1.0 > '" +
+                       sysfs.path + "/module/nvidia_peermem/version'")
+                          .c_str()) == 0);
+  use_devices("pca=127.0.4.150,pcb=127.0.4.151");
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  std::vector<char> buffer(4096);
+  void* mh = nullptr;
+  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) ==
+          ncclSuccess);
+  void* data[1] = {buffer.data()};
+  int sizes[1] = {64};
+  void* mhs[1] = {mh};
+  std::vector<void*> pending;
+  reset_warn_count();
+  ncclResult_t result = ncclSuccess;
+  // The pool holds NCCL_NET_MAX_REQUESTS flushes (fewer if the flush QP's queue is smaller):
+  // within that many + 1 calls one must be refused.
+  for (int i = 0; i <= NCCL_NET_MAX_REQUESTS && result == ncclSuccess; ++i) {
+    void* request = nullptr;
+    result = plugin.iflush(recv_comm, 1, data, sizes, mhs, &request);
+    if (result == ncclSuccess) {
+      REQUIRE(request != nullptr);  // never "done" without a READ while a GPU buffer is named
+      pending.push_back(request);
+    }
+  }
+  CHECK(result == ncclInternalError);
+  CHECK(!pending.empty());
+  CHECK(any_warn_contains({"iflush", "test() the earlier flush requests"}));
+  // Not sticky: once the earlier flushes are tested, flushing works again.
+  for (void* request : pending) {
+    int done = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
+    }
+    CHECK(done == 1);
+  }
+  void* request = nullptr;
+  CHECK(plugin.iflush(recv_comm, 1, data, sizes, mhs, &request) == ncclSuccess);
+  CHECK(request != nullptr);
+  int done = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (request != nullptr && !done && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
+  }
+  CHECK(plugin.dereg_mr(recv_comm, mh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+}
+
 TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fabric][quick]") {
   TempDir sysfs;  // no peermem marker, no CUDA context: GPUDirect is off
   use_devices("pca=127.0.4.49,pcb=127.0.4.50");
