@@ -46,6 +46,8 @@ class SendComm final : public Comm {
   ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
 
   // For logs and tests.
+  // Largest payload posted inline (the QPs' granted max_inline_data; 0: inlining is off).
+  uint32_t max_inline() const noexcept { return max_inline_; }
   int qp_count() const noexcept { return nqps_; }
   int traffic_class() const noexcept { return traffic_class_; }
   const std::string& peer() const noexcept { return peer_; }

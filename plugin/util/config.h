@@ -41,7 +41,9 @@ struct Config {
   int retry_count = 7;         // NCCL_IB_RETRY_CNT (0..7)
   int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..16)
   int pkey_index = 0;          // NCCL_IB_PKEY
-  bool use_inline = true;      // NCCL_ROCE_INLINE: CTS entries posted inline
+  // NCCL_ROCE_INLINE (else NCCL_IB_USE_INLINE): CTS entries and small host payloads posted
+  // inline; false gives the data QPs max_inline_data 0.
+  bool use_inline = true;
 
   // Memory and GPUDirect
   bool require_gdr = false;        // NCCL_ROCE_REQUIRE_GDR: init fails without GPUDirect

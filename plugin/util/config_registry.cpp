@@ -99,11 +99,17 @@ constexpr Setting kRegistry[] = {
      0,
      65535},
     {{"NCCL_ROCE_INLINE", "1", "0, 1",
-      "Post clear-to-send entries inline (saves a DMA read by the NIC per receive).", "boolean",
+      "Post clear-to-send entries and host-memory payloads up to the QP's inline size inline "
+      "(saves the NIC a DMA read per work request). 0: data QPs are created with "
+      "max_inline_data 0 and everything is posted from registered memory (the usual workaround "
+      "for a provider with inline bugs).",
+      "boolean",
       "NCCL_IB_USE_INLINE", "Wins over NCCL_IB_USE_INLINE."},
      K::Boolean},
     {{"NCCL_IB_USE_INLINE", "unset: NCCL_ROCE_INLINE applies", "0, 1",
-      "NCCL's inline setting, same meaning. NCCL's own default is 0; ours is 1.", "boolean",
+      "NCCL's inline setting, same meaning: 0 turns inlining off. NCCL's own default is 0; ours "
+      "is 1, the faster one (docs/benchmarks.md).",
+      "boolean",
       "NCCL_IB_USE_INLINE", "Used when NCCL_ROCE_INLINE is unset."},
      K::Boolean},
 

@@ -519,6 +519,35 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fa
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
+TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off; the default inlines", "[fabric][quick]") {
+  use_devices("pca=127.0.4.152,pcb=127.0.4.153");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  for (const char* setting : {"0", ""}) {
+    INFO("NCCL_IB_USE_INLINE=" << setting);
+    if (*setting != 0) {
+      setenv("NCCL_IB_USE_INLINE", setting, 1);
+    } else {
+      unsetenv("NCCL_IB_USE_INLINE");
+    }
+    PluginDriver plugin(plugin_path_from_env(), Api::V9);
+    REQUIRE(plugin.init() == ncclSuccess);
+    void* send_comm = nullptr;
+    void* recv_comm = nullptr;
+    connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                        &recv_comm);
+    // The granted max_inline_data of the comm's QPs: 0 when off (asked for none), the 256 bytes
+    // asked for (vroce grants them) by default.
+    const char* expected = *setting != 0 ? "inline 0" : "inline 256";
+    CHECK(any_line_contains(info_lines(), {"connected on pca", expected}));
+    CHECK(any_line_contains(info_lines(), {"accepted on pcb", expected}));
+    PlanShape shape;
+    shape.groups = 60;
+    shape.max_single = 64 << 10;
+    run_two_threads(plugin, send_comm, recv_comm, 45, shape, {});
+  }
+}
+
 TEST_CASE("four QPs per connection split every message and all of it arrives",
           "[fabric][traffic]") {
   use_devices("pca=127.0.4.53,pcb=127.0.4.54");
