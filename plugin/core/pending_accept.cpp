@@ -127,6 +127,7 @@ PendingAccept::Step PendingAccept::on_await_request() {
                                  device_->override_file(), &error);
   }
   if (!agreed) {
+    listener_failure_ = ncclInvalidUsage;
     return reject(net::RejectReason::TrafficClassMismatch, error);
   }
   try {
@@ -228,6 +229,9 @@ PendingAccept::Step PendingAccept::on_await_ready() {
     return drop("invalid ready: " + decoded.detail);
   }
   if (const auto* r = std::get_if<net::Reject>(&*decoded.message)) {
+    if (r->reason == static_cast<uint16_t>(net::RejectReason::TrafficClassMismatch)) {
+      listener_failure_ = ncclRemoteError;
+    }
     return drop(
         fmt::format("the sender gave up ({}): {}", net::reject_reason_name(r->reason), r->text));
   }

@@ -274,6 +274,12 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
+// A class refusal ends both sides: the sender's connect and the receiver's accept return an error
+// (the receiver's listener exists for that one peer; accepting on would wait forever).
+bool is_refusal(ncclResult_t result) {
+  return result == ncclInvalidUsage || result == ncclRemoteError;
+}
+
 TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
           "[fabric][tc][quick]") {
   use_devices("pca=127.0.4.27,pcb=127.0.4.28");
@@ -292,15 +298,19 @@ TEST_CASE("communicators with different traffic classes refuse to connect, namin
   void* recv_comm = nullptr;
   ncclResult_t accept_result = ncclSuccess;
   std::thread acceptor(
-      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 5000); });
+      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 30000); });
   void* send_comm = nullptr;
   ncclResult_t connect_result =
-      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 10000);
+      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 30000);
   acceptor.join();
-  CHECK(connect_result != ncclSuccess);
+  CHECK(is_refusal(connect_result));
+  CHECK(is_refusal(accept_result));  // not a timeout (ncclInternalError) of the polling loop
   CHECK(send_comm == nullptr);
   CHECK(recv_comm == nullptr);
   CHECK(any_warn_contains({"104", "96"}));
+  CHECK(any_warn_contains({"listener on pcb", "must agree on the traffic class"}));
+  // Every later accept returns the same error; the listener still closes cleanly.
+  CHECK(receiver_side.accept(listen_comm, &recv_comm) == accept_result);
   CHECK(receiver_side.close_listen(listen_comm) == ncclSuccess);
 }
 
