@@ -251,6 +251,7 @@ void AsyncEventMonitor::handle(const ibv_async_event& event) {
       where = "device";
       if (type == IBV_EVENT_DEVICE_FATAL) {
         device_fatal_.store(true, std::memory_order_release);
+        context_->mark_lost();
       }
       break;
   }

@@ -4,7 +4,6 @@
 // than its retry budget through RC retransmission and delivers every byte right; one that stays
 // down longer fails with IBV_WC_RETRY_EXC_ERR, as a silent peer does; and a connection made after
 // the link is back works (no stale mark of the port). Loopback addresses 127.0.9.170-179.
-#include <dlfcn.h>
 #include <infiniband/verbs.h>
 
 #include <atomic>
@@ -12,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,19 +22,6 @@ using namespace roce::test;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The hook from the libibverbs.so.1 the plugin loaded (already mapped by init).
-int inject(const char* device, ibv_event_type type) {
-  void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(verbs != nullptr);
-  void* symbol = dlvsym(verbs, "vroce_inject_port_event", "VROCE_PRIVATE_1.0");
-  REQUIRE(symbol != nullptr);
-  int (*fn)(const char*, int) = nullptr;
-  std::memcpy(&fn, &symbol, sizeof(fn));
-  const int contexts = fn(device, type);
-  dlclose(verbs);
-  return contexts;
-}
 
 bool warned(const std::string& a, const std::string& b = {}) {
   for (const auto& line : warn_lines()) {
@@ -135,9 +120,9 @@ TEST_CASE(
   {
     Traffic traffic(plugin, pairs[0], 71, flap_shape(600));
     wait_for_payload(before, 1 << 20);
-    REQUIRE(inject("lfa", IBV_EVENT_PORT_ERR) >= 1);
+    REQUIRE(inject_port_event("lfa", IBV_EVENT_PORT_ERR) >= 1);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    REQUIRE(inject("lfa", IBV_EVENT_PORT_ACTIVE) >= 1);
+    REQUIRE(inject_port_event("lfa", IBV_EVENT_PORT_ACTIVE) >= 1);
     traffic.join();
     INFO("sender: " << traffic.run.sent.error << "; receiver: " << traffic.run.received.error);
     CHECK(traffic.run.sent.ok);
@@ -189,7 +174,7 @@ TEST_CASE(
   {
     Traffic traffic(plugin, pairs[0], 75, flap_shape(100000));  // runs until the link fails it
     wait_for_payload(before, 1 << 20);
-    REQUIRE(inject("lfc", IBV_EVENT_PORT_ERR) >= 1);
+    REQUIRE(inject_port_event("lfc", IBV_EVENT_PORT_ERR) >= 1);
     const auto down = Clock::now();
     traffic.join();
     elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - down).count();
@@ -211,7 +196,7 @@ TEST_CASE(
   CHECK(warned("NCCL_IB_TIMEOUT"));
   CHECK(warned("dev lfc port 1", "IBV_EVENT_PORT_ERR"));
 
-  REQUIRE(inject("lfc", IBV_EVENT_PORT_ACTIVE) >= 1);
+  REQUIRE(inject_port_event("lfc", IBV_EVENT_PORT_ACTIVE) >= 1);
   const auto fresh = open_pairs(plugin, c, d, 1);
   const auto runs = run_pairs(plugin, fresh, 77, flap_shape(50), napping());
   INFO("fresh sender: " << runs[0].sent.error << "; receiver: " << runs[0].received.error);
