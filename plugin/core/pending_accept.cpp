@@ -155,7 +155,8 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   setup_.cq = create_comm_cq(*device_, static_cast<int>(nqps));
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, request.endpoint.mtu);
   for (size_t q = 0; q < nqps; ++q) {
-    setup_.qps.push_back(create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
+    setup_.qps.push_back(
+        create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
     psns_.push_back(random_psn());
     QpLink link;
     link.peer_gid = request.endpoint.gid;

@@ -37,9 +37,9 @@ TEST_CASE("fatal and informational events are told apart", "[async_events]") {
     CHECK(is_fatal_async_event(fatal));
   }
   // A link flap is not fatal (NCCL's IB transport agrees): RC retransmission rides it out.
-  for (ibv_event_type benign : {IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_GID_CHANGE,
-                                IBV_EVENT_COMM_EST,
-                                IBV_EVENT_LID_CHANGE, IBV_EVENT_QP_LAST_WQE_REACHED}) {
+  for (ibv_event_type benign :
+       {IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_GID_CHANGE, IBV_EVENT_COMM_EST,
+        IBV_EVENT_LID_CHANGE, IBV_EVENT_QP_LAST_WQE_REACHED}) {
     CHECK_FALSE(is_fatal_async_event(benign));
   }
   CHECK(async_event_name(IBV_EVENT_PORT_ERR) == "IBV_EVENT_PORT_ERR");
