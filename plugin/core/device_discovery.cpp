@@ -160,6 +160,9 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
                 "NCCL_IB_GID_INDEX names it",
                 ctx.name(), port.port, gid->index);
     }
+    if (!gid->warning.empty()) {
+      ROCE_WARN(NCCL_INIT, "dev {} port {}: {}", ctx.name(), port.port, gid->warning);
+    }
     plugin.gid = *gid;
 
     const ibv_device_attr& attr = ctx.device_attr();

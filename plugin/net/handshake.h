@@ -26,8 +26,8 @@ inline constexpr uint32_t kHandshakeMagic = 0x53484352;  // "RCHS"
 inline constexpr uint16_t kHandshakeVersion = 1;
 inline constexpr size_t kHandshakeHeaderSize = 12;
 
-inline constexpr size_t kMaxQpsPerConnection = 16;
-inline constexpr uint32_t kMaxQpn = 0xffffff;  // QPNs and PSNs are 24-bit on the wire (BTH)
+inline constexpr size_t kMaxQpsPerConnection = 128;  // NCCL_IB_QPS_PER_CONNECTION's range
+inline constexpr uint32_t kMaxQpn = 0xffffff;        // QPNs and PSNs are 24-bit on the wire (BTH)
 inline constexpr uint32_t kMaxPsn = 0xffffff;
 inline constexpr size_t kMaxDeviceNameLength = 64;
 inline constexpr size_t kMaxRejectTextLength = 512;

@@ -37,9 +37,9 @@ struct Config {
   std::optional<int> fifo_traffic_class;
 
   // Queue pairs
-  int ib_timeout = 20;         // NCCL_IB_TIMEOUT (1..31): 4.096 us * 2^timeout
+  int ib_timeout = 20;         // NCCL_IB_TIMEOUT (0..31): 4.096 us * 2^timeout; 0 = none
   int retry_count = 7;         // NCCL_IB_RETRY_CNT (0..7)
-  int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..16)
+  int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..128)
   int pkey_index = 0;          // NCCL_IB_PKEY
   // NCCL_ROCE_INLINE (else NCCL_IB_USE_INLINE): CTS entries and small host payloads posted
   // inline; false gives the data QPs max_inline_data 0.

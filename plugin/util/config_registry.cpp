@@ -46,9 +46,11 @@ constexpr Setting kRegistry[] = {
      true},
 
     // Device and GID selection.
-    {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port][,name[:port]...]",
+    {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port[:rail[:plane]]][,...]",
       "Which devices and ports to use: '^' excludes, '=' asks for exact names (otherwise "
-      "prefixes), ':port' limits an entry to one port.",
+      "prefixes), ':port' limits an entry to one port. NCCL 2.30's ':rail:plane' is accepted "
+      "and does not filter (NCCL groups the NICs itself); empty entries are skipped, as in "
+      "NCCL.",
       "list", "NCCL_IB_HCA", ""},
      K::Text},
     {{"NCCL_IB_GID_INDEX", "-1 (automatic)", "0..255, or -1 for automatic",
@@ -77,23 +79,26 @@ constexpr Setting kRegistry[] = {
      2},
 
     // Queue pairs.
-    {{"NCCL_IB_TIMEOUT", "20", "1..31",
-      "Local ACK timeout of every QP: 4.096 us * 2^value before a retransmission.", "integer",
-      "NCCL_IB_TIMEOUT", ""},
+    {{"NCCL_IB_TIMEOUT", "20", "0..31",
+      "Local ACK timeout of every QP: 4.096 us * 2^value before a retransmission. 0 means no "
+      "timeout (the verbs meaning: a lost packet is never retransmitted on a timer), accepted "
+      "as NCCL accepts it.",
+      "integer", "NCCL_IB_TIMEOUT", ""},
      K::Integer,
-     1,
+     0,
      31},
     {{"NCCL_IB_RETRY_CNT", "7", "0..7", "Transport retries before a send fails with RETRY_EXC.",
       "integer", "NCCL_IB_RETRY_CNT", ""},
      K::Integer,
      0,
      7},
-    {{"NCCL_IB_QPS_PER_CONNECTION", "1", "1..16",
-      "Data QPs per connection; messages are split across them.", "integer",
-      "NCCL_IB_QPS_PER_CONNECTION", ""},
+    {{"NCCL_IB_QPS_PER_CONNECTION", "1", "1..128",
+      "Data QPs per connection (NCCL's range). How messages use them: "
+      "NCCL_IB_SPLIT_DATA_ON_QPS.",
+      "integer", "NCCL_IB_QPS_PER_CONNECTION", ""},
      K::Integer,
      1,
-     16},
+     128},
     {{"NCCL_IB_PKEY", "0", "0..65535", "P_Key index of every QP.", "integer", "NCCL_IB_PKEY", ""},
      K::Integer,
      0,
@@ -103,14 +108,12 @@ constexpr Setting kRegistry[] = {
       "(saves the NIC a DMA read per work request). 0: data QPs are created with "
       "max_inline_data 0 and everything is posted from registered memory (the usual workaround "
       "for a provider with inline bugs).",
-      "boolean",
-      "NCCL_IB_USE_INLINE", "Wins over NCCL_IB_USE_INLINE."},
+      "boolean", "NCCL_IB_USE_INLINE", "Wins over NCCL_IB_USE_INLINE."},
      K::Boolean},
     {{"NCCL_IB_USE_INLINE", "unset: NCCL_ROCE_INLINE applies", "0, 1",
       "NCCL's inline setting, same meaning: 0 turns inlining off. NCCL's own default is 0; ours "
       "is 1, the faster one (docs/benchmarks.md).",
-      "boolean",
-      "NCCL_IB_USE_INLINE", "Used when NCCL_ROCE_INLINE is unset."},
+      "boolean", "NCCL_IB_USE_INLINE", "Used when NCCL_ROCE_INLINE is unset."},
      K::Boolean},
 
     // Memory and GPUDirect.
@@ -196,8 +199,7 @@ constexpr Setting kRegistry[] = {
       "Ignored: asynchronous events are always read. DEVICE_FATAL, CQ_ERR and the QP errors "
       "fail the comms they concern; PORT_ERR and PORT_ACTIVE are logged only, as in NCCL (RC "
       "retransmission rides out a link flap shorter than the retry budget).",
-      "",
-      "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
+      "", "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
      K::Recognised},
     {{"NCCL_IB_ROUTABLE_FLID_GID_INDEX", "", "",
       "Ignored: InfiniBand only; this plugin drives RoCE ports.", "",

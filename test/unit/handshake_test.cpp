@@ -205,14 +205,14 @@ TEST_CASE("a message that ends inside a field is truncated", "[handshake]") {
   CHECK(result.reason == RejectReason::Truncated);
 }
 
-TEST_CASE("QP counts outside 1..16 are refused", "[handshake]") {
+TEST_CASE("QP counts outside 1..128 are refused", "[handshake]") {
   ConnectRequest message = request();
   message.endpoint.qps.clear();
   CHECK(refusal_of(message).reason == RejectReason::BadQpCount);
-  message.endpoint = endpoint(17);
+  message.endpoint = endpoint(129);
   const DecodeResult result = refusal_of(message);
   CHECK(result.reason == RejectReason::BadQpCount);
-  CHECK_THAT(result.detail, Catch::Contains("QP count 17 is outside 1..16"));
+  CHECK_THAT(result.detail, Catch::Contains("QP count 129 is outside 1..128"));
   // Also from the wire: a count of 0 with the bytes to match.
   ConnectRequest one = request();
   one.endpoint = endpoint(1);

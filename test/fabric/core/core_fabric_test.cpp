@@ -274,11 +274,15 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
+namespace {
+
 // A class refusal ends both sides: the sender's connect and the receiver's accept return an error
 // (the receiver's listener exists for that one peer; accepting on would wait forever).
 bool is_refusal(ncclResult_t result) {
   return result == ncclInvalidUsage || result == ncclRemoteError;
 }
+
+}  // namespace
 
 TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
           "[fabric][tc][quick]") {
@@ -529,7 +533,7 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fa
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
-TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off; the default inlines", "[fabric][quick]") {
+TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[fabric][quick]") {
   use_devices("pca=127.0.4.152,pcb=127.0.4.153");
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
