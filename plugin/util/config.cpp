@@ -264,6 +264,14 @@ bool read_gid_selection(Reader& reader, Config* config) {
         "it or set 2, and configure the NIC's GID table for RoCE v2");
   }
   assign(roce_version, &config->roce_version);
+  std::optional<bool> pci_order;
+  std::optional<bool> query_speed;
+  if (!reader.boolean("NCCL_IB_DEVICE_PCI_ORDER", &pci_order) ||
+      !reader.boolean("NCCL_IB_QUERY_PORT_SPEED", &query_speed)) {
+    return false;
+  }
+  assign(pci_order, &config->device_pci_order);
+  assign(query_speed, &config->query_port_speed);
   if (const auto hca = reader.text("NCCL_IB_HCA")) {
     config->ib_hca = *hca;
   }

@@ -24,7 +24,9 @@ struct Config {
   int gid_index = -1;  // NCCL_IB_GID_INDEX; -1 = automatic
   AddressFamily addr_family = AddressFamily::Ipv4;  // NCCL_IB_ADDR_FAMILY (AF_INET/AF_INET6)
   std::string addr_range;                           // NCCL_IB_ADDR_RANGE, CIDR; empty = any
-  int roce_version = 2;  // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
+  int roce_version = 2;          // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
+  bool device_pci_order = true;  // NCCL_IB_DEVICE_PCI_ORDER: devices sorted by PCI path
+  bool query_port_speed = true;  // NCCL_IB_QUERY_PORT_SPEED: ibv_query_port_speed first
 
   // Traffic class and service level. traffic_class is set when any of NCCL_ROCE_TC,
   // NCCL_ROCE_DSCP (tc = dscp << 2) or NCCL_IB_TC is set, in that order of precedence; otherwise

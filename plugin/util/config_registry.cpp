@@ -77,6 +77,19 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      1,
      2},
+    {{"NCCL_IB_DEVICE_PCI_ORDER", "1", "0, 1",
+      "1: devices are offered to NCCL sorted by PCI path, then port, so every node numbers its "
+      "NICs the same way whatever order the verbs device list has (udev-renamed devices); 0: "
+      "the list's order.",
+      "boolean", "NCCL_IB_DEVICE_PCI_ORDER", ""},
+     K::Boolean},
+    {{"NCCL_IB_QUERY_PORT_SPEED", "1", "0, 1",
+      "1: a port's speed is asked with ibv_query_port_speed where libibverbs has it (rdma-core "
+      "62+, exact for speeds that are no lane-count multiple), else computed from the width and "
+      "speed codes; an unknown code counts as the highest known one, as in NCCL. 0: the codes "
+      "only.",
+      "boolean", "NCCL_IB_QUERY_PORT_SPEED", ""},
+     K::Boolean},
 
     // Queue pairs.
     {{"NCCL_IB_TIMEOUT", "20", "0..31",

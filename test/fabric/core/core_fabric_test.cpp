@@ -334,6 +334,76 @@ struct TempDir {
 
 }  // namespace
 
+namespace {
+
+// vroce writes its fake sysfs tree when the device list is first read (once per process, so one
+// list per test case); the test reads it through the library the plugin loads next, then moves
+// both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device.
+void check_two_functions(const char* list) {
+  {
+    INFO("VROCE_DEVICES=" << list);
+    TempDir sysfs;
+    use_devices(list);
+    setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+    setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+    void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW);
+    REQUIRE(verbs != nullptr);
+    using ListFn = ibv_device** (*)(int*);
+    using FreeFn = void (*)(ibv_device**);
+    auto get_list = reinterpret_cast<ListFn>(dlsym(verbs, "ibv_get_device_list"));
+    auto free_list = reinterpret_cast<FreeFn>(dlsym(verbs, "ibv_free_device_list"));
+    REQUIRE(get_list != nullptr);
+    int count = 0;
+    free_list(get_list(&count));
+    REQUIRE(count == 2);
+    const std::string nic = sysfs.path + "/devices/pci0000:3a/0000:3a:02.0";
+    const std::string script = "set -e; for f in 0 1; do d='" + nic +
+                               "/0000:3b:00.'$f; mkdir -p $d; echo 0x15b3 > " +
+                               "$d/vendor; done; ln -sfn '" + nic + "/0000:3b:00.1' '" +
+                               sysfs.path + "/class/infiniband/pfb/device'; ln -sfn '" + nic +
+                               "/0000:3b:00.0' '" + sysfs.path + "/class/infiniband/pfa/device'";
+    REQUIRE(std::system(script.c_str()) == 0);
+    {
+      PluginDriver plugin(plugin_path_from_env(), Api::V9);
+      REQUIRE(plugin.init() == ncclSuccess);
+      int ndev = 0;
+      REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+      REQUIRE(ndev == 2);
+      Properties first;
+      Properties second;
+      REQUIRE(plugin.properties(0, &first) == ncclSuccess);
+      REQUIRE(plugin.properties(1, &second) == ncclSuccess);
+      CHECK(first.name == "pfa");  // function .0 first (NCCL_IB_DEVICE_PCI_ORDER)
+      CHECK(second.name == "pfb");
+      CHECK(first.pci_path.ends_with("0000:3b:00.0"));
+      CHECK(second.pci_path.ends_with("0000:3b:00.1"));
+      CHECK(first.port == 1);   // verbs port 1
+      CHECK(second.port == 2);  // verbs port 1 + realPort 1, as net_ib reports it
+      // The connection still uses the verbs port: traffic between the two works.
+      void* send_comm = nullptr;
+      void* recv_comm = nullptr;
+      connect_two_threads(plugin, 1, 0, &send_comm, &recv_comm);
+      PlanShape shape;
+      shape.groups = 20;
+      shape.max_single = 64 << 10;
+      run_two_threads(plugin, send_comm, recv_comm, 46, shape, {});
+    }
+    dlclose(verbs);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("two functions of one PCI device get distinct ports, the .1 function listed first",
+          "[fabric][pci][quick]") {
+  check_two_functions("pfb=127.0.4.154,pfa=127.0.4.155");
+}
+
+TEST_CASE("two functions of one PCI device get distinct ports, the .0 function listed first",
+          "[fabric][pci][quick]") {
+  check_two_functions("pfa=127.0.4.157,pfb=127.0.4.156");
+}
+
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
           "[fabric][tc][quick]") {
   TempDir sysfs;
