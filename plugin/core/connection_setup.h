@@ -26,6 +26,7 @@ struct ConnectionSettings {
   // NCCL_IB_USE_INLINE / NCCL_ROCE_INLINE: CTS entries and small host payloads posted inline;
   // off, the data QPs get max_inline_data 0.
   bool use_inline = true;
+  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (the sender's is sent to the receiver)
   static ConnectionSettings from_config();
 };
 

@@ -180,6 +180,7 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   setup_.remote_ring_addr = request.cts_ring.address;
   setup_.remote_ring_rkey = request.cts_ring.rkey;
   setup_.traffic_class = agreed.traffic_class;
+  setup_.split_data = request.split_data != 0;
   if (flush) {
     // A QP connected to itself, on the comm's class, reads back one byte of GPU memory.
     setup_.flush_word = RegisteredBuffer(device_->pd(), 64, IBV_ACCESS_LOCAL_WRITE);

@@ -35,6 +35,7 @@ struct RecvCommSetup {
   uint64_t remote_ring_addr = 0;
   uint32_t remote_ring_rkey = 0;
   int traffic_class = 0;
+  bool split_data = false;  // the sender's NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
   std::string peer;
 };
 
@@ -83,6 +84,7 @@ class RecvComm final : public Comm {
   uint32_t flush_lkey_;
   uint64_t flush_addr_;
   int nqps_;
+  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
   const AsyncEventMonitor* monitor_;
   uint64_t events_checked_ = 0;
   uint32_t max_inline_;

@@ -79,6 +79,7 @@ void SendConnector::create_resources() {
       RegisteredBuffer(device_->pd(), size_t{kMaxSendRequests} * kMaxRecvs * sizeof(int32_t),
                        IBV_ACCESS_LOCAL_WRITE);
   setup_.traffic_class = offer_.traffic_class;
+  setup_.split_data = settings_.split_data;
 }
 
 ncclResult_t SendConnector::step(SendComm** comm) {
@@ -151,6 +152,7 @@ SendConnector::Step SendConnector::on_tcp_connect() {
       local_endpoint(*device_, offer_.traffic_class, offer_.service_level, setup_.qps, psns_);
   request.cts_ring = cts_ring_geometry(setup_.ring.addr(), setup_.ring.rkey());
   request.max_recvs = kMaxRecvs;
+  request.split_data = settings_.split_data ? 1 : 0;
   std::string encode_error;
   auto bytes = net::encode_message(request, &encode_error);
   if (!bytes || !channel_->queue(*bytes)) {

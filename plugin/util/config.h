@@ -39,10 +39,11 @@ struct Config {
   std::optional<int> fifo_traffic_class;
 
   // Queue pairs
-  int ib_timeout = 20;         // NCCL_IB_TIMEOUT (0..31): 4.096 us * 2^timeout; 0 = none
-  int retry_count = 7;         // NCCL_IB_RETRY_CNT (0..7)
-  int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..128)
-  int pkey_index = 0;          // NCCL_IB_PKEY
+  int ib_timeout = 20;             // NCCL_IB_TIMEOUT (0..31): 4.096 us * 2^timeout; 0 = none
+  int retry_count = 7;             // NCCL_IB_RETRY_CNT (0..7)
+  int qps_per_connection = 1;      // NCCL_IB_QPS_PER_CONNECTION (1..128)
+  int pkey_index = 0;              // NCCL_IB_PKEY
+  bool split_data_on_qps = false;  // NCCL_IB_SPLIT_DATA_ON_QPS: split each message over the QPs
   // NCCL_ROCE_INLINE (else NCCL_IB_USE_INLINE): CTS entries and small host payloads posted
   // inline; false gives the data QPs max_inline_data 0.
   bool use_inline = true;

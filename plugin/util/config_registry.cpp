@@ -112,6 +112,13 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      1,
      128},
+    {{"NCCL_IB_SPLIT_DATA_ON_QPS", "0", "0, 1",
+      "0 (NCCL's default): each message goes whole on one data QP, the QPs taken in turn by "
+      "message sequence number, and its receive is posted on that QP only. 1: every message is "
+      "split over all the QPs in 128-byte-aligned chunks and completes when all have arrived. "
+      "The sender's setting is sent in the handshake and the receiver follows it.",
+      "boolean", "NCCL_IB_SPLIT_DATA_ON_QPS", "The sender's setting decides for the connection."},
+     K::Boolean},
     {{"NCCL_IB_PKEY", "0", "0..65535", "P_Key index of every QP.", "integer", "NCCL_IB_PKEY", ""},
      K::Integer,
      0,
@@ -191,10 +198,6 @@ constexpr Setting kRegistry[] = {
     {{"NCCL_IB_ECE_ENABLE", "", "",
       "Ignored: ECE is not negotiated; the NIC's default congestion control applies.", "",
       "NCCL_IB_ECE_ENABLE", "", false},
-     K::Recognised},
-    {{"NCCL_IB_SPLIT_DATA_ON_QPS", "", "",
-      "Ignored: messages are always split across the NCCL_IB_QPS_PER_CONNECTION data QPs.", "",
-      "NCCL_IB_SPLIT_DATA_ON_QPS", "", false},
      K::Recognised},
     {{"NCCL_IB_MERGE_NICS", "", "",
       "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "

@@ -158,11 +158,30 @@ TEST_CASE("a wrong magic is refused", "[handshake]") {
   CHECK_FALSE(result.message.has_value());
 }
 
+TEST_CASE("the request carries the sender's split mode, 0 or 1", "[handshake]") {
+  for (const uint8_t split : {uint8_t{0}, uint8_t{1}}) {
+    ConnectRequest message = request();
+    message.split_data = split;
+    std::string error;
+    const auto bytes = encode_message(message, &error);
+    REQUIRE(bytes.has_value());
+    DecodeExpectations expect;
+    expect.nonce = message.nonce;
+    const DecodeResult decoded = decode_message(*bytes, expect);
+    REQUIRE(decoded.ok());
+    CHECK(std::get<ConnectRequest>(*decoded.message).split_data == split);
+  }
+  ConnectRequest bad = request();
+  bad.split_data = 2;
+  CHECK(refusal_of(bad).reason == RejectReason::BadSplitMode);
+}
+
 TEST_CASE("another protocol version is refused naming both versions", "[handshake]") {
-  const DecodeResult result = decode_mutated(request(), [](auto& b) { b[4] = 2; });
+  // Version 1 had no split mode in the request (before NCCL_IB_SPLIT_DATA_ON_QPS).
+  const DecodeResult result = decode_mutated(request(), [](auto& b) { b[4] = 1; });
   CHECK(result.reason == RejectReason::UnsupportedVersion);
-  CHECK_THAT(result.detail, Catch::Contains("peer speaks handshake version 2") &&
-                                Catch::Contains("speaks version 1") &&
+  CHECK_THAT(result.detail, Catch::Contains("peer speaks handshake version 1") &&
+                                Catch::Contains("speaks version 2") &&
                                 Catch::Contains("nccl-net-roce " ROCE_VERSION));
 }
 

@@ -632,10 +632,11 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
   }
 }
 
-TEST_CASE("four QPs per connection split every message and all of it arrives",
+TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every message",
           "[fabric][traffic]") {
   use_devices("pca=127.0.4.53,pcb=127.0.4.54");
   setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
+  setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);  // the default, 0, is split_data_test's
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
