@@ -169,7 +169,7 @@ ncclResult_t get_properties(int dev, Properties* props) {
   props->reg_is_global = 1;
   props->force_flush = 0;
   props->speed = info.speed_mbps;
-  props->port = info.port;
+  props->port = info.port + info.real_port;  // as net_ib: distinct for each PCI function
   props->latency = 0;
   props->max_comms = info.max_comms;
   props->max_recvs = kMaxRecvs;

@@ -59,7 +59,6 @@ bool is_fatal_async_event(ibv_event_type type) noexcept {
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_PORT_ERR:
       return true;
     default:
       return false;
@@ -152,13 +151,6 @@ void AsyncEventMonitor::stop() noexcept {
   thread_.join();
 }
 
-bool AsyncEventMonitor::port_failed(int port) const noexcept {
-  if (port < 1 || port > 63) {
-    return false;
-  }
-  return (failed_ports_.load(std::memory_order_acquire) >> port & 1) != 0;
-}
-
 bool AsyncEventMonitor::wait_for_events(uint64_t count, std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (events_seen() < count) {
@@ -229,10 +221,6 @@ void AsyncEventMonitor::handle(const ibv_async_event& event) {
   switch (element_of(type)) {
     case Element::Port:
       where = fmt::format("port {}", event.element.port_num);
-      if (type == IBV_EVENT_PORT_ERR && event.element.port_num >= 1 &&
-          event.element.port_num <= 63) {
-        failed_ports_.fetch_or(uint64_t{1} << event.element.port_num, std::memory_order_acq_rel);
-      }
       break;
     case Element::Qp:
       where = event.element.qp != nullptr ? fmt::format("qp 0x{:x}", event.element.qp->qp_num)
@@ -263,12 +251,25 @@ void AsyncEventMonitor::handle(const ibv_async_event& event) {
       where = "device";
       if (type == IBV_EVENT_DEVICE_FATAL) {
         device_fatal_.store(true, std::memory_order_release);
+        context_->mark_lost();
       }
       break;
   }
   if (fatal) {
     ROCE_WARN(NCCL_NET, "dev {} {}: async event {} ({}); operations on it now fail",
               context_->name(), where, name, description != nullptr ? description : "?");
+  } else if (type == IBV_EVENT_PORT_ERR) {
+    // Not fatal, as in NCCL's IB transport: a link flap shorter than the QPs' retry budget is
+    // ridden out by RC retransmission; a longer one ends in IBV_WC_RETRY_EXC_ERR on the
+    // connections that had traffic in flight, and those fail then, with that error.
+    ROCE_WARN(NCCL_NET,
+              "dev {} {}: async event {} ({}): the link is down; connections on it retransmit "
+              "until it comes back, and fail with IBV_WC_RETRY_EXC_ERR if it stays down longer "
+              "than their retry budget (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT)",
+              context_->name(), where, name, description != nullptr ? description : "?");
+  } else if (type == IBV_EVENT_PORT_ACTIVE) {
+    ROCE_WARN(NCCL_NET, "dev {} {}: async event {} ({}): the link is up again", context_->name(),
+              where, name, description != nullptr ? description : "?");
   } else {
     ROCE_INFO(NCCL_NET, "dev {} {}: async event {} ({})", context_->name(), where, name,
               description != nullptr ? description : "?");

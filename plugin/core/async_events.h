@@ -2,8 +2,12 @@
 // on an eventfd of its own with poll(), so stop() ends it at once; each event is read with
 // ibv_get_async_event, logged once (device, port or QP number, event name), recorded, and acked.
 // Fatal events mark what they concern so the data path can fail instead of hanging:
-// DEVICE_FATAL the device; PORT_ERR the port; CQ_ERR the CompletionQueue; QP_FATAL, QP_REQ_ERR
-// and QP_ACCESS_ERR the QueuePair (through the cq_context/qp_context the verbs layer set).
+// DEVICE_FATAL the device; CQ_ERR the CompletionQueue; QP_FATAL, QP_REQ_ERR and QP_ACCESS_ERR
+// the QueuePair (through the cq_context/qp_context the verbs layer set). PORT_ERR and
+// PORT_ACTIVE are warnings only, as in NCCL's IB transport: a link flap is ridden out by RC
+// retransmission, and one longer than the retry budget fails the connections that had traffic in
+// flight through their completions (IBV_WC_RETRY_EXC_ERR); nothing is marked, so comms opened
+// after the link is back are not touched.
 // rdma-core makes ibv_destroy_qp/cq wait until events naming them are acked, so a marked object
 // is alive while we mark it.
 #pragma once
@@ -21,7 +25,7 @@
 
 namespace roce {
 
-// True for the events that make the device, a port, a CQ or a QP unusable.
+// True for the events that make the device, a CQ or a QP unusable (not PORT_ERR: see above).
 bool is_fatal_async_event(ibv_event_type type) noexcept;
 // "IBV_EVENT_PORT_ERR"; "IBV_EVENT_<n>" for values this build does not know.
 std::string async_event_name(ibv_event_type type);
@@ -39,9 +43,6 @@ class AsyncEventMonitor {
   void stop() noexcept;
 
   bool device_fatal() const noexcept { return device_fatal_.load(std::memory_order_acquire); }
-  // Ports 1..63 (a PORT_ERR seen on it; a later PORT_ACTIVE does not clear it: QPs that were
-  // on the port when it failed may already be broken).
-  bool port_failed(int port) const noexcept;
   uint64_t events_seen() const noexcept { return events_seen_.load(std::memory_order_acquire); }
   // Waits until events_seen() >= count or the timeout passes; returns whether it got there.
   bool wait_for_events(uint64_t count, std::chrono::milliseconds timeout) const;
@@ -55,7 +56,6 @@ class AsyncEventMonitor {
   std::shared_ptr<verbs::Context> context_;
   int stop_fd_ = -1;
   std::atomic<bool> device_fatal_{false};
-  std::atomic<uint64_t> failed_ports_{0};
   std::atomic<uint64_t> events_seen_{0};
   std::thread thread_;
 };

@@ -18,6 +18,8 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.pkey_index = static_cast<uint16_t>(cfg.pkey_index);
   s.handshake_timeout = std::chrono::milliseconds(cfg.connect_timeout_ms);
   s.flush = !cfg.gdr_flush_disable;
+  s.use_inline = cfg.use_inline;
+  s.split_data = cfg.split_data_on_qps;
   return s;
 }
 

@@ -23,6 +23,10 @@ struct ConnectionSettings {
   uint16_t pkey_index = 0;
   std::chrono::milliseconds handshake_timeout{30000};
   bool flush = true;  // GPUDirect flush QP on receivers (off with NCCL_GDR_FLUSH_DISABLE)
+  // NCCL_IB_USE_INLINE / NCCL_ROCE_INLINE: CTS entries and small host payloads posted inline;
+  // off, the data QPs get max_inline_data 0.
+  bool use_inline = true;
+  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (the sender's is sent to the receiver)
   static ConnectionSettings from_config();
 };
 

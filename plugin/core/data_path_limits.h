@@ -18,8 +18,9 @@ inline constexpr int kMaxRecvs = 8;
 inline constexpr int kMaxRequests = NCCL_NET_MAX_REQUESTS;
 inline constexpr int kMaxSendRequests = kMaxRequests * kMaxRecvs;
 
-// Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION accepts 1..16).
-inline constexpr int kMaxQpsPerConnection = 16;
+// Queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION accepts 1..128, NCCL's range; the QP
+// index fits the wr_id's 8 bits and a request's uint8_t completion count).
+inline constexpr int kMaxQpsPerConnection = 128;
 
 // Slots of the clear-to-send ring in the sender's memory. A receiver reuses slot s only for its
 // (s + kCtsRingSlots)-th irecv, which it cannot post before the receive that used the slot last

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "core/device_order.h"
 #include "core/gid_table.h"
 #include "core/hca_filter.h"
 #include "core/port_speed.h"
@@ -17,6 +18,28 @@
 
 namespace roce {
 namespace {
+
+// NCCL_IB_QUERY_PORT_SPEED: the port's speed from ibv_query_port_speed (rdma-core 62+) in Mb/s;
+// std::nullopt when it is off, absent or fails (then the codes decide).
+std::optional<int> query_speed_mbps(const verbs::Context& ctx, int port,
+                                    const DiscoveryOptions& options) {
+  const auto query = ctx.lib().fn().query_port_speed;
+  if (!options.query_port_speed || query == nullptr) {
+    return std::nullopt;
+  }
+  uint64_t speed = 0;  // units of 100 Mb/s
+  errno = 0;
+  const int rc = query(ctx.get(), static_cast<uint32_t>(port), &speed);
+  if (rc != 0 || speed == 0 || speed > 100000000) {
+    const int err = rc > 0 ? rc : (errno != 0 ? errno : EINVAL);
+    ROCE_INFO(NCCL_INIT,
+              "dev {} port {}: ibv_query_port_speed gave no speed ({}); using the width and "
+              "speed codes",
+              ctx.name(), port, rc != 0 ? verbs::errno_text(err) : std::string("0"));
+    return std::nullopt;
+  }
+  return static_cast<int>(speed * 100);
+}
 
 struct OpenDevice {
   std::shared_ptr<verbs::Context> context;
@@ -78,6 +101,8 @@ DiscoveryOptions DiscoveryOptions::from_config(const Config& config) {
   options.gid_policy.roce_version = config.roce_version;
   options.gid_policy.override_index = config.gid_index;
   options.sysfs_root = config.sysfs_root;
+  options.pci_order = config.device_pci_order;
+  options.query_port_speed = config.query_port_speed;
   return options;
 }
 
@@ -160,6 +185,9 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
                 "NCCL_IB_GID_INDEX names it",
                 ctx.name(), port.port, gid->index);
     }
+    if (!gid->warning.empty()) {
+      ROCE_WARN(NCCL_INIT, "dev {} port {}: {}", ctx.name(), port.port, gid->warning);
+    }
     plugin.gid = *gid;
 
     const ibv_device_attr& attr = ctx.device_attr();
@@ -170,13 +198,18 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
     plugin.active_mtu = port.active_mtu;
     plugin.link_layer = port.link_layer;
     plugin.speed_text = describe_port_speed(port.speed_code, port.width_code);
-    if (const auto speed = port_speed_mbps(port.speed_code, port.width_code)) {
+    if (const auto queried = query_speed_mbps(ctx, port.port, options)) {
+      plugin.speed_mbps = *queried;
+      plugin.speed_text +=
+          fmt::format(", ibv_query_port_speed {:g} Gb/s", static_cast<double>(*queried) / 1000.0);
+    } else if (const auto speed = port_speed_mbps(port.speed_code, port.width_code)) {
       plugin.speed_mbps = *speed;
     } else {
+      plugin.speed_mbps = clamped_port_speed_mbps(port.speed_code, port.width_code);
       ROCE_WARN(NCCL_INIT,
-                "dev {} port {}: unknown link speed ({}); reporting speed 0, so NCCL "
-                "assumes its default bandwidth for this NIC",
-                ctx.name(), port.port, plugin.speed_text);
+                "dev {} port {}: unknown link speed code ({}); reporting {} Mb/s, the highest "
+                "known rate for it, as NCCL does",
+                ctx.name(), port.port, plugin.speed_text, plugin.speed_mbps);
     }
 
     sysfs::PciPath pci = sysfs::resolve_pci_path(options.sysfs_root, ctx.name());
@@ -210,14 +243,20 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
 
   const std::vector<std::string> names = plugin_device_names(named);
   for (size_t i = 0; i < result.devices.size(); ++i) {
-    PluginDevice& dev = result.devices[i];
-    dev.name = names[i];
+    result.devices[i].name = names[i];
+  }
+  if (options.pci_order) {
+    sort_by_pci_path(result.devices);
+  }
+  assign_real_ports(result.devices);
+  for (PluginDevice& dev : result.devices) {
     ROCE_INFO(NCCL_INIT,
-              "dev {}: verbs {} port {}, pci {}, guid 0x{:016x}, {}, mtu {}, gid index {} ({} {}), "
-              "max_qp {}",
-              dev.name, dev.ibv_name, dev.port, dev.pci_path.value_or("none"), dev.guid,
-              dev.speed_text, verbs::mtu_bytes(dev.active_mtu), dev.gid.index,
-              gid_type_name(dev.gid.entry.type), gid_to_string(dev.gid.entry.gid), dev.max_comms);
+              "dev {}: verbs {} port {} (reported as {}), pci {}, guid 0x{:016x}, {}, mtu {}, gid "
+              "index {} ({} {}), max_qp {}",
+              dev.name, dev.ibv_name, dev.port, dev.port + dev.real_port,
+              dev.pci_path.value_or("none"), dev.guid, dev.speed_text,
+              verbs::mtu_bytes(dev.active_mtu), dev.gid.index, gid_type_name(dev.gid.entry.type),
+              gid_to_string(dev.gid.entry.gid), dev.max_comms);
   }
   return result;
 }

@@ -29,7 +29,10 @@ namespace roce {
 struct PluginDevice {
   std::string name;      // unique: the verbs name, plus ":<port>" when it has several
   std::string ibv_name;  // the verbs device name ("mlx5_0", "vroce0")
-  int port = 1;
+  int port = 1;          // the verbs port (what QPs are created on)
+  // Earlier devices that are other functions of the same PCI device (core/device_order.h):
+  // NCCL is told port + real_port, as net_ib reports it.
+  int real_port = 0;
   std::optional<std::string> pci_path;  // sysfs PCI function directory, when there is one
   uint64_t guid = 0;                    // sys_image_guid as reported (one per ASIC)
   int speed_mbps = 0;                   // 0 when the port reported codes we do not know (WARNed)
@@ -49,6 +52,8 @@ struct DiscoveryOptions {
   std::string ib_hca;               // NCCL_IB_HCA
   GidSelectionPolicy gid_policy;    // family, range, RoCE version, NCCL_IB_GID_INDEX
   std::string sysfs_root = "/sys";  // NCCL_ROCE_SYSFS_ROOT
+  bool pci_order = true;            // NCCL_IB_DEVICE_PCI_ORDER
+  bool query_port_speed = true;     // NCCL_IB_QUERY_PORT_SPEED
 
   static DiscoveryOptions from_config(const Config& config);
 };

@@ -48,10 +48,9 @@ class DeviceRuntime {
   std::optional<int> global_class_override() const noexcept;
   std::string override_file() const;
 
-  // Set by the async-event thread: the device or its port failed.
-  bool fatal() const noexcept {
-    return monitor_ != nullptr && (monitor_->device_fatal() || monitor_->port_failed(info_.port));
-  }
+  // Set by the async-event thread: the device reported IBV_EVENT_DEVICE_FATAL. (A port going
+  // down is not fatal: see async_events.h.)
+  bool fatal() const noexcept { return monitor_ != nullptr && monitor_->device_fatal(); }
 
  private:
   int index_;

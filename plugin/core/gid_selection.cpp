@@ -186,18 +186,18 @@ std::optional<GidSelection> select_override(std::span<const GidTableEntry> table
     case GidType::Unknown:
       break;
   }
+  // NCCL uses an explicit index as given; so do we, with a warning where it is probably a mistake.
+  std::string warning;
   if (is_link_local(named->gid)) {
-    *error = head + " names a link-local GID" + what +
-             "; it does not route beyond one L2 segment; " + instead(named, choice, policy);
-    return std::nullopt;
+    warning = head + " names a link-local GID" + what +
+              "; used as given, as NCCL does, but it does not route beyond one L2 segment; " +
+              instead(named, choice, policy);
+  } else if (family_of(named->gid) != policy.family) {
+    warning = head + " names an " + family_name(family_of(named->gid)) + " GID" + what +
+              " but NCCL_IB_ADDR_FAMILY is " + family_setting(policy.family) +
+              "; used as given, as NCCL does; " + instead(named, choice, policy);
   }
-  if (family_of(named->gid) != policy.family) {
-    *error = head + " names an " + family_name(family_of(named->gid)) + " GID" + what +
-             " but NCCL_IB_ADDR_FAMILY is " + family_setting(policy.family) + "; " +
-             instead(named, choice, policy);
-    return std::nullopt;
-  }
-  return GidSelection{index, *named, named->type == GidType::Unknown};
+  return GidSelection{index, *named, named->type == GidType::Unknown, warning};
 }
 
 }  // namespace
@@ -226,7 +226,7 @@ std::optional<GidSelection> select_gid(std::span<const GidTableEntry> table,
     *error = no_automatic_choice(table, policy, range);
     return std::nullopt;
   }
-  return GidSelection{choice->index, *choice, false};
+  return GidSelection{choice->index, *choice, false, {}};
 }
 
 std::string gid_to_string(const std::array<uint8_t, 16>& gid) {

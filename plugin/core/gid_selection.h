@@ -47,6 +47,9 @@ struct GidSelection {
   // gid_attrs hidden in some containers): used as RoCE v2 because the operator asked for it.
   // The caller logs this; a wrong guess is caught when the QP reaches RTR.
   bool type_unknown = false;
+  // Set when the override names a link-local GID or one of the other address family: used as
+  // given (as NCCL does), and the caller WARNs with this line (what it is, what would be better).
+  std::string warning;
 };
 
 // Returns the selected entry, or std::nullopt with *error set to one actionable line (what was

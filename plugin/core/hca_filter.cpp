@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <string>
 
 namespace roce {
 namespace {
@@ -17,6 +18,14 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+// A decimal field of an entry: "1" in "mlx5_0:1". Returns false unless all of `text` is a number
+// in lo..hi.
+bool parse_field(std::string_view text, int lo, int hi, int* value) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  return !text.empty() && ec == std::errc() && ptr == end && *value >= lo && *value <= hi;
+}
+
 bool valid_name(std::string_view name) {
   for (const char c : name) {
     if (std::isgraph(static_cast<unsigned char>(c)) == 0 || c == ':' || c == ',' || c == '^' ||
@@ -27,11 +36,18 @@ bool valid_name(std::string_view name) {
   return !name.empty();
 }
 
+std::string fmt_field(std::string_view entry, const char* what, std::string_view field, int lo,
+                      int hi) {
+  return "entry '" + std::string(entry) + "' has " + what + " '" + std::string(field) +
+         "', not a number in " + std::to_string(lo) + ".." + std::to_string(hi);
+}
+
 std::optional<HcaEntry> parse_entry(std::string_view text, std::string_view whole,
                                     std::string* error) {
   const auto fail = [&](const std::string& why) {
     *error = "NCCL_IB_HCA=" + std::string(whole) + ": " + why +
-             "; expected [^][=]name[:port][,name[:port]...], for example ^mlx5_1 or =mlx5_0:1";
+             "; expected [^][=]name[:port[:rail[:plane]]][,...], for example ^mlx5_1 or "
+             "=mlx5_0:1";
     return std::nullopt;
   };
   HcaEntry entry;
@@ -39,15 +55,27 @@ std::optional<HcaEntry> parse_entry(std::string_view text, std::string_view whol
   const size_t colon = text.find(':');
   if (colon != std::string_view::npos) {
     name = text.substr(0, colon);
-    const std::string_view port_text = text.substr(colon + 1);
-    int port = 0;
-    const char* end = port_text.data() + port_text.size();
-    const auto [ptr, ec] = std::from_chars(port_text.data(), end, port);
-    if (port_text.empty() || ec != std::errc() || ptr != end || port < 1 || port > 255) {
-      return fail("entry '" + std::string(text) + "' has port '" + std::string(port_text) +
-                  "', not a port number in 1..255");
+    // port, then NCCL 2.30's rail and plane: name:port:rail:plane.
+    std::string_view fields = text.substr(colon + 1);
+    const char* what[] = {"port", "rail", "plane"};
+    for (int f = 0; f < 3; ++f) {
+      const size_t next = fields.find(':');
+      const std::string_view field = fields.substr(0, next);
+      int value = 0;
+      const int lo = f == 0 ? 1 : 0;
+      const int hi = f == 0 ? 255 : 65535;
+      if (!parse_field(field, lo, hi, &value)) {
+        return fail(fmt_field(text, what[f], field, lo, hi));
+      }
+      (f == 0 ? entry.port : f == 1 ? entry.rail : entry.plane) = value;
+      if (next == std::string_view::npos) {
+        break;
+      }
+      if (f == 2) {
+        return fail("entry '" + std::string(text) + "' has more than name:port:rail:plane");
+      }
+      fields = fields.substr(next + 1);
     }
-    entry.port = port;
   }
   if (!valid_name(name)) {
     return fail(name.empty() ? "entry '" + std::string(text) + "' has no device name"
@@ -98,16 +126,14 @@ std::optional<HcaFilter> parse_hca_filter(std::string_view text, std::string* er
   while (true) {
     const size_t comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
-    if (item.empty()) {
-      *error = "NCCL_IB_HCA=" + std::string(whole) +
-               ": empty entry between commas; remove the extra comma";
-      return std::nullopt;
+    // Empty entries ("mlx5_0,,mlx5_1", a trailing comma) are skipped, as NCCL's tokenizer does.
+    if (!item.empty()) {
+      std::optional<HcaEntry> entry = parse_entry(item, whole, error);
+      if (!entry) {
+        return std::nullopt;
+      }
+      filter.entries.push_back(std::move(*entry));
     }
-    std::optional<HcaEntry> entry = parse_entry(item, whole, error);
-    if (!entry) {
-      return std::nullopt;
-    }
-    filter.entries.push_back(std::move(*entry));
     if (comma == std::string_view::npos) {
       break;
     }

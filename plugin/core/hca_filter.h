@@ -1,6 +1,9 @@
 // NCCL_IB_HCA with NCCL's meaning: a comma-separated list of entries; a leading '^' excludes
 // (and is parsed before '='), a leading '=' asks for exact name matches (otherwise an entry is a
-// prefix), and ":<port>" limits an entry to one port. Empty or unset: every device and port.
+// prefix), and ":<port>" limits an entry to one port. NCCL 2.30's ":<port>:<rail>:<plane>" is
+// accepted: rail and plane are NCCL's grouping of NICs, kept for the log, not for matching (the
+// plugin reports each port as its own device). Empty entries are skipped, as NCCL's tokenizer
+// skips them. Empty or unset: every device and port.
 #pragma once
 
 #include <optional>
@@ -13,6 +16,8 @@ namespace roce {
 struct HcaEntry {
   std::string name;
   std::optional<int> port;  // nullopt: any port
+  std::optional<int> rail;  // NCCL 2.30 name:port:rail:plane; not used for matching
+  std::optional<int> plane;
 };
 
 struct HcaFilter {

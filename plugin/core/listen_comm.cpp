@@ -101,6 +101,14 @@ ncclResult_t ListenComm::accept(RecvComm** comm) {
         pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
         break;
       case PendingAccept::Status::Dropped:
+        if (auto result = pending_[i]->listener_failure()) {
+          // The peer this listener exists for cannot connect (see listener_failure()).
+          return fail(*result,
+                      "listener on {}: connection from {}: {}; the two sides must agree on the "
+                      "traffic class and service level (NCCL_ROCE_TC, NCCL_ROCE_DSCP, NCCL_IB_TC, "
+                      "NCCL_IB_SL, or the communicator's trafficClass)",
+                      device().name(), pending_[i]->peer_text(), pending_[i]->drop_reason());
+        }
         note_drop(*pending_[i], pending_[i]->drop_reason());
         pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
         break;

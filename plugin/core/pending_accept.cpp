@@ -41,9 +41,10 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
       case State::Done:
         setup_.peer = peer_text_;
         *comm = new RecvComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}", device_->name(), peer_text_,
-                  (*comm)->qp_count(), (*comm)->qp_count() == 1 ? "" : "s",
-                  (*comm)->traffic_class(), (*comm)->flush_enabled() ? ", gpudirect flush" : "");
+        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}, inline {}{}", device_->name(),
+                  peer_text_, (*comm)->qp_count(), (*comm)->qp_count() == 1 ? "" : "s",
+                  (*comm)->traffic_class(), (*comm)->max_inline(),
+                  (*comm)->flush_enabled() ? ", gpudirect flush" : "");
         return Status::Connected;
       case State::Dropped:
         return Status::Dropped;
@@ -126,6 +127,7 @@ PendingAccept::Step PendingAccept::on_await_request() {
                                  device_->override_file(), &error);
   }
   if (!agreed) {
+    listener_failure_ = ncclInvalidUsage;
     return reject(net::RejectReason::TrafficClassMismatch, error);
   }
   try {
@@ -153,7 +155,8 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   setup_.cq = create_comm_cq(*device_, static_cast<int>(nqps));
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, request.endpoint.mtu);
   for (size_t q = 0; q < nqps; ++q) {
-    setup_.qps.push_back(create_data_qp(*device_, setup_.cq, kRecvQueueDepth));
+    setup_.qps.push_back(
+        create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
     psns_.push_back(random_psn());
     QpLink link;
     link.peer_gid = request.endpoint.gid;
@@ -177,10 +180,11 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   setup_.remote_ring_addr = request.cts_ring.address;
   setup_.remote_ring_rkey = request.cts_ring.rkey;
   setup_.traffic_class = agreed.traffic_class;
+  setup_.split_data = request.split_data != 0;
   if (flush) {
     // A QP connected to itself, on the comm's class, reads back one byte of GPU memory.
     setup_.flush_word = RegisteredBuffer(device_->pd(), 64, IBV_ACCESS_LOCAL_WRITE);
-    setup_.flush_qp = create_data_qp(*device_, setup_.cq, 1);
+    setup_.flush_qp = create_data_qp(*device_, setup_.cq, 1, false);  // posts only READs
     QpLink self;
     self.peer_gid = device_->info().gid.entry.gid;
     self.peer_qpn = setup_.flush_qp->qp_num();
@@ -227,6 +231,9 @@ PendingAccept::Step PendingAccept::on_await_ready() {
     return drop("invalid ready: " + decoded.detail);
   }
   if (const auto* r = std::get_if<net::Reject>(&*decoded.message)) {
+    if (r->reason == static_cast<uint16_t>(net::RejectReason::TrafficClassMismatch)) {
+      listener_failure_ = ncclRemoteError;
+    }
     return drop(
         fmt::format("the sender gave up ({}): {}", net::reject_reason_name(r->reason), r->text));
   }

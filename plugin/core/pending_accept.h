@@ -33,6 +33,11 @@ class PendingAccept {
   // Why the connection was dropped (set with Status::Dropped), for the listener to log.
   const std::string& drop_reason() const noexcept { return drop_reason_; }
   const std::string& peer_text() const noexcept { return peer_text_; }
+  // Set with Status::Dropped when the drop ends the listener too: the real peer (its nonce
+  // checked) and this side disagree on the traffic class or service level, refused by either
+  // side. NCCL's listener waits for exactly that peer, so accepting on would wait forever; accept
+  // returns this error instead (ncclInvalidUsage: we refused; ncclRemoteError: the sender did).
+  std::optional<ncclResult_t> listener_failure() const noexcept { return listener_failure_; }
 
   // Still waiting for a valid request: the connection to evict first when too many are pending.
   bool awaiting_request() const noexcept { return state_ == State::AwaitRequest; }
@@ -59,6 +64,7 @@ class PendingAccept {
   State state_ = State::AwaitRequest;
   std::string peer_text_;
   std::string drop_reason_;
+  std::optional<ncclResult_t> listener_failure_;
 
   RecvCommSetup setup_;
   std::vector<uint32_t> psns_;

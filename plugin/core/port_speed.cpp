@@ -34,7 +34,28 @@ const SpeedCode* find_speed(uint32_t code) noexcept {
   return nullptr;
 }
 
+// The entry for the lowest bit of `code` that is one of the table's codes, else the last entry.
+template <typename Entry, size_t N>
+const Entry& lowest_known_bit(const Entry (&table)[N], uint32_t code) noexcept {
+  for (uint32_t bit = 1; bit != 0; bit <<= 1) {
+    if ((code & bit) == 0) {
+      continue;
+    }
+    for (const Entry& entry : table) {
+      if (entry.code == bit) {
+        return entry;
+      }
+    }
+  }
+  return table[N - 1];
+}
+
 }  // namespace
+
+int clamped_port_speed_mbps(uint32_t speed_code, uint32_t width_code) noexcept {
+  return lowest_known_bit(kSpeeds, speed_code).lane_mbps *
+         lowest_known_bit(kWidths, width_code).lanes;
+}
 
 std::optional<int> lane_speed_mbps(uint32_t speed_code) noexcept {
   const SpeedCode* entry = find_speed(speed_code);

@@ -16,6 +16,11 @@ std::optional<int> lane_speed_mbps(uint32_t speed_code) noexcept;
 std::optional<int> lane_count(uint32_t width_code) noexcept;
 // Lane speed x lane count; std::nullopt when either code is unknown.
 std::optional<int> port_speed_mbps(uint32_t speed_code, uint32_t width_code) noexcept;
+// NCCL's reading of the codes, which never gives 0: each code is taken by its lowest set bit
+// among the table's codes, and a code with none of them (a newer speed, or garbage) counts as
+// the table's last entry (XDR, 2X). So a NIC newer than this table is modelled at the highest
+// known rate instead of NCCL's 10 Gb/s default for a speed of 0.
+int clamped_port_speed_mbps(uint32_t speed_code, uint32_t width_code) noexcept;
 // "4X NDR (400 Gb/s)"; unknown codes are shown as numbers.
 std::string describe_port_speed(uint32_t speed_code, uint32_t width_code);
 

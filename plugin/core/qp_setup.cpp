@@ -70,13 +70,16 @@ std::shared_ptr<verbs::CompletionQueue> create_comm_cq(DeviceRuntime& device, in
 
 std::unique_ptr<verbs::QueuePair> create_data_qp(DeviceRuntime& device,
                                                  const std::shared_ptr<verbs::CompletionQueue>& cq,
-                                                 uint32_t recv_depth) {
+                                                 uint32_t recv_depth, bool inline_data) {
   verbs::QpCapabilities caps;
   caps.max_send_wr = kSendQueueDepth;
   caps.max_recv_wr = recv_depth;
   caps.max_send_sge = 1;
   caps.max_recv_sge = 1;
-  caps.max_inline_data = kWantedInline;
+  caps.max_inline_data = inline_data ? kWantedInline : 0;
+  if (!inline_data) {
+    return verbs::QueuePair::create_rc(device.pd(), cq, cq, caps);
+  }
   try {
     return verbs::QueuePair::create_rc(device.pd(), cq, cq, caps);
   } catch (const verbs::VerbsError&) {

@@ -56,10 +56,12 @@ class RegisteredBuffer {
 // A CQ for one comm: every signaled completion of its QPs fits.
 std::shared_ptr<verbs::CompletionQueue> create_comm_cq(DeviceRuntime& device, int nqps);
 
-// An RC data QP on the comm's CQ.
+// An RC data QP on the comm's CQ. `inline_data`: ask for kWantedInline bytes of inline space
+// (NCCL_IB_USE_INLINE / NCCL_ROCE_INLINE on, and the QP posts CTS entries or payload); false asks
+// for none, and the data path then posts everything through registered memory.
 std::unique_ptr<verbs::QueuePair> create_data_qp(DeviceRuntime& device,
                                                  const std::shared_ptr<verbs::CompletionQueue>& cq,
-                                                 uint32_t recv_depth);
+                                                 uint32_t recv_depth, bool inline_data);
 
 // What the peer told us about one of its QPs, and how the link must look.
 struct QpLink {

@@ -3,7 +3,9 @@
 
 #include "core/connection_completions.h"
 #include "core/connection_fatal_marks.h"
+#include "core/size_split.h"
 #include "core/wr_id.h"
+#include "util/log.h"
 #include "verbs/error.h"
 
 namespace roce {
@@ -18,6 +20,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       flush_lkey_(setup.flush_word.size() > 0 ? setup.flush_word.lkey() : 0),
       flush_addr_(setup.flush_word.addr()),
       nqps_(static_cast<int>(setup.qps.size())),
+      split_data_(setup.split_data),
       monitor_(this->device().monitor().get()),
       max_inline_(setup.qps.front()->capabilities().max_inline_data),
       cts_staging_buffer_(std::move(setup.cts_staging)),
@@ -105,9 +108,11 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   }
   RecvRequest& r = requests_[*index];
 
-  // Receives first, so the sender's immediate always finds one.
-  recv_wr_[0].wr_id = pack_wr_id(WrKind::Recv, 0, *index);
-  for (int q = 0; q < nqps_; ++q) {
+  // Receives first, so the sender's immediate always finds one: on every QP when the sender
+  // splits messages, else on the one QP that carries this sequence number's message.
+  const int q_begin = split_data_ ? 0 : qp_of_message(next_seq_, nqps_);
+  const int q_end = split_data_ ? nqps_ : q_begin + 1;
+  for (int q = q_begin; q < q_end; ++q) {
     recv_wr_[0].wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q), *index);
     ibv_recv_wr* bad = nullptr;
     if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_recv(recv_wr_.data(), &bad); rc != 0)
@@ -141,7 +146,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
 
   r.state = RequestState::Pending;
   r.count = static_cast<uint8_t>(n);
-  r.remaining_qps = static_cast<uint8_t>(nqps_);
+  r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
   for (int i = 0; i < n; ++i) {
     r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
     r.received[static_cast<size_t>(i)] = 0;
@@ -171,17 +176,20 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   if (last < 0) {
     return ncclSuccess;
   }
+  // A NULL request would tell NCCL the flush is done and let the GPU read data the NIC may not
+  // have written yet, so running out of flush slots or send-queue entries is an error, never a
+  // skipped flush. (NCCL keeps far fewer flushes in flight; this is a caller that never tests.)
   if (!flush_credits_.can_post(1)) [[unlikely]] {
     if (ncclResult_t r = progress(); r != ncclSuccess) {
       return r;
     }
     if (!flush_credits_.can_post(1)) {
-      return ncclSuccess;
+      return flush_exhausted("send-queue entries of the flush qp", flush_credits_.depth());
     }
   }
   const auto index = flushes_.take();
-  if (!index) {
-    return ncclSuccess;
+  if (!index) [[unlikely]] {
+    return flush_exhausted("flush requests", kMaxRequests);
   }
   const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
   flush_wr_.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(data[last]);
@@ -201,6 +209,15 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   return ncclSuccess;
 }
 
+ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const noexcept {
+  ROCE_WARN(NCCL_NET,
+            "iflush on recv comm from {}: all {} {} are in use by flushes not yet completed; "
+            "test() the earlier flush requests before posting more (the flush is refused, not "
+            "skipped: skipping it could let the GPU read data not yet written)",
+            peer_, limit, what);
+  return ncclInternalError;
+}
+
 ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
   RecvRequest& r = requests_[index];
   if (r.count == 1) {
@@ -217,7 +234,7 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
     return ncclSuccess;
   }
   if (r.count > 1) {
-    // Written by the sender's last WRITE WITH IMMEDIATE on QP 0, before its immediate arrived.
+    // Written by the sender with the immediate of the message's first QP, before it arrived.
     const int32_t* sizes = sizes_area_ + size_t{index} * kMaxRecvs;
     for (int i = 0; i < r.count; ++i) {
       const int32_t size = sizes[i];

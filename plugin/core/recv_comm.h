@@ -35,6 +35,7 @@ struct RecvCommSetup {
   uint64_t remote_ring_addr = 0;
   uint32_t remote_ring_rkey = 0;
   int traffic_class = 0;
+  bool split_data = false;  // the sender's NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
   std::string peer;
 };
 
@@ -50,6 +51,8 @@ class RecvComm final : public Comm {
   ncclResult_t test(RecvRequest& request, int* done, int* sizes) noexcept;
   ncclResult_t test(FlushRequest& request, int* done) noexcept;
 
+  // Largest CTS write posted inline (the QPs' granted max_inline_data; 0: inlining is off).
+  uint32_t max_inline() const noexcept { return max_inline_; }
   int qp_count() const noexcept { return nqps_; }
   int traffic_class() const noexcept { return traffic_class_; }
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
@@ -68,6 +71,9 @@ class RecvComm final : public Comm {
   }
   ncclResult_t check_fatal_marks() noexcept;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
+  // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
+  // comm goes on once earlier flushes are tested.
+  ncclResult_t flush_exhausted(const char* what, uint32_t limit) const noexcept;
 
   // Hot members first.
   CtsEntry* cts_staging_;
@@ -78,6 +84,7 @@ class RecvComm final : public Comm {
   uint32_t flush_lkey_;
   uint64_t flush_addr_;
   int nqps_;
+  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
   const AsyncEventMonitor* monitor_;
   uint64_t events_checked_ = 0;
   uint32_t max_inline_;

@@ -17,6 +17,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
       remote_sizes_addr_(setup.remote_sizes_addr),
       remote_sizes_rkey_(setup.remote_sizes_rkey),
       nqps_(static_cast<int>(setup.qps.size())),
+      split_data_(setup.split_data),
       monitor_(this->device().monitor().get()),
       max_inline_(UINT32_MAX),
       ring_(std::move(setup.ring)),
@@ -92,7 +93,8 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     }
   }
   // Worst case a group takes n + 1 work requests per QP; make room before committing.
-  for (int q = 0; q < nqps_; ++q) {
+  const auto [q_begin, q_end] = qps_of_message();
+  for (int q = q_begin; q < q_end; ++q) {
     if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) [[unlikely]] {
       if (ncclResult_t r = progress(); r != ncclSuccess) {
         return r;
@@ -123,8 +125,9 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
 ncclResult_t SendComm::post_group() noexcept {
   const int n = pending_.count();
   SendRequest& lead = requests_[pending_.send_request(0)];
+  const auto [q_begin, q_end] = qps_of_message();
   lead.group_count = static_cast<uint8_t>(n);
-  lead.remaining_qps = static_cast<uint8_t>(nqps_);
+  lead.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
   for (int i = 0; i < n; ++i) {
     lead.members[static_cast<size_t>(i)] = pending_.send_request(i);
   }
@@ -145,8 +148,11 @@ ncclResult_t SendComm::post_group() noexcept {
     }
   }
 
-  for (int q = 0; q < nqps_; ++q) {
+  for (int q = q_begin; q < q_end; ++q) {
     auto& credits = credits_[static_cast<size_t>(q)];
+    const auto part = [&](size_t size) {
+      return split_data_ ? chunk_for_qp(size, q, nqps_) : Chunk{0, size};
+    };
     int w = 0;
     auto add = [&](ibv_wr_opcode opcode, uint64_t local, uint32_t length, uint32_t lkey,
                    uint64_t remote, uint32_t rkey, bool may_inline) {
@@ -171,7 +177,7 @@ ncclResult_t SendComm::post_group() noexcept {
     if (n == 1) {
       const SendRequest& r = lead;
       const CtsEntry& e = pending_.entry(0);
-      const Chunk c = chunk_for_qp(r.size, q, nqps_);
+      const Chunk c = part(r.size);
       add(IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
           e.addr + c.offset, e.rkey, r.host_memory);
       wrs_[0].imm_data = r.size;
@@ -179,14 +185,15 @@ ncclResult_t SendComm::post_group() noexcept {
       for (int i = 0; i < n; ++i) {
         const SendRequest& r = requests_[pending_.send_request(i)];
         const CtsEntry& e = pending_.entry(i);
-        const Chunk c = chunk_for_qp(r.size, q, nqps_);
+        const Chunk c = part(r.size);
         if (c.length > 0) {
           add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
               e.addr + c.offset, e.rkey, r.host_memory);
         }
       }
-      // QP 0 delivers the sizes; the others only their immediate, which counts the group done.
-      const uint32_t sizes_bytes = q == 0 ? static_cast<uint32_t>(n) * 4u : 0;
+      // The first QP of the message delivers the sizes; the others only their immediate, which
+      // counts the group done (the receiver reads the sizes after the last immediate).
+      const uint32_t sizes_bytes = q == q_begin ? static_cast<uint32_t>(n) * 4u : 0;
       add(IBV_WR_RDMA_WRITE_WITH_IMM, reinterpret_cast<uintptr_t>(staged), sizes_bytes,
           sizes_staging_lkey_, sizes_remote, remote_sizes_rkey_, true);
       wrs_[static_cast<size_t>(w - 1)].imm_data = static_cast<uint32_t>(n);

@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/comm.h"
@@ -22,6 +23,7 @@
 #include "core/request.h"
 #include "core/request_pool.h"
 #include "core/send_queue_credits.h"
+#include "core/size_split.h"
 
 namespace roce {
 
@@ -34,7 +36,8 @@ struct SendCommSetup {
   uint64_t remote_sizes_addr = 0;  // the receiver's multi-receive sizes area
   uint32_t remote_sizes_rkey = 0;
   int traffic_class = 0;
-  std::string peer;  // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
+  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
+  std::string peer;         // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
 };
 
 class SendComm final : public Comm {
@@ -46,12 +49,23 @@ class SendComm final : public Comm {
   ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
 
   // For logs and tests.
+  // Largest payload posted inline (the QPs' granted max_inline_data; 0: inlining is off).
+  uint32_t max_inline() const noexcept { return max_inline_; }
   int qp_count() const noexcept { return nqps_; }
   int traffic_class() const noexcept { return traffic_class_; }
   const std::string& peer() const noexcept { return peer_; }
 
  private:
   ncclResult_t post_group() noexcept;
+  // The QPs [first, last) that carry the message of sequence next_seq_: all of them when
+  // splitting, else the one qp_of_message names.
+  std::pair<int, int> qps_of_message() const noexcept {
+    if (split_data_) {
+      return {0, nqps_};
+    }
+    const int q = qp_of_message(next_seq_, nqps_);
+    return {q, q + 1};
+  }
   ncclResult_t progress() noexcept;
   // Cheap unless the device's async-event thread has handled an event since the last look.
   ncclResult_t check_fatal() noexcept {
@@ -72,6 +86,7 @@ class SendComm final : public Comm {
   uint64_t remote_sizes_addr_;
   uint32_t remote_sizes_rkey_;
   int nqps_;
+  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
   const AsyncEventMonitor* monitor_;
   uint64_t events_checked_ = 0;
   uint32_t max_inline_;

@@ -70,7 +70,7 @@ void SendConnector::create_resources() {
   setup_.cq = create_comm_cq(*device_, nqps);
   for (int q = 0; q < nqps; ++q) {
     // The sender's QPs receive nothing (the receiver only writes into the ring).
-    setup_.qps.push_back(create_data_qp(*device_, setup_.cq, 1));
+    setup_.qps.push_back(create_data_qp(*device_, setup_.cq, 1, settings_.use_inline));
     psns_.push_back(random_psn());
   }
   setup_.ring = RegisteredBuffer(device_->pd(), kCtsRingBytes,
@@ -79,6 +79,7 @@ void SendConnector::create_resources() {
       RegisteredBuffer(device_->pd(), size_t{kMaxSendRequests} * kMaxRecvs * sizeof(int32_t),
                        IBV_ACCESS_LOCAL_WRITE);
   setup_.traffic_class = offer_.traffic_class;
+  setup_.split_data = settings_.split_data;
 }
 
 ncclResult_t SendConnector::step(SendComm** comm) {
@@ -101,9 +102,10 @@ ncclResult_t SendConnector::step(SendComm** comm) {
       case State::Done: {
         setup_.peer = peer_text_;
         *comm = new SendComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}", device_->name(),
-                  peer_text_, (*comm)->qp_count(), (*comm)->qp_count() == 1 ? "" : "s",
-                  (*comm)->traffic_class(), offer_.service_level);
+        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}",
+                  device_->name(), peer_text_, (*comm)->qp_count(),
+                  (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
+                  offer_.service_level, (*comm)->max_inline());
         return ncclSuccess;
       }
       case State::Failed:
@@ -150,6 +152,7 @@ SendConnector::Step SendConnector::on_tcp_connect() {
       local_endpoint(*device_, offer_.traffic_class, offer_.service_level, setup_.qps, psns_);
   request.cts_ring = cts_ring_geometry(setup_.ring.addr(), setup_.ring.rkey());
   request.max_recvs = kMaxRecvs;
+  request.split_data = settings_.split_data ? 1 : 0;
   std::string encode_error;
   auto bytes = net::encode_message(request, &encode_error);
   if (!bytes || !channel_->queue(*bytes)) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/data_path_limits.h"
 
@@ -15,7 +16,14 @@ struct Chunk {
   size_t length = 0;
 };
 
-// The part of a `size`-byte message that QP `qp` of `nqps` carries.
+// NCCL_IB_SPLIT_DATA_ON_QPS=0: the one QP that carries message `seq` (the CTS sequence number,
+// which both sides count alike), so the QPs are used in turn and the receiver posts its receive
+// on that QP only.
+constexpr int qp_of_message(uint64_t seq, int nqps) noexcept {
+  return nqps <= 1 ? 0 : static_cast<int>(seq % static_cast<uint64_t>(nqps));
+}
+
+// NCCL_IB_SPLIT_DATA_ON_QPS=1: the part of a `size`-byte message that QP `qp` of `nqps` carries.
 constexpr Chunk chunk_for_qp(size_t size, int qp, int nqps) noexcept {
   if (nqps <= 1) {
     return Chunk{0, size};

@@ -40,6 +40,19 @@ struct Binder {
     }
     assign(slot, symbol);
   }
+
+  // For an entry point too new for its version node to be fixed here: the library's default
+  // version, which is the one a program linked against that library would get.
+  template <typename Fn>
+  void bind_default(Fn& slot, const char* name) {
+    dlerror();
+    void* symbol = dlsym(handle, name);
+    if (symbol == nullptr) {
+      missing.push_back(name);
+      return;
+    }
+    assign(slot, symbol);
+  }
 };
 
 std::string resolved_file(void* handle, const std::string& fallback) {
@@ -120,6 +133,7 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
   optional.bind(f.set_ece, "ibv_set_ece", "IBVERBS_1.10");
   optional.bind(f.query_gid_ex, "_ibv_query_gid_ex", "IBVERBS_1.11");
   optional.bind(f.reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12");
+  optional.bind_default(f.query_port_speed, "ibv_query_port_speed");
   lib->missing_optional_ = std::move(optional.missing);
   lib->reject_on_destroy_ = false;
 

@@ -181,7 +181,8 @@ bool read_body(ByteReader& reader, MessageKind kind, HandshakeMessage* message) 
     case MessageKind::ConnectRequest: {
       ConnectRequest request;
       if (!reader.u64(&request.nonce) || !read_endpoint(reader, &request.endpoint) ||
-          !read_ring(reader, &request.cts_ring) || !reader.u32(&request.max_recvs)) {
+          !read_ring(reader, &request.cts_ring) || !reader.u32(&request.max_recvs) ||
+          !reader.u8(&request.split_data)) {
         return false;
       }
       *message = std::move(request);
@@ -267,6 +268,8 @@ const char* reject_reason_name(RejectReason reason) {
       return "invalid maxRecvs";
     case RejectReason::BadRejectText:
       return "invalid reject text";
+    case RejectReason::BadSplitMode:
+      return "invalid split mode";
     case RejectReason::TrafficClassMismatch:
       return "traffic class mismatch";
     case RejectReason::QpCountMismatch:
@@ -334,6 +337,10 @@ RejectReason validate_message(const HandshakeMessage& message, const DecodeExpec
       *detail = "maxRecvs " + std::to_string(request->max_recvs) + " is outside 1.." +
                 std::to_string(kMaxRecvsLimit);
       reason = RejectReason::BadMaxRecvs;
+    }
+    if (reason == RejectReason::None && request->split_data > 1) {
+      *detail = "split mode " + std::to_string(request->split_data) + " is not 0 or 1";
+      reason = RejectReason::BadSplitMode;
     }
     return reason;
   }
@@ -436,6 +443,7 @@ std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& messa
     write_endpoint(writer, request->endpoint);
     write_ring(writer, request->cts_ring);
     writer.u32(request->max_recvs);
+    writer.u8(request->split_data);
   } else if (const auto* reply = std::get_if<ConnectReply>(&message)) {
     writer.u64(reply->nonce);
     write_endpoint(writer, reply->endpoint);

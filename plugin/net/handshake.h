@@ -23,11 +23,11 @@
 namespace roce::net {
 
 inline constexpr uint32_t kHandshakeMagic = 0x53484352;  // "RCHS"
-inline constexpr uint16_t kHandshakeVersion = 1;
+inline constexpr uint16_t kHandshakeVersion = 2;         // 2: ConnectRequest.split_data
 inline constexpr size_t kHandshakeHeaderSize = 12;
 
-inline constexpr size_t kMaxQpsPerConnection = 16;
-inline constexpr uint32_t kMaxQpn = 0xffffff;  // QPNs and PSNs are 24-bit on the wire (BTH)
+inline constexpr size_t kMaxQpsPerConnection = 128;  // NCCL_IB_QPS_PER_CONNECTION's range
+inline constexpr uint32_t kMaxQpn = 0xffffff;        // QPNs and PSNs are 24-bit on the wire (BTH)
 inline constexpr uint32_t kMaxPsn = 0xffffff;
 inline constexpr size_t kMaxDeviceNameLength = 64;
 inline constexpr size_t kMaxRejectTextLength = 512;
@@ -61,6 +61,7 @@ enum class RejectReason : uint16_t {
   BadAddress = 16,
   BadMaxRecvs = 17,
   BadRejectText = 18,
+  BadSplitMode = 19,
   // Sent in a Reject by a peer whose decoder accepted the message but who cannot go on.
   TrafficClassMismatch = 100,
   QpCountMismatch = 101,
@@ -105,12 +106,15 @@ struct EndpointInfo {
 };
 
 // Body: nonce u64, EndpointInfo, then the clear-to-send ring (address u64, rkey u32, slot count
-// u32, slot size u32) and max_recvs u32.
+// u32, slot size u32), max_recvs u32 and split_data u8.
 struct ConnectRequest {
   uint64_t nonce = 0;  // the listen handle's nonce
   EndpointInfo endpoint;
   RemoteRing cts_ring;
   uint32_t max_recvs = 0;  // 1..kMaxRecvsLimit
+  // The sender's NCCL_IB_SPLIT_DATA_ON_QPS, which the receiver adopts (both sides must post on
+  // the same QPs): 0 each message on one QP chosen by its sequence number, 1 split over all.
+  uint8_t split_data = 0;
   bool operator==(const ConnectRequest&) const = default;
 };
 

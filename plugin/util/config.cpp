@@ -264,6 +264,14 @@ bool read_gid_selection(Reader& reader, Config* config) {
         "it or set 2, and configure the NIC's GID table for RoCE v2");
   }
   assign(roce_version, &config->roce_version);
+  std::optional<bool> pci_order;
+  std::optional<bool> query_speed;
+  if (!reader.boolean("NCCL_IB_DEVICE_PCI_ORDER", &pci_order) ||
+      !reader.boolean("NCCL_IB_QUERY_PORT_SPEED", &query_speed)) {
+    return false;
+  }
+  assign(pci_order, &config->device_pci_order);
+  assign(query_speed, &config->query_port_speed);
   if (const auto hca = reader.text("NCCL_IB_HCA")) {
     config->ib_hca = *hca;
   }
@@ -277,13 +285,16 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   std::optional<int> pkey;
   std::optional<bool> roce_inline;
   std::optional<bool> ib_inline;
+  std::optional<bool> split;
   if (!reader.integer("NCCL_IB_TIMEOUT", &timeout) ||
       !reader.integer("NCCL_IB_RETRY_CNT", &retry) ||
       !reader.integer("NCCL_IB_QPS_PER_CONNECTION", &qps) ||
       !reader.integer("NCCL_IB_PKEY", &pkey) || !reader.boolean("NCCL_ROCE_INLINE", &roce_inline) ||
-      !reader.boolean("NCCL_IB_USE_INLINE", &ib_inline)) {
+      !reader.boolean("NCCL_IB_USE_INLINE", &ib_inline) ||
+      !reader.boolean("NCCL_IB_SPLIT_DATA_ON_QPS", &split)) {
     return false;
   }
+  assign(split, &config->split_data_on_qps);
   assign(timeout, &config->ib_timeout);
   assign(retry, &config->retry_count);
   assign(qps, &config->qps_per_connection);

@@ -24,7 +24,9 @@ struct Config {
   int gid_index = -1;  // NCCL_IB_GID_INDEX; -1 = automatic
   AddressFamily addr_family = AddressFamily::Ipv4;  // NCCL_IB_ADDR_FAMILY (AF_INET/AF_INET6)
   std::string addr_range;                           // NCCL_IB_ADDR_RANGE, CIDR; empty = any
-  int roce_version = 2;  // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
+  int roce_version = 2;          // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
+  bool device_pci_order = true;  // NCCL_IB_DEVICE_PCI_ORDER: devices sorted by PCI path
+  bool query_port_speed = true;  // NCCL_IB_QUERY_PORT_SPEED: ibv_query_port_speed first
 
   // Traffic class and service level. traffic_class is set when any of NCCL_ROCE_TC,
   // NCCL_ROCE_DSCP (tc = dscp << 2) or NCCL_IB_TC is set, in that order of precedence; otherwise
@@ -37,11 +39,14 @@ struct Config {
   std::optional<int> fifo_traffic_class;
 
   // Queue pairs
-  int ib_timeout = 20;         // NCCL_IB_TIMEOUT (1..31): 4.096 us * 2^timeout
-  int retry_count = 7;         // NCCL_IB_RETRY_CNT (0..7)
-  int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..16)
-  int pkey_index = 0;          // NCCL_IB_PKEY
-  bool use_inline = true;      // NCCL_ROCE_INLINE: CTS entries posted inline
+  int ib_timeout = 20;             // NCCL_IB_TIMEOUT (0..31): 4.096 us * 2^timeout; 0 = none
+  int retry_count = 7;             // NCCL_IB_RETRY_CNT (0..7)
+  int qps_per_connection = 1;      // NCCL_IB_QPS_PER_CONNECTION (1..128)
+  int pkey_index = 0;              // NCCL_IB_PKEY
+  bool split_data_on_qps = false;  // NCCL_IB_SPLIT_DATA_ON_QPS: split each message over the QPs
+  // NCCL_ROCE_INLINE (else NCCL_IB_USE_INLINE): CTS entries and small host payloads posted
+  // inline; false gives the data QPs max_inline_data 0.
+  bool use_inline = true;
 
   // Memory and GPUDirect
   bool require_gdr = false;        // NCCL_ROCE_REQUIRE_GDR: init fails without GPUDirect

@@ -46,9 +46,11 @@ constexpr Setting kRegistry[] = {
      true},
 
     // Device and GID selection.
-    {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port][,name[:port]...]",
+    {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port[:rail[:plane]]][,...]",
       "Which devices and ports to use: '^' excludes, '=' asks for exact names (otherwise "
-      "prefixes), ':port' limits an entry to one port.",
+      "prefixes), ':port' limits an entry to one port. NCCL 2.30's ':rail:plane' is accepted "
+      "and does not filter (NCCL groups the NICs itself); empty entries are skipped, as in "
+      "NCCL.",
       "list", "NCCL_IB_HCA", ""},
      K::Text},
     {{"NCCL_IB_GID_INDEX", "-1 (automatic)", "0..255, or -1 for automatic",
@@ -75,36 +77,63 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      1,
      2},
+    {{"NCCL_IB_DEVICE_PCI_ORDER", "1", "0, 1",
+      "1: devices are offered to NCCL sorted by PCI path, then port, so every node numbers its "
+      "NICs the same way whatever order the verbs device list has (udev-renamed devices); 0: "
+      "the list's order.",
+      "boolean", "NCCL_IB_DEVICE_PCI_ORDER", ""},
+     K::Boolean},
+    {{"NCCL_IB_QUERY_PORT_SPEED", "1", "0, 1",
+      "1: a port's speed is asked with ibv_query_port_speed where libibverbs has it (rdma-core "
+      "62+, exact for speeds that are no lane-count multiple), else computed from the width and "
+      "speed codes; an unknown code counts as the highest known one, as in NCCL. 0: the codes "
+      "only.",
+      "boolean", "NCCL_IB_QUERY_PORT_SPEED", ""},
+     K::Boolean},
 
     // Queue pairs.
-    {{"NCCL_IB_TIMEOUT", "20", "1..31",
-      "Local ACK timeout of every QP: 4.096 us * 2^value before a retransmission.", "integer",
-      "NCCL_IB_TIMEOUT", ""},
+    {{"NCCL_IB_TIMEOUT", "20", "0..31",
+      "Local ACK timeout of every QP: 4.096 us * 2^value before a retransmission. 0 means no "
+      "timeout (the verbs meaning: a lost packet is never retransmitted on a timer), accepted "
+      "as NCCL accepts it.",
+      "integer", "NCCL_IB_TIMEOUT", ""},
      K::Integer,
-     1,
+     0,
      31},
     {{"NCCL_IB_RETRY_CNT", "7", "0..7", "Transport retries before a send fails with RETRY_EXC.",
       "integer", "NCCL_IB_RETRY_CNT", ""},
      K::Integer,
      0,
      7},
-    {{"NCCL_IB_QPS_PER_CONNECTION", "1", "1..16",
-      "Data QPs per connection; messages are split across them.", "integer",
-      "NCCL_IB_QPS_PER_CONNECTION", ""},
+    {{"NCCL_IB_QPS_PER_CONNECTION", "1", "1..128",
+      "Data QPs per connection (NCCL's range). How messages use them: "
+      "NCCL_IB_SPLIT_DATA_ON_QPS.",
+      "integer", "NCCL_IB_QPS_PER_CONNECTION", ""},
      K::Integer,
      1,
-     16},
+     128},
+    {{"NCCL_IB_SPLIT_DATA_ON_QPS", "0", "0, 1",
+      "0 (NCCL's default): each message goes whole on one data QP, the QPs taken in turn by "
+      "message sequence number, and its receive is posted on that QP only. 1: every message is "
+      "split over all the QPs in 128-byte-aligned chunks and completes when all have arrived. "
+      "The sender's setting is sent in the handshake and the receiver follows it.",
+      "boolean", "NCCL_IB_SPLIT_DATA_ON_QPS", "The sender's setting decides for the connection."},
+     K::Boolean},
     {{"NCCL_IB_PKEY", "0", "0..65535", "P_Key index of every QP.", "integer", "NCCL_IB_PKEY", ""},
      K::Integer,
      0,
      65535},
     {{"NCCL_ROCE_INLINE", "1", "0, 1",
-      "Post clear-to-send entries inline (saves a DMA read by the NIC per receive).", "boolean",
-      "NCCL_IB_USE_INLINE", "Wins over NCCL_IB_USE_INLINE."},
+      "Post clear-to-send entries and host-memory payloads up to the QP's inline size inline "
+      "(saves the NIC a DMA read per work request). 0: data QPs are created with "
+      "max_inline_data 0 and everything is posted from registered memory (the usual workaround "
+      "for a provider with inline bugs).",
+      "boolean", "NCCL_IB_USE_INLINE", "Wins over NCCL_IB_USE_INLINE."},
      K::Boolean},
     {{"NCCL_IB_USE_INLINE", "unset: NCCL_ROCE_INLINE applies", "0, 1",
-      "NCCL's inline setting, same meaning. NCCL's own default is 0; ours is 1.", "boolean",
-      "NCCL_IB_USE_INLINE", "Used when NCCL_ROCE_INLINE is unset."},
+      "NCCL's inline setting, same meaning: 0 turns inlining off. NCCL's own default is 0; ours "
+      "is 1, the faster one (docs/benchmarks.md).",
+      "boolean", "NCCL_IB_USE_INLINE", "Used when NCCL_ROCE_INLINE is unset."},
      K::Boolean},
 
     // Memory and GPUDirect.
@@ -195,10 +224,6 @@ constexpr Setting kRegistry[] = {
       "Ignored: ECE is not negotiated; the NIC's default congestion control applies.", "",
       "NCCL_IB_ECE_ENABLE", "", false},
      K::Recognised},
-    {{"NCCL_IB_SPLIT_DATA_ON_QPS", "", "",
-      "Ignored: messages are always split across the NCCL_IB_QPS_PER_CONNECTION data QPs.", "",
-      "NCCL_IB_SPLIT_DATA_ON_QPS", "", false},
-     K::Recognised},
     {{"NCCL_IB_MERGE_NICS", "", "",
       "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "
       "device.",
@@ -212,8 +237,10 @@ constexpr Setting kRegistry[] = {
       "NCCL_IB_DATA_DIRECT", "", false},
      K::Recognised},
     {{"NCCL_IB_RETURN_ASYNC_EVENTS", "", "",
-      "Ignored: fatal asynchronous events always make later calls on the device fail.", "",
-      "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
+      "Ignored: asynchronous events are always read. DEVICE_FATAL, CQ_ERR and the QP errors "
+      "fail the comms they concern; PORT_ERR and PORT_ACTIVE are logged only, as in NCCL (RC "
+      "retransmission rides out a link flap shorter than the retry budget).",
+      "", "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
      K::Recognised},
     {{"NCCL_IB_ROUTABLE_FLID_GID_INDEX", "", "",
       "Ignored: InfiniBand only; this plugin drives RoCE ports.", "",

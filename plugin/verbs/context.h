@@ -5,6 +5,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,12 @@ class Context {
   // Port attributes now (state changes over time). Throws VerbsError naming device and port.
   ibv::PortAttributes query_port(uint8_t port) const;
 
+  // The device reported IBV_EVENT_DEVICE_FATAL (set by the async-event thread). A lost device
+  // flushes nothing, so QPs are then destroyed without the drain (which would wait out its
+  // timeout on every QP), as NCCL's IB transport destroys them.
+  void mark_lost() noexcept { lost_.store(true, std::memory_order_release); }
+  bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+
  private:
   Context(std::shared_ptr<const ibv::Library> lib, ibv_context* context, std::string name);
 
@@ -38,6 +45,7 @@ class Context {
   ibv_context* context_;
   std::string name_;
   ibv_device_attr device_attr_{};
+  std::atomic<bool> lost_{false};
 };
 
 }  // namespace roce::verbs

@@ -100,14 +100,16 @@ QueuePair::QueuePair(std::shared_ptr<ProtectionDomain> pd, std::shared_ptr<Compl
       limits_(limits_of(pd_->context()->device_attr())) {}
 
 QueuePair::~QueuePair() {
-  if (state_ != IBV_QPS_RESET && state_ != IBV_QPS_ERR) {
+  if (pd_->context()->lost()) {
+    // DEVICE_FATAL: nothing will be flushed; destroy at once (see Context::lost()).
+  } else if (state_ != IBV_QPS_RESET && state_ != IBV_QPS_ERR) {
     try {
       to_error();
     } catch (const std::exception& e) {
       ROCE_WARN(NCCL_NET, "{}; destroying the QP without draining it", e.what());
     }
   }
-  if (state_ == IBV_QPS_ERR) {
+  if (state_ == IBV_QPS_ERR && !pd_->context()->lost()) {
     drain();
   }
   const uint32_t qpn = qp_->qp_num;

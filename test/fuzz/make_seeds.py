@@ -15,7 +15,7 @@ def write(target, name, data):
 
 
 # Handshake: 12-byte header (magic, version, kind, body length), then the body.
-def message(kind, body, version=1):
+def message(kind, body, version=2):
     return struct.pack("<IHHI", 0x53484352, version, kind, len(body)) + body
 
 
@@ -30,18 +30,19 @@ def endpoint(name=b"vroce0", qps=((0x11, 0x100),), tc=106, sl=3, mtu=5):
 
 nonce = 0x0123456789ABCDEF
 ring = struct.pack("<QIII", 0x7F0000001000, 0x1234, 64, 256)
-request = message(1, struct.pack("<Q", nonce) + endpoint() + ring + struct.pack("<I", 8))
+# The request ends with max_recvs u32 and the split mode u8 (version 2).
+request = message(1, struct.pack("<Q", nonce) + endpoint() + ring + struct.pack("<IB", 8, 0))
 write("handshake", "request", request)
 write("handshake", "request_4qps",
       message(1, struct.pack("<Q", nonce) + endpoint(qps=((1, 2), (3, 4), (5, 6), (7, 8))) + ring +
-              struct.pack("<I", 1)))
+              struct.pack("<IB", 1, 1)))
 write("handshake", "reply",
       message(2, struct.pack("<Q", nonce) + endpoint(b"mlx5_0") +
               struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32)))
 write("handshake", "ready", message(3, struct.pack("<Q", nonce)))
 text = b"traffic class mismatch: 106 vs 0"
 write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + text))
-write("handshake", "future_version", message(1, request[12:], version=2))
+write("handshake", "future_version", message(1, request[12:], version=3))
 
 # Listen handle: 48 bytes.
 def handle(family, port, addr, stage=0):

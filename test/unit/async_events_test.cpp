@@ -33,25 +33,25 @@ ibv_async_event port_event(ibv_event_type type, int port) {
 
 TEST_CASE("fatal and informational events are told apart", "[async_events]") {
   for (ibv_event_type fatal : {IBV_EVENT_DEVICE_FATAL, IBV_EVENT_CQ_ERR, IBV_EVENT_QP_FATAL,
-                               IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_PORT_ERR}) {
+                               IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR}) {
     CHECK(is_fatal_async_event(fatal));
   }
-  for (ibv_event_type benign : {IBV_EVENT_PORT_ACTIVE, IBV_EVENT_GID_CHANGE, IBV_EVENT_COMM_EST,
-                                IBV_EVENT_LID_CHANGE, IBV_EVENT_QP_LAST_WQE_REACHED}) {
+  // A link flap is not fatal (NCCL's IB transport agrees): RC retransmission rides it out.
+  for (ibv_event_type benign :
+       {IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE, IBV_EVENT_GID_CHANGE, IBV_EVENT_COMM_EST,
+        IBV_EVENT_LID_CHANGE, IBV_EVENT_QP_LAST_WQE_REACHED}) {
     CHECK_FALSE(is_fatal_async_event(benign));
   }
   CHECK(async_event_name(IBV_EVENT_PORT_ERR) == "IBV_EVENT_PORT_ERR");
   CHECK(async_event_name(static_cast<ibv_event_type>(30)) == "IBV_EVENT_30");
 }
 
-TEST_CASE("a port error marks the port; every event is acked", "[async_events]") {
+TEST_CASE("a port error marks nothing; every event is acked", "[async_events]") {
   FakeVerbs fake;
   AsyncEventMonitor monitor(open_context(fake));
-  fake.raise(port_event(IBV_EVENT_PORT_ACTIVE, 1));
   fake.raise(port_event(IBV_EVENT_PORT_ERR, 1));
+  fake.raise(port_event(IBV_EVENT_PORT_ACTIVE, 1));
   REQUIRE(monitor.wait_for_events(2, 5s));
-  CHECK(monitor.port_failed(1));
-  CHECK_FALSE(monitor.port_failed(2));
   CHECK_FALSE(monitor.device_fatal());
   monitor.stop();
   CHECK(fake.acked_events == 2);

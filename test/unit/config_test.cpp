@@ -116,7 +116,7 @@ TEST_CASE("a traffic class out of range is an error naming variable, value and r
 
 TEST_CASE("malformed numbers are errors, and a leading zero is not read as octal", "[config]") {
   CHECK(error_of({{"NCCL_IB_TIMEOUT", "abc"}}) ==
-        "NCCL_IB_TIMEOUT=abc is not an integer; accepted: 1..31 (default 20); fix or unset it");
+        "NCCL_IB_TIMEOUT=abc is not an integer; accepted: 0..31 (default 20); fix or unset it");
   CHECK_THAT(error_of({{"NCCL_IB_TIMEOUT", "12ms"}}), Catch::Contains("is not an integer"));
   CHECK_THAT(error_of({{"NCCL_IB_TC", "026"}}),
              Catch::Contains("NCCL_IB_TC=026 has a leading zero (NCCL would read it as octal)"));
@@ -126,12 +126,16 @@ TEST_CASE("malformed numbers are errors, and a leading zero is not read as octal
   CHECK(parse({{"NCCL_IB_TIMEOUT", " 22 "}}).ib_timeout == 22);
 }
 
+TEST_CASE("NCCL's ranges are accepted: NCCL_IB_TIMEOUT=0, 128 QPs per connection", "[config]") {
+  CHECK(parse({{"NCCL_IB_TIMEOUT", "0"}}).ib_timeout == 0);
+  CHECK(parse({{"NCCL_IB_QPS_PER_CONNECTION", "128"}}).qps_per_connection == 128);
+}
+
 TEST_CASE("every integer setting rejects values outside its range", "[config]") {
-  CHECK_THAT(error_of({{"NCCL_IB_TIMEOUT", "0"}}), Catch::Contains("accepted: 1..31"));
-  CHECK_THAT(error_of({{"NCCL_IB_TIMEOUT", "32"}}), Catch::Contains("accepted: 1..31"));
+  CHECK_THAT(error_of({{"NCCL_IB_TIMEOUT", "32"}}), Catch::Contains("accepted: 0..31"));
   CHECK_THAT(error_of({{"NCCL_IB_RETRY_CNT", "8"}}), Catch::Contains("accepted: 0..7"));
-  CHECK_THAT(error_of({{"NCCL_IB_QPS_PER_CONNECTION", "0"}}), Catch::Contains("1..16"));
-  CHECK_THAT(error_of({{"NCCL_IB_QPS_PER_CONNECTION", "17"}}), Catch::Contains("1..16"));
+  CHECK_THAT(error_of({{"NCCL_IB_QPS_PER_CONNECTION", "0"}}), Catch::Contains("1..128"));
+  CHECK_THAT(error_of({{"NCCL_IB_QPS_PER_CONNECTION", "129"}}), Catch::Contains("1..128"));
   CHECK_THAT(error_of({{"NCCL_IB_GID_INDEX", "256"}}), Catch::Contains("0..255"));
   CHECK_THAT(error_of({{"NCCL_IB_GID_INDEX", "-2"}}), Catch::Contains("0..255"));
   CHECK_THAT(error_of({{"NCCL_IB_PKEY", "65536"}}), Catch::Contains("0..65535"));

@@ -121,22 +121,36 @@ TEST_CASE("an override naming a valid RoCE v2 GID of the family is used as given
   CHECK(selected(mlx5_table(), policy(roce::AddressFamily::Ipv4, 3, "192.168.0.0/16")) == 3);
 }
 
-TEST_CASE("an override naming an empty, link-local, other-family or missing entry is refused",
+TEST_CASE("an override naming a link-local or other-family RoCE v2 GID is used with a warning",
           "[gid]") {
+  // As NCCL: an explicit index is used as given. The warning says what is odd and what to use.
+  const std::vector<GidTableEntry> table = mlx5_table();
+  const auto used = [&](roce::AddressFamily family, int index) {
+    std::string error;
+    auto selection = roce::select_gid(table, policy(family, index), &error);
+    INFO(error);
+    REQUIRE(selection.has_value());
+    CHECK(selection->index == index);
+    return selection->warning;
+  };
+  CHECK_THAT(used(roce::AddressFamily::Ipv4, 1),
+             Catch::Contains("names a link-local GID (fe80::ba59:9fff:fe00:1)") &&
+                 Catch::Contains("used as given") && Catch::Contains("use NCCL_IB_GID_INDEX=3"));
+  CHECK_THAT(used(roce::AddressFamily::Ipv4, 5),
+             Catch::Contains("names an IPv6 GID (fd00::1)") &&
+                 Catch::Contains("NCCL_IB_ADDR_FAMILY is AF_INET") &&
+                 Catch::Contains("use NCCL_IB_GID_INDEX=3"));
+  CHECK_THAT(used(roce::AddressFamily::Ipv6, 3),
+             Catch::Contains("names an IPv4 GID (::ffff:10.0.0.1)") &&
+                 Catch::Contains("use NCCL_IB_GID_INDEX=5"));
+  CHECK(used(roce::AddressFamily::Ipv4, 3).empty());
+}
+
+TEST_CASE("an override naming an empty or missing entry is refused", "[gid]") {
   const std::vector<GidTableEntry> table = mlx5_table();
   CHECK_THAT(error_of(table, policy(roce::AddressFamily::Ipv4, 6)),
              Catch::Contains("NCCL_IB_GID_INDEX=6 names an empty GID slot on vroce0 port 1") &&
                  Catch::Contains("use NCCL_IB_GID_INDEX=3 (RoCE v2, ::ffff:10.0.0.1)"));
-  CHECK_THAT(error_of(table, policy(roce::AddressFamily::Ipv4, 1)),
-             Catch::Contains("names a link-local GID (fe80::ba59:9fff:fe00:1)") &&
-                 Catch::Contains("use NCCL_IB_GID_INDEX=3"));
-  CHECK_THAT(error_of(table, policy(roce::AddressFamily::Ipv4, 5)),
-             Catch::Contains("names an IPv6 GID (fd00::1)") &&
-                 Catch::Contains("NCCL_IB_ADDR_FAMILY is AF_INET") &&
-                 Catch::Contains("use NCCL_IB_GID_INDEX=3"));
-  CHECK_THAT(error_of(table, policy(roce::AddressFamily::Ipv6, 3)),
-             Catch::Contains("names an IPv4 GID (::ffff:10.0.0.1)") &&
-                 Catch::Contains("use NCCL_IB_GID_INDEX=5"));
   CHECK_THAT(error_of(table, policy(roce::AddressFamily::Ipv4, 40)),
              Catch::Contains("NCCL_IB_GID_INDEX=40 is past the GID table on vroce0 port 1 "
                              "(indices 0..7)") &&
@@ -199,8 +213,10 @@ TEST_CASE(
   REQUIRE(selection.has_value());
   CHECK(selection->index == 3);
   CHECK(selection->type_unknown);
-  // Still refused when the address itself is unusable.
-  CHECK_THAT(error_of(table, policy(roce::AddressFamily::Ipv4, 0)), Catch::Contains("link-local"));
+  // A link-local one is used too, with the warning.
+  const auto link_local = roce::select_gid(table, policy(roce::AddressFamily::Ipv4, 0), &error);
+  REQUIRE(link_local.has_value());
+  CHECK_THAT(link_local->warning, Catch::Contains("link-local"));
 }
 
 TEST_CASE("a mixed container view uses the known RoCE v2 entry", "[gid]") {

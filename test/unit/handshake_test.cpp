@@ -158,11 +158,30 @@ TEST_CASE("a wrong magic is refused", "[handshake]") {
   CHECK_FALSE(result.message.has_value());
 }
 
+TEST_CASE("the request carries the sender's split mode, 0 or 1", "[handshake]") {
+  for (const uint8_t split : {uint8_t{0}, uint8_t{1}}) {
+    ConnectRequest message = request();
+    message.split_data = split;
+    std::string error;
+    const auto bytes = encode_message(message, &error);
+    REQUIRE(bytes.has_value());
+    DecodeExpectations expect;
+    expect.nonce = message.nonce;
+    const DecodeResult decoded = decode_message(*bytes, expect);
+    REQUIRE(decoded.ok());
+    CHECK(std::get<ConnectRequest>(*decoded.message).split_data == split);
+  }
+  ConnectRequest bad = request();
+  bad.split_data = 2;
+  CHECK(refusal_of(bad).reason == RejectReason::BadSplitMode);
+}
+
 TEST_CASE("another protocol version is refused naming both versions", "[handshake]") {
-  const DecodeResult result = decode_mutated(request(), [](auto& b) { b[4] = 2; });
+  // Version 1 had no split mode in the request (before NCCL_IB_SPLIT_DATA_ON_QPS).
+  const DecodeResult result = decode_mutated(request(), [](auto& b) { b[4] = 1; });
   CHECK(result.reason == RejectReason::UnsupportedVersion);
-  CHECK_THAT(result.detail, Catch::Contains("peer speaks handshake version 2") &&
-                                Catch::Contains("speaks version 1") &&
+  CHECK_THAT(result.detail, Catch::Contains("peer speaks handshake version 1") &&
+                                Catch::Contains("speaks version 2") &&
                                 Catch::Contains("nccl-net-roce " ROCE_VERSION));
 }
 
@@ -205,14 +224,14 @@ TEST_CASE("a message that ends inside a field is truncated", "[handshake]") {
   CHECK(result.reason == RejectReason::Truncated);
 }
 
-TEST_CASE("QP counts outside 1..16 are refused", "[handshake]") {
+TEST_CASE("QP counts outside 1..128 are refused", "[handshake]") {
   ConnectRequest message = request();
   message.endpoint.qps.clear();
   CHECK(refusal_of(message).reason == RejectReason::BadQpCount);
-  message.endpoint = endpoint(17);
+  message.endpoint = endpoint(129);
   const DecodeResult result = refusal_of(message);
   CHECK(result.reason == RejectReason::BadQpCount);
-  CHECK_THAT(result.detail, Catch::Contains("QP count 17 is outside 1..16"));
+  CHECK_THAT(result.detail, Catch::Contains("QP count 129 is outside 1..128"));
   // Also from the wire: a count of 0 with the bytes to match.
   ConnectRequest one = request();
   one.endpoint = endpoint(1);

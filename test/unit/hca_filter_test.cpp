@@ -77,9 +77,33 @@ TEST_CASE("spaces around NCCL_IB_HCA entries are ignored", "[hca]") {
   CHECK(filter.entries[1].port == 1);
 }
 
+TEST_CASE("empty NCCL_IB_HCA entries are skipped, as NCCL's tokenizer skips them", "[hca]") {
+  const roce::HcaFilter filter = parse("mlx5_0,,mlx5_1,");
+  CHECK(filter.entries.size() == 2);
+  CHECK(filter.matches("mlx5_0", 1));
+  CHECK(filter.matches("mlx5_1", 1));
+  CHECK_FALSE(filter.matches("mlx5_2", 1));
+  CHECK(parse(",").matches("anything", 1));  // nothing named: every device, as unset
+}
+
+TEST_CASE("NCCL 2.30's name:port:rail:plane entries are accepted; rail and plane do not filter",
+          "[hca]") {
+  const roce::HcaFilter filter = parse("=mlx5_0:1:0:1,mlx5_1:1:2");
+  REQUIRE(filter.entries.size() == 2);
+  CHECK(filter.entries[0].port == 1);
+  CHECK(filter.entries[0].rail == 0);
+  CHECK(filter.entries[0].plane == 1);
+  CHECK(filter.entries[1].rail == 2);
+  CHECK_FALSE(filter.entries[1].plane.has_value());
+  CHECK(filter.matches("mlx5_0", 1));
+  CHECK_FALSE(filter.matches("mlx5_0", 2));
+  CHECK(filter.matches("mlx5_1", 1));
+  CHECK_THAT(error_of("mlx5_0:1:x"), Catch::Contains("rail 'x'"));
+  CHECK_THAT(error_of("mlx5_0:1:0:"), Catch::Contains("plane ''"));
+  CHECK_THAT(error_of("mlx5_0:1:0:0:0"), Catch::Contains("more than name:port:rail:plane"));
+}
+
 TEST_CASE("a malformed NCCL_IB_HCA is an error naming the entry and the syntax", "[hca]") {
-  CHECK_THAT(error_of("mlx5_0,,mlx5_1"), Catch::Contains("empty entry"));
-  CHECK_THAT(error_of("mlx5_0,"), Catch::Contains("empty entry"));
   CHECK_THAT(error_of("mlx5_0:x"), Catch::Contains("port 'x'"));
   CHECK_THAT(error_of("mlx5_0:0"), Catch::Contains("1..255"));
   CHECK_THAT(error_of("mlx5_0:256"), Catch::Contains("1..255"));
@@ -90,5 +114,5 @@ TEST_CASE("a malformed NCCL_IB_HCA is an error naming the entry and the syntax",
   CHECK_THAT(error_of("mlx5_0,=mlx5_1"), Catch::Contains("not a device name"));
   const std::string error = error_of("mlx5_0:x");
   CHECK_THAT(error, Catch::StartsWith("NCCL_IB_HCA=mlx5_0:x"));
-  CHECK_THAT(error, Catch::Contains("[^][=]name[:port]"));
+  CHECK_THAT(error, Catch::Contains("[^][=]name[:port[:rail[:plane]]]"));
 }

@@ -48,3 +48,12 @@ TEST_CASE("speeds are described for logs, unknown codes by number", "[port_speed
   CHECK(describe_port_speed(7, 2) == "4X speed code 7 (unknown rate)");
   CHECK(describe_port_speed(128, 5) == "width code 5 NDR (unknown rate)");
 }
+
+TEST_CASE("NCCL's clamped reading never gives 0: an unknown code counts as the highest known",
+          "[port_speed]") {
+  CHECK(roce::clamped_port_speed_mbps(128, 2) == 400000);       // known: 4X NDR
+  CHECK(roce::clamped_port_speed_mbps(512, 2) == 800000);       // newer than XDR: XDR
+  CHECK(roce::clamped_port_speed_mbps(0, 2) == 800000);         // no bit: the last entry
+  CHECK(roce::clamped_port_speed_mbps(64 | 512, 2) == 200000);  // lowest known bit: HDR
+  CHECK(roce::clamped_port_speed_mbps(32, 64) == 25000 * 2);    // unknown width: 2X
+}

@@ -274,6 +274,16 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
+namespace {
+
+// A class refusal ends both sides: the sender's connect and the receiver's accept return an error
+// (the receiver's listener exists for that one peer; accepting on would wait forever).
+bool is_refusal(ncclResult_t result) {
+  return result == ncclInvalidUsage || result == ncclRemoteError;
+}
+
+}  // namespace
+
 TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
           "[fabric][tc][quick]") {
   use_devices("pca=127.0.4.27,pcb=127.0.4.28");
@@ -292,15 +302,19 @@ TEST_CASE("communicators with different traffic classes refuse to connect, namin
   void* recv_comm = nullptr;
   ncclResult_t accept_result = ncclSuccess;
   std::thread acceptor(
-      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 5000); });
+      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 30000); });
   void* send_comm = nullptr;
   ncclResult_t connect_result =
-      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 10000);
+      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 30000);
   acceptor.join();
-  CHECK(connect_result != ncclSuccess);
+  CHECK(is_refusal(connect_result));
+  CHECK(is_refusal(accept_result));  // not a timeout (ncclInternalError) of the polling loop
   CHECK(send_comm == nullptr);
   CHECK(recv_comm == nullptr);
   CHECK(any_warn_contains({"104", "96"}));
+  CHECK(any_warn_contains({"listener on pcb", "must agree on the traffic class"}));
+  // Every later accept returns the same error; the listener still closes cleanly.
+  CHECK(receiver_side.accept(listen_comm, &recv_comm) == accept_result);
   CHECK(receiver_side.close_listen(listen_comm) == ncclSuccess);
 }
 
@@ -319,6 +333,76 @@ struct TempDir {
 };
 
 }  // namespace
+
+namespace {
+
+// vroce writes its fake sysfs tree when the device list is first read (once per process, so one
+// list per test case); the test reads it through the library the plugin loads next, then moves
+// both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device.
+void check_two_functions(const char* list) {
+  {
+    INFO("VROCE_DEVICES=" << list);
+    TempDir sysfs;
+    use_devices(list);
+    setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+    setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+    void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW);
+    REQUIRE(verbs != nullptr);
+    using ListFn = ibv_device** (*)(int*);
+    using FreeFn = void (*)(ibv_device**);
+    auto get_list = reinterpret_cast<ListFn>(dlsym(verbs, "ibv_get_device_list"));
+    auto free_list = reinterpret_cast<FreeFn>(dlsym(verbs, "ibv_free_device_list"));
+    REQUIRE(get_list != nullptr);
+    int count = 0;
+    free_list(get_list(&count));
+    REQUIRE(count == 2);
+    const std::string nic = sysfs.path + "/devices/pci0000:3a/0000:3a:02.0";
+    const std::string script = "set -e; for f in 0 1; do d='" + nic +
+                               "/0000:3b:00.'$f; mkdir -p $d; echo 0x15b3 > " +
+                               "$d/vendor; done; ln -sfn '" + nic + "/0000:3b:00.1' '" +
+                               sysfs.path + "/class/infiniband/pfb/device'; ln -sfn '" + nic +
+                               "/0000:3b:00.0' '" + sysfs.path + "/class/infiniband/pfa/device'";
+    REQUIRE(std::system(script.c_str()) == 0);
+    {
+      PluginDriver plugin(plugin_path_from_env(), Api::V9);
+      REQUIRE(plugin.init() == ncclSuccess);
+      int ndev = 0;
+      REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+      REQUIRE(ndev == 2);
+      Properties first;
+      Properties second;
+      REQUIRE(plugin.properties(0, &first) == ncclSuccess);
+      REQUIRE(plugin.properties(1, &second) == ncclSuccess);
+      CHECK(first.name == "pfa");  // function .0 first (NCCL_IB_DEVICE_PCI_ORDER)
+      CHECK(second.name == "pfb");
+      CHECK(first.pci_path.ends_with("0000:3b:00.0"));
+      CHECK(second.pci_path.ends_with("0000:3b:00.1"));
+      CHECK(first.port == 1);   // verbs port 1
+      CHECK(second.port == 2);  // verbs port 1 + realPort 1, as net_ib reports it
+      // The connection still uses the verbs port: traffic between the two works.
+      void* send_comm = nullptr;
+      void* recv_comm = nullptr;
+      connect_two_threads(plugin, 1, 0, &send_comm, &recv_comm);
+      PlanShape shape;
+      shape.groups = 20;
+      shape.max_single = 64 << 10;
+      run_two_threads(plugin, send_comm, recv_comm, 46, shape, {});
+    }
+    dlclose(verbs);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("two functions of one PCI device get distinct ports, the .1 function listed first",
+          "[fabric][pci][quick]") {
+  check_two_functions("pfb=127.0.4.154,pfa=127.0.4.155");
+}
+
+TEST_CASE("two functions of one PCI device get distinct ports, the .0 function listed first",
+          "[fabric][pci][quick]") {
+  check_two_functions("pfa=127.0.4.157,pfb=127.0.4.156");
+}
 
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
           "[fabric][tc][quick]") {
@@ -432,6 +516,69 @@ TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an
   CHECK(received.flushes == expected);
 }
 
+TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
+          "[fabric][flush][quick]") {
+  // As in the flush test above: peermem's marker makes GPUDirect usable, so the receiver has
+  // its flush QP. A caller that posts flushes and never tests them runs the pool dry; a NULL
+  // request would read as "flushed" to NCCL, so the plugin must refuse with an error instead.
+  TempDir sysfs;
+  REQUIRE(std::system(("mkdir -p '" + sysfs.path + "/module/nvidia_peermem' && echo 1.0 > '" +
+                       sysfs.path + "/module/nvidia_peermem/version'")
+                          .c_str()) == 0);
+  use_devices("pca=127.0.4.150,pcb=127.0.4.151");
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  std::vector<char> buffer(4096);
+  void* mh = nullptr;
+  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) ==
+          ncclSuccess);
+  void* data[1] = {buffer.data()};
+  int sizes[1] = {64};
+  void* mhs[1] = {mh};
+  std::vector<void*> pending;
+  reset_warn_count();
+  ncclResult_t result = ncclSuccess;
+  // The pool holds NCCL_NET_MAX_REQUESTS flushes (fewer if the flush QP's queue is smaller):
+  // within that many + 1 calls one must be refused.
+  for (int i = 0; i <= NCCL_NET_MAX_REQUESTS && result == ncclSuccess; ++i) {
+    void* request = nullptr;
+    result = plugin.iflush(recv_comm, 1, data, sizes, mhs, &request);
+    if (result == ncclSuccess) {
+      REQUIRE(request != nullptr);  // never "done" without a READ while a GPU buffer is named
+      pending.push_back(request);
+    }
+  }
+  CHECK(result == ncclInternalError);
+  CHECK(!pending.empty());
+  CHECK(any_warn_contains({"iflush", "test() the earlier flush requests"}));
+  // Not sticky: once the earlier flushes are tested, flushing works again.
+  for (void* request : pending) {
+    int done = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
+    }
+    CHECK(done == 1);
+  }
+  void* request = nullptr;
+  CHECK(plugin.iflush(recv_comm, 1, data, sizes, mhs, &request) == ncclSuccess);
+  CHECK(request != nullptr);
+  int done = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (request != nullptr && !done && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
+  }
+  CHECK(plugin.dereg_mr(recv_comm, mh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+}
+
 TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fabric][quick]") {
   TempDir sysfs;  // no peermem marker, no CUDA context: GPUDirect is off
   use_devices("pca=127.0.4.49,pcb=127.0.4.50");
@@ -456,10 +603,40 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fa
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
-TEST_CASE("four QPs per connection split every message and all of it arrives",
+TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[fabric][quick]") {
+  use_devices("pca=127.0.4.152,pcb=127.0.4.153");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  for (const char* setting : {"0", ""}) {
+    INFO("NCCL_IB_USE_INLINE=" << setting);
+    if (*setting != 0) {
+      setenv("NCCL_IB_USE_INLINE", setting, 1);
+    } else {
+      unsetenv("NCCL_IB_USE_INLINE");
+    }
+    PluginDriver plugin(plugin_path_from_env(), Api::V9);
+    REQUIRE(plugin.init() == ncclSuccess);
+    void* send_comm = nullptr;
+    void* recv_comm = nullptr;
+    connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                        &recv_comm);
+    // The granted max_inline_data of the comm's QPs: 0 when off (asked for none), the 256 bytes
+    // asked for (vroce grants them) by default.
+    const char* expected = *setting != 0 ? "inline 0" : "inline 256";
+    CHECK(any_line_contains(info_lines(), {"connected on pca", expected}));
+    CHECK(any_line_contains(info_lines(), {"accepted on pcb", expected}));
+    PlanShape shape;
+    shape.groups = 60;
+    shape.max_single = 64 << 10;
+    run_two_threads(plugin, send_comm, recv_comm, 45, shape, {});
+  }
+}
+
+TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every message",
           "[fabric][traffic]") {
   use_devices("pca=127.0.4.53,pcb=127.0.4.54");
   setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
+  setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);  // the default, 0, is split_data_test's
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
@@ -490,9 +667,9 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
   auto inject = reinterpret_cast<InjectFn>(dlsym(verbs, "vroce_inject_port_event"));
   REQUIRE(inject != nullptr);
   reset_warn_count();
-  REQUIRE(inject("pca", IBV_EVENT_PORT_ERR) >= 1);
-  // The async-event thread marks the port; the next data-path call that finds nothing to do
-  // notices it.
+  REQUIRE(inject("pca", IBV_EVENT_DEVICE_FATAL) >= 1);
+  // The async-event thread marks the device; the next data-path call that finds nothing to do
+  // notices it. (A link flap, PORT_ERR, is not fatal: see hardening's link_flap_test.cpp.)
   std::vector<char> buffer(4096);
   void* mh = nullptr;
   REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==

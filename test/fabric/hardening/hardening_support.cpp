@@ -7,12 +7,29 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 
 namespace roce::test {
+
+int inject_port_event(const char* device, int event_type) {
+  const char* lib = std::getenv("NCCL_IBVERBS_LIB");
+  void* handle = dlopen(lib != nullptr ? lib : "libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    throw std::runtime_error("vroce is not loaded (NCCL_IBVERBS_LIB)");
+  }
+  void* symbol = dlvsym(handle, "vroce_inject_port_event", "VROCE_PRIVATE_1.0");
+  dlclose(handle);  // NOLOAD took a reference; the plugin keeps its own
+  if (symbol == nullptr) {
+    throw std::runtime_error("the loaded libibverbs.so.1 has no vroce_inject_port_event");
+  }
+  int (*fn)(const char*, int) = nullptr;
+  std::memcpy(&fn, &symbol, sizeof(fn));
+  return fn(device, event_type);
+}
 
 std::string vroce_stats() {
   const char* lib = std::getenv("NCCL_IBVERBS_LIB");

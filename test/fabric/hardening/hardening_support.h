@@ -20,6 +20,11 @@ std::string vroce_stats();
 // "live.qps"); throws when absent, so a renamed counter fails the test instead of reading 0.
 int64_t vroce_stat(const std::string& json, const std::string& path);
 
+// vroce_inject_port_event (VROCE_PRIVATE_1.0) of the libibverbs.so.1 the plugin loaded: raises
+// `event_type` (IBV_EVENT_PORT_ERR, _PORT_ACTIVE, _DEVICE_FATAL, ...) on every open context of
+// `device`; returns how many received it. Throws when vroce is not loaded.
+int inject_port_event(const char* device, int event_type);
+
 // VmRSS of this process in KiB.
 long rss_kib();
 

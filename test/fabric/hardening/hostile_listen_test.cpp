@@ -89,7 +89,7 @@ TEST_CASE(
   std::vector<uint8_t> wrong_magic = good;
   wrong_magic[0] ^= 0xff;
   std::vector<uint8_t> wrong_version = good;
-  wrong_version[4] = 2;
+  wrong_version[4] = static_cast<uint8_t>(roce::net::kHandshakeVersion + 1);
   std::vector<uint8_t> short_body(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(40));
   // A header consistent with the short body, so the decoder runs out of body mid-field.
   std::vector<uint8_t> short_message = short_body;

@@ -26,7 +26,7 @@ constexpr const char* kDropNames[] = {
     "bad_pad_count",     "length_mismatch", "payload_too_large",     "bad_aeth_syndrome",
     "oversize_datagram", "bad_source",      "unknown_qpn",           "qp_not_ready",
     "wrong_peer",        "psn_gap_repeat",  "unexpected_response",   "unsupported_opcode",
-    "tx_socket_error"};
+    "tx_socket_error",   "link_down"};
 static_assert(std::size(kDropNames) == static_cast<size_t>(DropReason::kCount));
 
 constexpr const char* kFaultNames[] = {"drop", "duplicate", "corrupt", "reorder", "delay"};

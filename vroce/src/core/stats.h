@@ -39,6 +39,7 @@ enum class DropReason : uint8_t {
   UnexpectedResponse,  // an ACK/response for no outstanding PSN
   Unsupported,         // atomics, CNP, SEND with invalidate: valid but not implemented
   TxSocketError,       // sendmmsg refused the packet (treated as wire loss)
+  LinkDown,            // sent or received while the port is DOWN (an injected PORT_ERR)
   kCount
 };
 

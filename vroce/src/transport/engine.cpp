@@ -374,6 +374,12 @@ void Engine::receive_pass(bool* more_waiting) {
     }
     // A full batch may have left more in the socket; a partial one drained it.
     *more_waiting = n == rx_.size();
+    // A port taken DOWN by an injected PORT_ERR has no link: nothing reaches it until
+    // PORT_ACTIVE (the peer's requester retransmits, as over a real link flap).
+    if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {
+      stats().drops[static_cast<size_t>(DropReason::LinkDown)].add(n);
+      n = 0;
+    }
     for (size_t i = 0; i < n; ++i) {
       InDatagram& d = rx_[i];
       if (d.truncated) {
@@ -510,6 +516,11 @@ uint8_t Engine::traffic_class_for(const PeerPath& path) const noexcept {
 
 void Engine::flush_tx() {
   if (tx_count_ == 0) {
+    return;
+  }
+  if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {  // no link: see receive_pass
+    stats().drops[static_cast<size_t>(DropReason::LinkDown)].add(tx_count_);
+    tx_count_ = 0;
     return;
   }
   if (faults_.enabled()) {
