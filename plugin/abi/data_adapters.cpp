@@ -21,7 +21,7 @@ ncclResult_t check_size(const char* entry, size_t size) noexcept {
 }
 
 ncclResult_t isend_checked(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                           void** request) noexcept {
+                           void* phandle, void** request) noexcept {
   clear(request);
   if (send_comm == nullptr || request == nullptr) {
     return invalid_argument("isend", "{} is NULL", send_comm == nullptr ? "sendComm" : "request");
@@ -33,7 +33,8 @@ ncclResult_t isend_checked(void* send_comm, void* data, size_t size, int tag, vo
   if (ncclResult_t r = check_size("isend", size); r != ncclSuccess) {
     return r;
   }
-  return guarded("isend", [&] { return api::isend(send_comm, data, size, tag, mhandle, request); });
+  return guarded("isend",
+                 [&] { return api::isend(send_comm, data, size, tag, mhandle, phandle, request); });
 }
 
 // Checks what every irecv version shares; *request is already cleared.
@@ -53,7 +54,7 @@ ncclResult_t check_recv_arrays(const char* entry, int n, void** data, const void
 }
 
 ncclResult_t irecv_sized(void* recv_comm, int n, void** data, const size_t* sizes, int* tags,
-                         void** mhandles, void** request) noexcept {
+                         void** mhandles, void** phandles, void** request) noexcept {
   for (int i = 0; i < n; ++i) {
     if (ncclResult_t r = check_size("irecv", sizes[i]); r != ncclSuccess) {
       return r;
@@ -63,12 +64,13 @@ ncclResult_t irecv_sized(void* recv_comm, int n, void** data, const size_t* size
                               data[i] == nullptr ? "data" : "mhandles", i, sizes[i]);
     }
   }
-  return guarded("irecv",
-                 [&] { return api::irecv(recv_comm, n, data, sizes, tags, mhandles, request); });
+  return guarded("irecv", [&] {
+    return api::irecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
+  });
 }
 
 ncclResult_t irecv_checked(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                           void** mhandles, void** request) noexcept {
+                           void** mhandles, void** phandles, void** request) noexcept {
   clear(request);
   if (recv_comm == nullptr || request == nullptr) {
     return invalid_argument("irecv", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");
@@ -77,7 +79,7 @@ ncclResult_t irecv_checked(void* recv_comm, int n, void** data, size_t* sizes, i
       r != ncclSuccess) {
     return r;
   }
-  return irecv_sized(recv_comm, n, data, sizes, tags, mhandles, request);
+  return irecv_sized(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
 }  // namespace
@@ -88,17 +90,17 @@ ncclResult_t isend_v8(void* send_comm, void* data, int size, int tag, void* mhan
     clear(request);
     return invalid_argument("isend", "size {} is negative", size);
   }
-  return isend_checked(send_comm, data, static_cast<size_t>(size), tag, mhandle, request);
+  return isend_checked(send_comm, data, static_cast<size_t>(size), tag, mhandle, nullptr, request);
 }
 
 ncclResult_t isend_v9(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                       void** request) noexcept {
-  return isend_checked(send_comm, data, size, tag, mhandle, request);
+  return isend_checked(send_comm, data, size, tag, mhandle, nullptr, request);
 }
 
 ncclResult_t isend_v10(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                       void* /*phandle*/, void** request) noexcept {
-  return isend_checked(send_comm, data, size, tag, mhandle, request);
+                       void* phandle, void** request) noexcept {
+  return isend_checked(send_comm, data, size, tag, mhandle, phandle, request);
 }
 
 ncclResult_t irecv_v8(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles,
@@ -118,17 +120,17 @@ ncclResult_t irecv_v8(void* recv_comm, int n, void** data, int* sizes, int* tags
     }
     wide[static_cast<size_t>(i)] = static_cast<size_t>(sizes[i]);
   }
-  return irecv_sized(recv_comm, n, data, wide.data(), tags, mhandles, request);
+  return irecv_sized(recv_comm, n, data, wide.data(), tags, mhandles, nullptr, request);
 }
 
 ncclResult_t irecv_v9(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                       void** mhandles, void** request) noexcept {
-  return irecv_checked(recv_comm, n, data, sizes, tags, mhandles, request);
+  return irecv_checked(recv_comm, n, data, sizes, tags, mhandles, nullptr, request);
 }
 
 ncclResult_t irecv_v10(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                       void** mhandles, void** /*phandles*/, void** request) noexcept {
-  return irecv_checked(recv_comm, n, data, sizes, tags, mhandles, request);
+                       void** mhandles, void** phandles, void** request) noexcept {
+  return irecv_checked(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
 ncclResult_t iflush_v8(void* recv_comm, int n, void** data, int* sizes, void** mhandles,

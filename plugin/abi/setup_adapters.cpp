@@ -57,13 +57,14 @@ ncclResult_t init_v8(ncclDebugLogger_t logger) noexcept {
   return guarded("init", [&] { return api::init(logger); });
 }
 
-ncclResult_t init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t /*profiler*/) noexcept {
-  // The profiler callback is optional for plugins; we emit no profiler events.
+ncclResult_t init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t profiler) noexcept {
+  // Kept for the data path's profiler events (telemetry/profiler_events.h).
+  api::set_profiler(profiler);
   return init_v8(logger);
 }
 
 ncclResult_t init_v11(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
-                      ncclDebugLogger_t logger, ncclProfilerCallback_t /*profiler*/) noexcept {
+                      ncclDebugLogger_t logger, ncclProfilerCallback_t profiler) noexcept {
   if (ctx == nullptr) {
     return invalid_argument("init",
                             "ctx is NULL; NCCL passes the address of the "
@@ -71,6 +72,7 @@ ncclResult_t init_v11(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* con
   }
   // NCCL calls finalize(*ctx) even when init fails, so leave a value finalize accepts.
   *ctx = nullptr;
+  api::set_profiler(profiler);
   const int traffic_class = config != nullptr ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
   return guarded("init", [&] { return api::init_context(logger, comm_id, traffic_class, ctx); });
 }

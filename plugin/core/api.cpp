@@ -13,6 +13,7 @@
 #include "core/recv_comm.h"
 #include "core/request.h"
 #include "core/send_comm.h"
+#include "telemetry/profiler_events.h"
 #include "util/log.h"
 
 namespace roce::api {
@@ -270,22 +271,27 @@ ncclResult_t dereg_mr(void* handle, void* mhandle) {
   return ncclSuccess;
 }
 
-ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* mhandle, void** request) {
+ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                   void** request) {
   Comm* comm = Comm::from_handle(handle, CommKind::Send);
   if (comm == nullptr) [[unlikely]] {
     return not_a("isend", "send comm", handle);
   }
   return static_cast<SendComm*>(comm)->isend(data, size, tag, static_cast<MrHandle*>(mhandle),
-                                             request);
+                                             phandle, request);
 }
 
 ncclResult_t irecv(void* handle, int n, void** data, const size_t* sizes, const int* tags,
-                   void** mhandles, void** request) {
+                   void** mhandles, void** phandles, void** request) {
   Comm* comm = Comm::from_handle(handle, CommKind::Recv);
   if (comm == nullptr) [[unlikely]] {
     return not_a("irecv", "recv comm", handle);
   }
-  return static_cast<RecvComm*>(comm)->irecv(n, data, sizes, tags, mhandles, request);
+  return static_cast<RecvComm*>(comm)->irecv(n, data, sizes, tags, mhandles, phandles, request);
+}
+
+void set_profiler(ncclProfilerCallback_t profiler) noexcept {
+  telemetry::set_profiler(profiler);
 }
 
 ncclResult_t iflush(void* handle, int n, void** data, const int* sizes, void** mhandles,

@@ -68,10 +68,13 @@ ncclResult_t dereg_mr(void* comm, void* mhandle);
 
 // The data path. *request is set (nullptr: cannot post now, try again). Sizes are already
 // checked against the limits by abi/.
-ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+// phandle(s): NCCL's profiler handles (v10+), or nullptr.
+ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle,
                    void** request);
 ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,
-                   void** mhandles, void** request);
+                   void** mhandles, void** phandles, void** request);
+// The profiler callback NCCL passed to init (v10+).
+void set_profiler(ncclProfilerCallback_t profiler) noexcept;
 ncclResult_t iflush(void* recv_comm, int n, void** data, const int* sizes, void** mhandles,
                     void** request);
 ncclResult_t test(void* request, int* done, int* sizes);

@@ -8,6 +8,7 @@
 #include "core/gdr_probe.h"
 #include "core/init_banner.h"
 #include "core/traffic_class.h"
+#include "telemetry/stats_writer.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "verbs/error.h"
@@ -28,7 +29,9 @@ Plugin& Plugin::instance() {
 }
 
 Plugin::~Plugin() {
-  // dlclose without a final finalize (v8..v10 never call one): stop the threads now.
+  // dlclose without a final finalize (v8..v10 never call one): stop the threads now, and write
+  // the statistics file one last time.
+  telemetry::stop_stats_writer();
   devices_.clear();
   library_.reset();
 }
@@ -78,6 +81,7 @@ bool Plugin::finalize() noexcept {
     released.swap(devices_);
   }
   released.clear();  // outside the lock: stopping async threads waits for them
+  telemetry::stop_stats_writer();
   return true;
 }
 
@@ -183,6 +187,7 @@ ncclResult_t Plugin::start_locked() {
     ROCE_INFO(NCCL_INIT | NCCL_NET, "{}", format_init_banner(facts));
   }
   devices_ = std::move(devices);
+  telemetry::start_stats_writer({cfg.stats_file, cfg.stats_interval_ms});
   return ncclSuccess;
 }
 

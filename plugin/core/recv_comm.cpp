@@ -4,6 +4,7 @@
 #include "core/connection_completions.h"
 #include "core/connection_fatal_marks.h"
 #include "core/size_split.h"
+#include "core/telemetry_settings.h"
 #include "core/wr_id.h"
 #include "util/log.h"
 #include "verbs/error.h"
@@ -30,7 +31,9 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       qps_(std::move(setup.qps)),
       flush_qp_(std::move(setup.flush_qp)),
       traffic_class_(setup.traffic_class),
-      peer_(std::move(setup.peer)) {
+      peer_(std::move(setup.peer)),
+      telemetry_({telemetry::Direction::Recv, this->device().name(), peer_, nqps_, traffic_class_},
+                 telemetry_settings()) {
   for (int q = 0; q < nqps_; ++q) {
     qp_ptrs_[static_cast<size_t>(q)] = qps_[static_cast<size_t>(q)].get();
   }
@@ -71,7 +74,8 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
 RecvComm::~RecvComm() = default;
 
 ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int* tags,
-                             void* const* mhandles, void** request) noexcept {
+                             void* const* mhandles, void* const* phandles,
+                             void** request) noexcept {
   if (failed()) [[unlikely]] {
     return failure();
   }
@@ -147,9 +151,20 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   r.state = RequestState::Pending;
   r.count = static_cast<uint8_t>(n);
   r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
+  r.posted_ns = telemetry::now_ns();
   for (int i = 0; i < n; ++i) {
     r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
     r.received[static_cast<size_t>(i)] = 0;
+  }
+  if (phandles != nullptr && telemetry::profiler() != nullptr) [[unlikely]] {
+    // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
+    const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
+    const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q_end - 1), *index);
+    for (int i = 0; i < n; ++i) {
+      auto& event = r.events[static_cast<size_t>(i)];
+      event.phandle = phandles[i];
+      event.start(device().index(), wr_id, 0, qpn, 0);
+    }
   }
   ++next_seq_;
   *request = static_cast<RequestHeader*>(&r);
@@ -247,7 +262,38 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
     }
   }
   r.state = RequestState::Done;
+  const uint64_t now = telemetry::now_ns();
+  uint64_t bytes = 0;
+  for (int i = 0; i < r.count; ++i) {
+    bytes += static_cast<uint64_t>(r.received[static_cast<size_t>(i)]);
+    r.events[static_cast<size_t>(i)].stop();
+  }
+  telemetry_.stats().completed(bytes, r.posted_ns, now);
+  if (telemetry_.stall().ended(r.posted_ns)) [[unlikely]] {
+    telemetry_.note_recovered("the wait for data", (now - r.posted_ns) / 1'000'000);
+  }
   return ncclSuccess;
+}
+
+void RecvComm::check_stall() noexcept {
+  const RecvRequest* oldest = nullptr;
+  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
+    const RecvRequest& r = requests_[i];
+    if (r.state == RequestState::Pending &&
+        (oldest == nullptr || r.posted_ns < oldest->posted_ns)) {
+      oldest = &r;
+    }
+  }
+  if (oldest == nullptr) {
+    return;
+  }
+  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ns, telemetry::now_ns())) {
+    telemetry_.warn_stall(
+        "irecv is waiting for data", *ms,
+        "its clear-to-send went out, but the peer has not sent this message: the peer rank is "
+        "not calling isend (stalled or waiting for something else), or its data is lost on "
+        "the path. Look at the peer rank's own stall warnings first");
+  }
 }
 
 ncclResult_t RecvComm::progress() noexcept {
@@ -289,12 +335,17 @@ ncclResult_t RecvComm::progress() noexcept {
 ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcept {
   if (request.state != RequestState::Done) {
     if (failed()) {
+      telemetry_.stats().failed();
       return failure();
     }
     if (ncclResult_t r = progress(); r != ncclSuccess) {
+      telemetry_.stats().failed();
       return r;
     }
     if (request.state != RequestState::Done) {
+      if (telemetry_.stall().due()) [[unlikely]] {
+        check_stall();
+      }
       return check_fatal();
     }
   }

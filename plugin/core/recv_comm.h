@@ -21,6 +21,7 @@
 #include "core/request.h"
 #include "core/request_pool.h"
 #include "core/send_queue_credits.h"
+#include "telemetry/connection_telemetry.h"
 
 namespace roce {
 
@@ -44,8 +45,9 @@ class RecvComm final : public Comm {
   RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup);
   ~RecvComm() override;
 
+  // phandles: NCCL's profiler handle per buffer (v10+), or nullptr.
   ncclResult_t irecv(int n, void** data, const size_t* sizes, const int* tags,
-                     void* const* mhandles, void** request) noexcept;
+                     void* const* mhandles, void* const* phandles, void** request) noexcept;
   ncclResult_t iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
                       void** request) noexcept;
   ncclResult_t test(RecvRequest& request, int* done, int* sizes) noexcept;
@@ -71,6 +73,8 @@ class RecvComm final : public Comm {
   }
   ncclResult_t check_fatal_marks() noexcept;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
+  // Cold: NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv.
+  void check_stall() noexcept;
   // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
   // comm goes on once earlier flushes are tested.
   ncclResult_t flush_exhausted(const char* what, uint32_t limit) const noexcept;
@@ -111,6 +115,7 @@ class RecvComm final : public Comm {
   std::unique_ptr<verbs::QueuePair> flush_qp_;
   int traffic_class_;
   std::string peer_;
+  telemetry::ConnectionTelemetry telemetry_;
 };
 
 }  // namespace roce

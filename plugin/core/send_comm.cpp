@@ -4,6 +4,7 @@
 #include "core/connection_completions.h"
 #include "core/connection_fatal_marks.h"
 #include "core/size_split.h"
+#include "core/telemetry_settings.h"
 #include "core/wr_id.h"
 #include "verbs/error.h"
 
@@ -25,7 +26,9 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
       cq_(std::move(setup.cq)),
       qps_(std::move(setup.qps)),
       traffic_class_(setup.traffic_class),
-      peer_(std::move(setup.peer)) {
+      peer_(std::move(setup.peer)),
+      telemetry_({telemetry::Direction::Send, this->device().name(), peer_, nqps_, traffic_class_},
+                 telemetry_settings()) {
   for (int q = 0; q < nqps_; ++q) {
     verbs::QueuePair& qp = *qps_[static_cast<size_t>(q)];
     qp_ptrs_[static_cast<size_t>(q)] = &qp;
@@ -42,7 +45,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
 
 SendComm::~SendComm() = default;
 
-ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* mh,
+ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* mh, void* phandle,
                              void** request) noexcept {
   if (failed()) [[unlikely]] {
     return failure();
@@ -58,6 +61,11 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
         // dead device or QP.
         if (ncclResult_t r = progress(); r != ncclSuccess) [[unlikely]] {
           return r;
+        }
+        if (cts_wait_since_ns_ == 0) {
+          cts_wait_since_ns_ = telemetry::now_ns();
+        } else if (telemetry_.stall().due()) [[unlikely]] {
+          check_cts_stall();
         }
         return check_fatal();
       case CtsSlotState::Corrupt:
@@ -109,6 +117,19 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     return ncclSuccess;  // NCCL has kMaxSendRequests sends untested; it retries
   }
   SendRequest& r = requests_[*slot_index];
+  const uint64_t now = telemetry::now_ns();
+  r.posted_ns = now;
+  r.event.phandle = phandle;
+  if (cts_wait_since_ns_ != 0) {
+    telemetry_.stats().cts_waited(now - cts_wait_since_ns_);
+    if (telemetry_.stall().ended(cts_wait_since_ns_)) [[unlikely]] {
+      telemetry_.note_recovered("the wait for the peer's clear-to-send",
+                                (now - cts_wait_since_ns_) / 1'000'000);
+    }
+    cts_wait_since_ns_ = 0;
+  } else {
+    telemetry_.stats().cts_waited(0);
+  }
   r.state = RequestState::Pending;
   r.size = static_cast<uint32_t>(size);
   r.addr = addr;
@@ -148,6 +169,7 @@ ncclResult_t SendComm::post_group() noexcept {
     }
   }
 
+  uint64_t last_signaled_wr_id = 0;
   for (int q = q_begin; q < q_end; ++q) {
     auto& credits = credits_[static_cast<size_t>(q)];
     const auto part = [&](size_t size) {
@@ -200,12 +222,22 @@ ncclResult_t SendComm::post_group() noexcept {
     }
     ibv_send_wr& last = wrs_[static_cast<size_t>(w - 1)];
     last.send_flags |= IBV_SEND_SIGNALED;
+    last_signaled_wr_id = last.wr_id;
     credits.signaled_at(static_cast<uint32_t>(last.wr_id >> 32));
     ibv_send_wr* bad = nullptr;
     if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&wrs_[0], &bad); rc != 0)
         [[unlikely]] {
       return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
                   qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
+    }
+  }
+  // One profiler event per send, for the signaled WRITE WITH IMMEDIATE that completes it (on the
+  // message's last QP), as net_ib reports its QP events.
+  if (telemetry::profiler() != nullptr) [[unlikely]] {
+    const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
+    for (int i = 0; i < n; ++i) {
+      SendRequest& r = requests_[pending_.send_request(i)];
+      r.event.start(device().index(), last_signaled_wr_id, IBV_WR_RDMA_WRITE_WITH_IMM, qpn, r.size);
     }
   }
   pending_.clear();
@@ -236,20 +268,65 @@ ncclResult_t SendComm::progress() noexcept {
 }
 
 void SendComm::complete_group(SendRequest& lead) noexcept {
+  const uint64_t now = telemetry::now_ns();
   for (int i = 0; i < lead.group_count; ++i) {
-    requests_[lead.members[static_cast<size_t>(i)]].state = RequestState::Done;
+    SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
+    r.state = RequestState::Done;
+    telemetry_.stats().completed(r.size, r.posted_ns, now);
+    r.event.stop();
+    if (telemetry_.stall().ended(r.posted_ns)) [[unlikely]] {
+      telemetry_.note_recovered("the wait for a send's completion",
+                                (now - r.posted_ns) / 1'000'000);
+    }
+  }
+}
+
+void SendComm::check_cts_stall() noexcept {
+  if (const auto ms = telemetry_.stall().warn_after(cts_wait_since_ns_, telemetry::now_ns())) {
+    telemetry_.warn_stall(
+        "isend is waiting for the peer's clear-to-send (message " + std::to_string(next_seq_) + ")",
+        *ms,
+        "the peer is not receiving: its irecv for this message has not been posted. Look at "
+        "the peer rank (stalled, or waiting for something else), not at the fabric");
+  }
+}
+
+void SendComm::check_completion_stall() noexcept {
+  const SendRequest* oldest = nullptr;
+  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
+    const SendRequest& r = requests_[i];
+    if (r.state == RequestState::Pending &&
+        (oldest == nullptr || r.posted_ns < oldest->posted_ns)) {
+      oldest = &r;
+    }
+  }
+  if (oldest == nullptr) {
+    return;
+  }
+  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ns, telemetry::now_ns())) {
+    telemetry_.warn_stall(
+        "a " + std::to_string(oldest->size) + "-byte send is waiting for its completion", *ms,
+        "its RDMA WRITE is not being acknowledged: packet loss, a link down or PFC pauses on "
+        "the path, or the peer's NIC is dead. Check the port counters on both ends "
+        "(scripts/diagnose_roce.sh) and the peer host; RC retries end in RETRY_EXC within "
+        "NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT");
   }
 }
 
 ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept {
   if (request.state != RequestState::Done) {
     if (failed()) {
+      telemetry_.stats().failed();
       return failure();
     }
     if (ncclResult_t r = progress(); r != ncclSuccess) {
+      telemetry_.stats().failed();
       return r;
     }
     if (request.state != RequestState::Done) {
+      if (telemetry_.stall().due()) [[unlikely]] {
+        check_completion_stall();
+      }
       return check_fatal();
     }
   }

@@ -24,6 +24,7 @@
 #include "core/request_pool.h"
 #include "core/send_queue_credits.h"
 #include "core/size_split.h"
+#include "telemetry/connection_telemetry.h"
 
 namespace roce {
 
@@ -45,7 +46,9 @@ class SendComm final : public Comm {
   SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup);
   ~SendComm() override;
 
-  ncclResult_t isend(void* data, size_t size, int tag, const MrHandle* mh, void** request) noexcept;
+  // phandle: NCCL's profiler handle for this send (v10+), or nullptr.
+  ncclResult_t isend(void* data, size_t size, int tag, const MrHandle* mh, void* phandle,
+                     void** request) noexcept;
   ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
 
   // For logs and tests.
@@ -78,6 +81,10 @@ class SendComm final : public Comm {
   }
   ncclResult_t check_fatal_marks() noexcept;
   void complete_group(SendRequest& lead) noexcept;
+  // Cold: NCCL_ROCE_STALL_WARN_MS reached by an isend waiting for its clear-to-send, or by the
+  // oldest send waiting for its completion.
+  void check_cts_stall() noexcept;
+  void check_completion_stall() noexcept;
 
   // Hot members first.
   const CtsEntry* ring_entries_;
@@ -98,6 +105,7 @@ class SendComm final : public Comm {
   std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
   std::array<ibv_sge, kMaxRecvs + 1> sges_{};
   std::array<ibv_wc, kPollBatch> wcs_{};
+  uint64_t cts_wait_since_ns_ = 0;  // an isend found no clear-to-send since then; 0: none
 
   // Cold: owners (declaration order = reverse destruction order: QPs go before the buffers
   // their work requests point into).
@@ -107,6 +115,7 @@ class SendComm final : public Comm {
   std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
   int traffic_class_;
   std::string peer_;
+  telemetry::ConnectionTelemetry telemetry_;
 };
 
 }  // namespace roce

@@ -90,7 +90,7 @@ class Writer {
         complain(prom);
       }
     } catch (const std::exception& e) {
-      ROCE_WARN(NCCL_NET, "NET/RoCE: writing statistics failed: {}", e.what());
+      ROCE_WARN(NCCL_NET, "writing statistics failed: {}", e.what());
     }
   }
 
@@ -98,7 +98,7 @@ class Writer {
     if (!complained_) {
       complained_ = true;
       ROCE_WARN(NCCL_NET,
-                "NET/RoCE: cannot write statistics to {}: {} (NCCL_ROCE_STATS_FILE); the job "
+                "cannot write statistics to {}: {} (NCCL_ROCE_STATS_FILE); the job "
                 "carries on without the file: point it at a writable directory",
                 path, std::strerror(errno));
     }

@@ -1,0 +1,54 @@
+// A comm's telemetry: registration, close-time summary, stall lines.
+#include "telemetry/connection_telemetry.h"
+
+#include "telemetry/stats_registry.h"
+#include "util/log.h"
+
+namespace roce::telemetry {
+namespace {
+
+const char* direction_text(const CommIdentity& id) {
+  return id.direction == Direction::Send ? "send comm" : "recv comm";
+}
+
+const char* peer_word(const CommIdentity& id) {
+  return id.direction == Direction::Send ? "to" : "from";
+}
+
+}  // namespace
+
+ConnectionTelemetry::ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings)
+    : stats_(std::move(identity)),
+      stall_(settings.stall_warn_ms),
+      summary_at_close_(settings.summary_at_close) {
+  StatsRegistry::instance().add(&stats_);
+}
+
+ConnectionTelemetry::~ConnectionTelemetry() {
+  try {
+    const CommStatsSnapshot last = StatsRegistry::instance().remove(&stats_);
+    if (summary_at_close_) {
+      ROCE_INFO(NCCL_NET, "{}", summary_line(last));
+    }
+  } catch (...) {
+    // A failed summary must not turn a close into a crash.
+  }
+}
+
+void ConnectionTelemetry::warn_stall(std::string_view waiting, uint64_t waited_ms,
+                                     std::string_view advice) noexcept {
+  stats_.stall_reported();
+  const CommIdentity& id = stats_.identity();
+  ROCE_WARN(NCCL_NET,
+            "{} on {} {} {}: {} for {} ms; {} (NCCL_ROCE_STALL_WARN_MS sets when this "
+            "is reported; it repeats each time the wait doubles)",
+            direction_text(id), id.device, peer_word(id), id.peer, waiting, waited_ms, advice);
+}
+
+void ConnectionTelemetry::note_recovered(std::string_view waiting, uint64_t waited_ms) noexcept {
+  const CommIdentity& id = stats_.identity();
+  ROCE_INFO(NCCL_NET, "{} on {} {} {}: {} ended after about {} ms", direction_text(id), id.device,
+            peer_word(id), id.peer, waiting, waited_ms);
+}
+
+}  // namespace roce::telemetry

@@ -1,0 +1,41 @@
+// What a send or recv comm carries for telemetry: its statistics (registered with the stats
+// registry for as long as the comm lives, summarised at close when NCCL_ROCE_STATS=1) and its
+// stall watch. Stall reports are WARN lines of one shape for both directions: which comm and
+// peer, what it waits for, for how long, and what to look at.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "telemetry/comm_stats.h"
+#include "telemetry/stall_watch.h"
+
+namespace roce::telemetry {
+
+struct TelemetrySettings {
+  bool summary_at_close = false;  // NCCL_ROCE_STATS
+  uint64_t stall_warn_ms = 0;     // NCCL_ROCE_STALL_WARN_MS
+};
+
+class ConnectionTelemetry {
+ public:
+  ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings);
+  ~ConnectionTelemetry();
+  ConnectionTelemetry(const ConnectionTelemetry&) = delete;
+  ConnectionTelemetry& operator=(const ConnectionTelemetry&) = delete;
+
+  CommStats& stats() noexcept { return stats_; }
+  StallWatch& stall() noexcept { return stall_; }
+
+  // "send comm on mlx5_0 to 10.0.0.2: <waiting> for 5012 ms; <advice>" (WARN, NET).
+  void warn_stall(std::string_view waiting, uint64_t waited_ms, std::string_view advice) noexcept;
+  // The wait that was reported is over (INFO, NET).
+  void note_recovered(std::string_view waiting, uint64_t waited_ms) noexcept;
+
+ private:
+  CommStats stats_;
+  StallWatch stall_;
+  bool summary_at_close_;
+};
+
+}  // namespace roce::telemetry

@@ -1,0 +1,208 @@
+// Runtime observability over vroce: stall reports name what a comm waits for (the peer's
+// clear-to-send when the peer does not receive; a completion when the fabric drops everything),
+// and the statistics file holds every comm's counters and latencies in JSON lines and
+// Prometheus text. Loopback addresses 127.0.9.220-229. No timing assertion: the stall threshold
+// is 100 ms and every wait gives up only after 30 s.
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hardening_support.h"
+
+using namespace roce::test;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kGiveUp = std::chrono::seconds(30);
+
+bool warned(const std::string& a, const std::string& b = {}) {
+  for (const auto& line : warn_lines()) {
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("an isend whose peer posts no receive reports that it waits for the clear-to-send",
+          "[hardening][telemetry]") {
+  setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
+  setenv("VROCE_DEVICES", "tla=127.0.9.220,tlb=127.0.9.221", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V10);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const auto pairs =
+      open_pairs(plugin, require_device(plugin, "tla"), require_device(plugin, "tlb"), 1);
+  std::vector<char> buffer(4096, 'x');
+  void* mh = nullptr;
+  REQUIRE(plugin.reg_mr(pairs[0].send, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
+          ncclSuccess);
+  reset_warn_count();
+  void* request = nullptr;
+  const auto give_up = Clock::now() + kGiveUp;
+  while (!warned("waiting for the peer's clear-to-send") && Clock::now() < give_up) {
+    REQUIRE(plugin.isend(pairs[0].send, buffer.data(), buffer.size(), 7, mh, &request) ==
+            ncclSuccess);
+    REQUIRE(request == nullptr);  // no receive posted: nothing to match
+  }
+  CHECK(warned("send comm on tla to 127.0.9.221", "waiting for the peer's clear-to-send"));
+  CHECK(warned("the peer is not receiving"));
+  CHECK(warned("NCCL_ROCE_STALL_WARN_MS"));
+  // One line, not a flood: the next would come only once the wait has doubled.
+  const auto lines = warn_lines();
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.find("clear-to-send") != std::string::npos;
+        }) <= 4);
+  CHECK(plugin.dereg_mr(pairs[0].send, mh) == ncclSuccess);
+  CHECK(plugin.close_send(pairs[0].send) == ncclSuccess);
+  CHECK(plugin.close_recv(pairs[0].recv) == ncclSuccess);
+}
+
+TEST_CASE("a send the fabric drops reports that it waits for its completion, as does the irecv",
+          "[hardening][telemetry]") {
+  setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
+  setenv("NCCL_IB_TIMEOUT", "20", 1);  // 4.3 s x 8 attempts: the QP outlives the test's wait
+  setenv("NCCL_IB_RETRY_CNT", "7", 1);
+  setenv("VROCE_DEVICES", "tlc=127.0.9.222,tld=127.0.9.223", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V10);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const auto pairs =
+      open_pairs(plugin, require_device(plugin, "tlc"), require_device(plugin, "tld"), 1);
+  std::vector<char> out(8192, 'y');
+  std::vector<char> in(8192, 0);
+  void* smh = nullptr;
+  void* rmh = nullptr;
+  REQUIRE(plugin.reg_mr(pairs[0].send, out.data(), out.size(), NCCL_PTR_HOST, &smh) == ncclSuccess);
+  REQUIRE(plugin.reg_mr(pairs[0].recv, in.data(), in.size(), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  // A two-buffer receive: the first isend matches it without posting anything, which proves the
+  // clear-to-send has arrived; then the link goes down and the second isend posts the group.
+  void* data[2] = {in.data(), in.data() + 4096};
+  const size_t sizes[2] = {4096, 4096};
+  const int tags[2] = {1, 2};
+  void* mhs[2] = {rmh, rmh};
+  void* rreq = nullptr;
+  REQUIRE(plugin.irecv(pairs[0].recv, 2, data, sizes, tags, mhs, &rreq) == ncclSuccess);
+  REQUIRE(rreq != nullptr);
+  void* first = nullptr;
+  auto give_up = Clock::now() + kGiveUp;
+  while (first == nullptr && Clock::now() < give_up) {
+    REQUIRE(plugin.isend(pairs[0].send, out.data(), 4096, 1, smh, &first) == ncclSuccess);
+  }
+  REQUIRE(first != nullptr);
+  REQUIRE(inject_port_event("tlc", IBV_EVENT_PORT_ERR) >= 1);
+  void* second = nullptr;
+  REQUIRE(plugin.isend(pairs[0].send, out.data() + 4096, 4096, 2, smh, &second) == ncclSuccess);
+  REQUIRE(second != nullptr);
+  reset_warn_count();
+  give_up = Clock::now() + kGiveUp;
+  int done = 0;
+  while ((!warned("waiting for its completion") || !warned("irecv is waiting for data")) &&
+         Clock::now() < give_up) {
+    REQUIRE(plugin.test(second, &done, nullptr) == ncclSuccess);
+    REQUIRE(done == 0);
+    int rdone = 0;
+    REQUIRE(plugin.test(rreq, &rdone, nullptr) == ncclSuccess);
+    REQUIRE(rdone == 0);
+  }
+  CHECK(
+      warned("send comm on tlc to 127.0.9.223", "a 4096-byte send is waiting for its completion"));
+  CHECK(warned("is not being acknowledged"));
+  CHECK(warned("recv comm on tld from", "gid ::ffff:127.0.9.222): irecv is waiting for data"));
+  // The link comes back: RC retransmission delivers, every request completes.
+  REQUIRE(inject_port_event("tlc", IBV_EVENT_PORT_ACTIVE) >= 1);
+  give_up = Clock::now() + kGiveUp;
+  int sent1 = 0;
+  int sent2 = 0;
+  int received = 0;
+  int got[2] = {-1, -1};
+  while ((sent1 == 0 || sent2 == 0 || received == 0) && Clock::now() < give_up) {
+    if (sent1 == 0) {
+      REQUIRE(plugin.test(first, &sent1, nullptr) == ncclSuccess);
+    }
+    if (sent2 == 0) {
+      REQUIRE(plugin.test(second, &sent2, nullptr) == ncclSuccess);
+    }
+    if (received == 0) {
+      REQUIRE(plugin.test(rreq, &received, got) == ncclSuccess);
+    }
+  }
+  CHECK(sent1 == 1);
+  CHECK(sent2 == 1);
+  REQUIRE(received == 1);
+  CHECK(got[0] == 4096);
+  CHECK(got[1] == 4096);
+  CHECK(std::string(in.begin(), in.end()) == std::string(out.begin(), out.end()));
+  CHECK(plugin.dereg_mr(pairs[0].send, smh) == ncclSuccess);
+  CHECK(plugin.dereg_mr(pairs[0].recv, rmh) == ncclSuccess);
+  CHECK(plugin.close_send(pairs[0].send) == ncclSuccess);
+  CHECK(plugin.close_recv(pairs[0].recv) == ncclSuccess);
+}
+
+TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Prometheus text",
+          "[hardening][telemetry]") {
+  const std::string pattern = "/tmp/roce-telemetry-test.%p.jsonl";
+  const std::string path = "/tmp/roce-telemetry-test." + std::to_string(getpid()) + ".jsonl";
+  std::remove(path.c_str());
+  std::remove((path + ".prom").c_str());
+  setenv("NCCL_ROCE_STATS_FILE", pattern.c_str(), 1);
+  setenv("NCCL_ROCE_STATS_INTERVAL_MS", "100", 1);
+  setenv("NCCL_ROCE_STATS", "1", 1);
+  setenv("VROCE_DEVICES", "tle=127.0.9.224,tlf=127.0.9.225", 1);
+  {
+    PluginDriver plugin(plugin_path_from_env(), Api::V11);
+    REQUIRE(plugin.init() == ncclSuccess);
+    const auto pairs =
+        open_pairs(plugin, require_device(plugin, "tle"), require_device(plugin, "tlf"), 2);
+    PlanShape shape;
+    shape.groups = 40;
+    TrafficOptions options;
+    options.idle = nap;
+    const auto runs = run_pairs(plugin, pairs, 91, shape, options);
+    for (const auto& run : runs) {
+      CHECK(run.sent.ok);
+      CHECK(run.received.ok);
+    }
+    REQUIRE(plugin.finalize() == ncclSuccess);  // the last finalize writes the file once more
+  }
+  const std::string lines = read_file(path);
+  INFO(lines.substr(0, 2000));
+  // Two pairs: two send and two recv comms, each closed, each with messages and latencies.
+  int send_lines = 0;
+  int recv_lines = 0;
+  std::istringstream stream(lines);
+  for (std::string line; std::getline(stream, line);) {
+    if (line.find("\"closed\":true") == std::string::npos) {
+      continue;
+    }
+    send_lines += line.find("\"direction\":\"send\"") != std::string::npos ? 1 : 0;
+    recv_lines += line.find("\"direction\":\"recv\"") != std::string::npos ? 1 : 0;
+    CHECK(line.find("\"messages\":0,") == std::string::npos);
+    CHECK(line.find("\"completion_us\":{\"count\":") != std::string::npos);
+    CHECK(line.find("\"errors\":0") != std::string::npos);
+  }
+  CHECK(send_lines >= 2);
+  CHECK(recv_lines >= 2);
+  const std::string prom = read_file(path + ".prom");
+  CHECK(prom.find("# TYPE nccl_roce_comm_messages_total counter") != std::string::npos);
+  CHECK(prom.find("direction=\"send\",device=\"tle\",peer=\"127.0.9.225") != std::string::npos);
+  std::remove(path.c_str());
+  std::remove((path + ".prom").c_str());
+  unsetenv("NCCL_ROCE_STATS_FILE");
+}
