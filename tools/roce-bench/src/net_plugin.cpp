@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "errors.h"
+#include "profiler_check.h"
 
 namespace roce::bench {
 namespace {
@@ -271,11 +272,11 @@ void NetPlugin::init(ncclDebugLogger_t logger, int traffic_class, std::uint64_t 
       result = v9_->init(logger);
       break;
     case Api::V10:
-      result = v10_->init(logger, nullptr);
+      result = v10_->init(logger, profiler_callback());
       break;
     case Api::V11: {
       ncclNetCommConfig_v11_t config{traffic_class};
-      result = v11_->init(&ctx_, comm_id, &config, logger, nullptr);
+      result = v11_->init(&ctx_, comm_id, &config, logger, profiler_callback());
       break;
     }
   }
@@ -546,10 +547,10 @@ void* NetPlugin::isend(void* send_comm, void* data, std::size_t size, int tag, v
       result = v9_->isend(send_comm, data, size, tag, mhandle, &request);
       break;
     case Api::V10:
-      result = v10_->isend(send_comm, data, size, tag, mhandle, nullptr, &request);
+      result = v10_->isend(send_comm, data, size, tag, mhandle, profiler_handle(), &request);
       break;
     case Api::V11:
-      result = v11_->isend(send_comm, data, size, tag, mhandle, nullptr, &request);
+      result = v11_->isend(send_comm, data, size, tag, mhandle, profiler_handle(), &request);
       break;
   }
   if (result != ncclSuccess) {
@@ -557,6 +558,8 @@ void* NetPlugin::isend(void* send_comm, void* data, std::size_t size, int tag, v
   }
   if (request == nullptr) {
     ++counters_.isend_retry;
+  } else if (api_ == Api::V10 || api_ == Api::V11) {
+    profiler_note_send(size);
   }
   return request;
 }
@@ -588,13 +591,13 @@ void* NetPlugin::irecv(void* recv_comm, void* data, std::size_t size, int tag, v
     }
     case Api::V10: {
       std::size_t sizes[1] = {size};
-      void* phandles[1] = {nullptr};
+      void* phandles[1] = {profiler_handle()};
       result = v10_->irecv(recv_comm, 1, datas, sizes, tags, mhandles, phandles, &request);
       break;
     }
     case Api::V11: {
       std::size_t sizes[1] = {size};
-      void* phandles[1] = {nullptr};
+      void* phandles[1] = {profiler_handle()};
       result = v11_->irecv(recv_comm, 1, datas, sizes, tags, mhandles, phandles, &request);
       break;
     }

@@ -72,6 +72,9 @@ void print_header(std::FILE* out, const RunInfo& info) {
   for (const auto& rank : info.ranks) {
     print_line(out, "#   " + rank);
   }
+  if (!info.profiler_events.empty()) {
+    print_line(out, "# NCCL profiler events: " + info.profiler_events);
+  }
   print_line(out, fmt::format("# time: {}", time_column(info.mode)));
   print_line(out, "#");
 }
@@ -174,6 +177,9 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
     j.key("name").value(info.plugin_name);
     j.key("symbol").value(info.plugin_symbol);
     j.key("warnings").value(static_cast<std::uint64_t>(info.plugin_warnings));
+    if (!info.profiler_events.empty()) {
+      j.key("profiler_events").value(info.profiler_events);
+    }
     j.end_object();
   }
   j.key("ranks").begin_array();

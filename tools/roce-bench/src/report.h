@@ -33,7 +33,8 @@ struct RunInfo {
   bool flush = false;
   std::vector<std::string> ranks;  // one description per rank
   std::size_t plugin_warnings = 0;
-  std::vector<CallCounters> plugin_calls;        // per rank, over the whole run
+  std::string profiler_events;             // v10/v11: what the plugin reported to NCCL's profiler
+  std::vector<CallCounters> plugin_calls;  // per rank, over the whole run
   std::vector<CallCounters> plugin_timed_calls;  // per rank, inside the timed regions
 };
 

@@ -26,6 +26,7 @@
 #include "patterns.h"
 #include "plugin_endpoint.h"
 #include "poller.h"
+#include "profiler_check.h"
 #include "raw_endpoint.h"
 #include "rendezvous.h"
 #include "report.h"
@@ -335,10 +336,38 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     // Comms close here, before the plugin is finalized and unloaded.
   }
 
+  // NCCL's profiler events (v10/v11): every rank checks its own, rank 0 reports them all.
+  std::string profiler_error;
+  if (options.path != Path::Raw && (options.api == Api::V10 || options.api == Api::V11)) {
+    const ProfilerTally t = profiler_tally();
+    const std::string mine = fmt::format("{} {} {} {}|{}", t.starts, t.stops, t.send_starts,
+                                         t.recv_starts, profiler_problem(t, profiler_sent_bytes()));
+    std::uint64_t starts = 0;
+    std::uint64_t stops = 0;
+    std::uint64_t sends = 0;
+    std::uint64_t recvs = 0;
+    int r = 0;
+    for (const auto& blob : rendezvous.allgather(mine)) {
+      unsigned long long a = 0, b = 0, c = 0, d = 0;
+      std::sscanf(blob.c_str(), "%llu %llu %llu %llu", &a, &b, &c, &d);
+      starts += a;
+      stops += b;
+      sends += c;
+      recvs += d;
+      const auto bar = blob.find('|');
+      if (bar != std::string::npos && bar + 1 < blob.size() && profiler_error.empty()) {
+        profiler_error = "rank " + std::to_string(r) + ": " + blob.substr(bar + 1);
+      }
+      ++r;
+    }
+    info.profiler_events =
+        fmt::format("{} started ({} send, {} recv), {} stopped{}", starts, sends, recvs, stops,
+                    profiler_error.empty() ? "" : "; FAILED: " + profiler_error);
+  }
   info.cpus = fmt::format("{} CPUs, load average {} at start, {} at end",
                           sysconf(_SC_NPROCESSORS_ONLN), load_at_start, load_average());
   const std::size_t wrong = total_wrong(series) + (tp ? tp->run.wrong : 0);
-  ok = wrong == 0;
+  ok = wrong == 0 && profiler_error.empty();
   if (rank == 0 && tp) {
     if (!options.json_stdout) {
       print_header(stdout, info);
@@ -357,10 +386,15 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       }
       std::fflush(stdout);
     }
-    write_json(options, render_json(info, series, ratios, wrong, ok, error));
+    write_json(options, render_json(info, series, ratios, wrong, ok,
+                                    error.empty() ? profiler_error : error));
   }
   if (rank == 0) {
-    if (!ok) {
+    if (!profiler_error.empty()) {
+      std::fprintf(stderr, "roce-bench: FAILED: NCCL profiler events: %s\n",
+                   profiler_error.c_str());
+    }
+    if (wrong != 0) {
       std::fprintf(stderr,
                    "roce-bench: FAILED: %zu element(s) arrived wrong (see #wrong); the data path "
                    "corrupts, loses or misplaces data\n",
