@@ -127,8 +127,6 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
                                 (now - cts_wait_since_ns_) / 1'000'000);
     }
     cts_wait_since_ns_ = 0;
-  } else {
-    telemetry_.stats().cts_waited(0);
   }
   r.state = RequestState::Pending;
   r.size = static_cast<uint32_t>(size);

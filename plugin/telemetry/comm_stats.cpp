@@ -41,6 +41,10 @@ CommStatsSnapshot CommStats::snapshot(bool closed) const {
   s.stalls = stalls_.load(std::memory_order_relaxed);
   s.completion = completion_.snapshot();
   s.cts_wait = cts_wait_.snapshot();
+  if (identity_.direction == Direction::Send) {
+    const uint64_t waited = s.cts_wait.total();
+    s.cts_wait.counts[0] += s.messages > waited ? s.messages - waited : 0;
+  }
   return s;
 }
 

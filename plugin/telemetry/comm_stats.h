@@ -55,6 +55,8 @@ class CommStats {
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
     completion_.record(done_ns > posted_ns ? done_ns - posted_ns : 0);
   }
+  // Only sends that found no clear-to-send at first are recorded; the snapshot counts every
+  // other completed send as a wait of 0 (most sends, and the cheapest path).
   void cts_waited(uint64_t ns) noexcept { cts_wait_.record(ns); }
   void failed() noexcept { bump(errors_); }
   void stall_reported() noexcept { bump(stalls_); }

@@ -39,14 +39,11 @@ void ProfilerEvent::start(int device, uint64_t wr_id, int opcode, uint32_t qp_nu
   }
 }
 
-void ProfilerEvent::stop() noexcept {
-  if (handle != nullptr) {
-    if (const ncclProfilerCallback_t cb = profiler(); cb != nullptr) {
-      cb(&handle, ncclProfilerNetEventStop, nullptr, 0, nullptr);
-    }
-    handle = nullptr;
+void ProfilerEvent::stop_event() noexcept {
+  if (const ncclProfilerCallback_t cb = profiler(); cb != nullptr) {
+    cb(&handle, ncclProfilerNetEventStop, nullptr, 0, nullptr);
   }
-  phandle = nullptr;
+  handle = nullptr;
 }
 
 }  // namespace roce::telemetry

@@ -26,7 +26,16 @@ struct ProfilerEvent {
   ncclProfilerNetIbDescr_v1_t descr{};
 
   void start(int device, uint64_t wr_id, int opcode, uint32_t qp_num, size_t length) noexcept;
-  void stop() noexcept;
+  // Inline: without an event this is one compare and one store.
+  void stop() noexcept {
+    if (handle != nullptr) [[unlikely]] {
+      stop_event();
+    }
+    phandle = nullptr;
+  }
+
+ private:
+  void stop_event() noexcept;
 };
 
 }  // namespace roce::telemetry

@@ -156,3 +156,19 @@ TEST_CASE("the registry reports live comms and keeps closed ones, bounded") {
   CHECK(registry.snapshot_all().size() <= StatsRegistry::kClosedKept);
   CHECK(registry.closed_dropped() > 0);
 }
+
+TEST_CASE("sends that found their clear-to-send at once count as waits of zero") {
+  CommStats stats({Direction::Send, "d", "p", 1, 0});
+  for (uint64_t i = 0; i < 100; ++i) {
+    stats.completed(8, 0, 1000);
+  }
+  stats.cts_waited(2'000'000);  // two sends waited 2 ms
+  stats.cts_waited(2'000'000);
+  const auto s = stats.snapshot();
+  CHECK(s.cts_wait.total() == 100);
+  CHECK(s.cts_wait.percentile_ns(50) == 0);
+  CHECK(s.cts_wait.percentile_ns(99) == Approx(2'000'000).epsilon(0.13));
+  CommStats recv({Direction::Recv, "d", "p", 1, 0});
+  recv.completed(8, 0, 1000);
+  CHECK(recv.snapshot().cts_wait.total() == 0);  // receives have no clear-to-send wait
+}
