@@ -286,14 +286,23 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   std::optional<bool> roce_inline;
   std::optional<bool> ib_inline;
   std::optional<bool> split;
+  std::optional<bool> retry_all;
+  std::optional<int> retry_count;
+  std::optional<int> retry_sleep;
   if (!reader.integer("NCCL_IB_TIMEOUT", &timeout) ||
       !reader.integer("NCCL_IB_RETRY_CNT", &retry) ||
       !reader.integer("NCCL_IB_QPS_PER_CONNECTION", &qps) ||
       !reader.integer("NCCL_IB_PKEY", &pkey) || !reader.boolean("NCCL_ROCE_INLINE", &roce_inline) ||
       !reader.boolean("NCCL_IB_USE_INLINE", &ib_inline) ||
-      !reader.boolean("NCCL_IB_SPLIT_DATA_ON_QPS", &split)) {
+      !reader.boolean("NCCL_IB_SPLIT_DATA_ON_QPS", &split) ||
+      !reader.boolean("NCCL_IB_MQP_RETRY_ALL", &retry_all) ||
+      !reader.integer("NCCL_IB_MQP_RETRY_CNT", &retry_count) ||
+      !reader.integer("NCCL_IB_MQP_RETRY_SLEEP_MSEC", &retry_sleep)) {
     return false;
   }
+  assign(retry_all, &config->mqp_retry_all);
+  assign(retry_count, &config->mqp_retry_count);
+  assign(retry_sleep, &config->mqp_retry_sleep_ms);
   assign(split, &config->split_data_on_qps);
   assign(timeout, &config->ib_timeout);
   assign(retry, &config->retry_count);

@@ -39,11 +39,16 @@ struct Config {
   std::optional<int> fifo_traffic_class;
 
   // Queue pairs
-  int ib_timeout = 20;             // NCCL_IB_TIMEOUT (0..31): 4.096 us * 2^timeout; 0 = none
-  int retry_count = 7;             // NCCL_IB_RETRY_CNT (0..7)
-  int qps_per_connection = 1;      // NCCL_IB_QPS_PER_CONNECTION (1..128)
-  int pkey_index = 0;              // NCCL_IB_PKEY
-  bool split_data_on_qps = false;  // NCCL_IB_SPLIT_DATA_ON_QPS: split each message over the QPs
+  int ib_timeout = 20;         // NCCL_IB_TIMEOUT (0..31): 4.096 us * 2^timeout; 0 = none
+  int retry_count = 7;         // NCCL_IB_RETRY_CNT (0..7)
+  int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..128)
+  int pkey_index = 0;          // NCCL_IB_PKEY
+  bool split_data_on_qps = false;
+  // NCCL_IB_MQP_RETRY_ALL / _CNT / _SLEEP_MSEC: a failed ibv_modify_qp is retried (ETIMEDOUT
+  // only, unless all) this many times, this far apart.
+  bool mqp_retry_all = false;
+  int mqp_retry_count = 34;
+  int mqp_retry_sleep_ms = 100;  // NCCL_IB_SPLIT_DATA_ON_QPS: split each message over the QPs
   // NCCL_ROCE_INLINE (else NCCL_IB_USE_INLINE): CTS entries and small host payloads posted
   // inline; false gives the data QPs max_inline_data 0.
   bool use_inline = true;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "util/config.h"
 #include "util/log.h"
 #include "verbs/error.h"
 
@@ -132,10 +133,30 @@ void QueuePair::fail(ibv_qp_state to, const std::string& what, int err) const {
 void QueuePair::modify(ibv_qp_attr& attr, int mask, ibv_qp_state to,
                        const std::string& attributes) {
   attr.qp_state = to;
-  errno = 0;
-  const int err = verbs_errno(pd_->context()->lib().fn().modify_qp(qp_, &attr, mask));
+  // As NCCL: ETIMEDOUT (address resolution at RTR not finished yet) is retried, any error with
+  // NCCL_IB_MQP_RETRY_ALL=1, up to NCCL_IB_MQP_RETRY_CNT times NCCL_IB_MQP_RETRY_SLEEP_MSEC apart.
+  const Config& cfg = config();
+  int retries = 0;
+  int err = 0;
+  for (;;) {
+    errno = 0;
+    err = verbs_errno(pd_->context()->lib().fn().modify_qp(qp_, &attr, mask));
+    if (err == 0 || (err != ETIMEDOUT && !cfg.mqp_retry_all) || retries >= cfg.mqp_retry_count) {
+      break;
+    }
+    ++retries;
+    ROCE_INFO(NCCL_NET,
+              "qp 0x{:x} on {}: {}->{}: ibv_modify_qp returned {}; retry {} of {} in {} ms",
+              qp_->qp_num, pd_->context()->name(), qp_state_name(state_), qp_state_name(to),
+              errno_text(err), retries, cfg.mqp_retry_count, cfg.mqp_retry_sleep_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(cfg.mqp_retry_sleep_ms));
+  }
   if (err != 0) {
-    fail(to, fmt::format("ibv_modify_qp returned {} (attributes: {})", errno_text(err), attributes),
+    fail(to,
+         fmt::format("ibv_modify_qp returned {}{} (attributes: {})", errno_text(err),
+                     retries > 0 ? fmt::format(" after {} retries (NCCL_IB_MQP_RETRY_CNT)", retries)
+                                 : std::string(),
+                     attributes),
          err);
   }
   state_ = to;

@@ -126,6 +126,30 @@ TEST_CASE("malformed numbers are errors, and a leading zero is not read as octal
   CHECK(parse({{"NCCL_IB_TIMEOUT", " 22 "}}).ib_timeout == 22);
 }
 
+TEST_CASE("the net_ib settings the plugin now applies are parsed, with NCCL's defaults",
+          "[config]") {
+  const roce::Config defaults = parse({});
+  CHECK_FALSE(defaults.split_data_on_qps);
+  CHECK(defaults.device_pci_order);
+  CHECK(defaults.query_port_speed);
+  CHECK_FALSE(defaults.mqp_retry_all);
+  CHECK(defaults.mqp_retry_count == 34);
+  CHECK(defaults.mqp_retry_sleep_ms == 100);
+  const roce::Config set = parse({{"NCCL_IB_SPLIT_DATA_ON_QPS", "1"},
+                                  {"NCCL_IB_DEVICE_PCI_ORDER", "0"},
+                                  {"NCCL_IB_QUERY_PORT_SPEED", "0"},
+                                  {"NCCL_IB_MQP_RETRY_ALL", "1"},
+                                  {"NCCL_IB_MQP_RETRY_CNT", "5"},
+                                  {"NCCL_IB_MQP_RETRY_SLEEP_MSEC", "7"}});
+  CHECK(set.split_data_on_qps);
+  CHECK_FALSE(set.device_pci_order);
+  CHECK_FALSE(set.query_port_speed);
+  CHECK(set.mqp_retry_all);
+  CHECK(set.mqp_retry_count == 5);
+  CHECK(set.mqp_retry_sleep_ms == 7);
+  CHECK(set.notes.size() == 6);  // each found setting logged, none "not applied"
+}
+
 TEST_CASE("NCCL's ranges are accepted: NCCL_IB_TIMEOUT=0, 128 QPs per connection", "[config]") {
   CHECK(parse({{"NCCL_IB_TIMEOUT", "0"}}).ib_timeout == 0);
   CHECK(parse({{"NCCL_IB_QPS_PER_CONNECTION", "128"}}).qps_per_connection == 128);
@@ -232,11 +256,11 @@ TEST_CASE("recognised NCCL settings that are not applied are reported with what 
           "[config]") {
   const roce::Config config = parse({{"NCCL_IB_ADAPTIVE_ROUTING", "1"},
                                      {"NCCL_IB_ECE_ENABLE", "0"},
-                                     {"NCCL_IB_SPLIT_DATA_ON_QPS", "1"},
+                                     {"NCCL_IB_DATA_DIRECT", "0"},
                                      {"NCCL_IB_MERGE_NICS", "0"}});
   CHECK(has_note(config, "NCCL_IB_ADAPTIVE_ROUTING=1: Ignored: no adaptive-routing mode"));
   CHECK(has_note(config, "NCCL_IB_ECE_ENABLE=0: Ignored: ECE is not negotiated"));
-  CHECK(has_note(config, "NCCL_IB_SPLIT_DATA_ON_QPS=1: Ignored: messages are always split"));
+  CHECK(has_note(config, "NCCL_IB_DATA_DIRECT=0: Ignored: mlx5 Data-Direct is not used"));
   CHECK(has_note(config, "NCCL_IB_MERGE_NICS=0: Ignored"));
   CHECK(config.notes.size() == 4);
 }

@@ -31,8 +31,9 @@ class FakeVerbs {
   };
 
   // Knobs.
-  int modify_error = 0;  // errno returned by every ibv_modify_qp when non-zero
-  int tc_rewrite = -1;   // >= 0: the traffic class query_qp reports
+  int modify_error = 0;     // errno returned by every ibv_modify_qp when non-zero
+  int modify_timeouts = 0;  // the next this many ibv_modify_qp calls return ETIMEDOUT
+  int tc_rewrite = -1;      // >= 0: the traffic class query_qp reports
   bool refuse_posts_in_err = false;
   ibv_port_attr port{};  // what query_port reports (first 48 bytes, compat symbol)
   std::vector<ibv_gid> gids;
@@ -181,6 +182,10 @@ class FakeVerbs {
       fake.modify_calls.push_back({qp->qp_num, mask, *attr});
       if (fake.modify_error != 0)
         return fake.modify_error;
+      if (fake.modify_timeouts > 0) {
+        --fake.modify_timeouts;
+        return ETIMEDOUT;
+      }
       if ((mask & IBV_QP_AV) != 0)
         fake.tc_[qp] = attr->ah_attr.grh.traffic_class;
       qp->state = attr->qp_state;

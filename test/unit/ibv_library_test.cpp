@@ -27,7 +27,8 @@ TEST_CASE("a library without the verbs entry points names what is missing", "[ib
   }
 }
 
-TEST_CASE("rdma-core's libibverbs.so.1 binds every required and optional entry point", "[ibv]") {
+TEST_CASE("rdma-core's libibverbs.so.1 binds every required and optional entry point it has",
+          "[ibv]") {
   // Debian's libibverbs1 (rdma-core 44) is installed with libibverbs-dev (install-deps.sh).
   const auto lib = Library::open("");
   CHECK(lib->requested_path() == "libibverbs.so.1");
@@ -41,6 +42,10 @@ TEST_CASE("rdma-core's libibverbs.so.1 binds every required and optional entry p
   CHECK(fn.query_gid_ex != nullptr);
   CHECK(fn.query_ece != nullptr);
   CHECK(fn.set_ece != nullptr);
-  CHECK(lib->missing_optional().empty());
+  // ibv_query_port_speed is rdma-core 62+: absent from Debian's 44, and reported as such.
+  for (const std::string& missing : lib->missing_optional()) {
+    CHECK(missing == "ibv_query_port_speed");
+  }
+  CHECK((fn.query_port_speed == nullptr) == (lib->missing_optional().size() == 1));
   CHECK(std::string(fn.event_type_str(IBV_EVENT_PORT_ERR)) == "port error");
 }

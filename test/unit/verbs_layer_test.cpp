@@ -5,6 +5,7 @@
 
 #include "fake_verbs.h"
 #include "ibv/port_query.h"
+#include "util/config.h"
 #include "verbs/completion_queue.h"
 #include "verbs/context.h"
 #include "verbs/device_list.h"
@@ -154,6 +155,41 @@ TEST_CASE("a refused transition names the QP, the transition, the attributes and
     CHECK(what.find("NCCL_IB_GID_INDEX") != std::string::npos);
   }
   CHECK(qp->state() == IBV_QPS_INIT);
+}
+
+TEST_CASE("ibv_modify_qp is retried on ETIMEDOUT up to NCCL_IB_MQP_RETRY_CNT, as NCCL does",
+          "[verbs]") {
+  setenv("NCCL_IB_MQP_RETRY_CNT", "3", 1);
+  setenv("NCCL_IB_MQP_RETRY_SLEEP_MSEC", "1", 1);
+  REQUIRE(roce::load_config());
+  FakeVerbs fake;
+  Stack s = open_stack(fake);
+  auto qp = QueuePair::create_rc(s.pd, s.cq, s.cq, QpCapabilities{});
+  qp->to_init({0, 1, IBV_ACCESS_REMOTE_WRITE});
+  const size_t before = fake.modify_calls.size();
+  fake.modify_timeouts = 3;  // address resolution finishes on the 4th attempt
+  qp->to_rtr(rtr_to(0x77, 104));
+  CHECK(qp->state() == IBV_QPS_RTR);
+  CHECK(fake.modify_calls.size() - before == 4);
+
+  fake.modify_timeouts = 4;  // one more than the retries allowed
+  try {
+    qp->to_rts({});
+    FAIL("to_rts should have thrown");
+  } catch (const VerbsError& e) {
+    CHECK(e.error_number() == ETIMEDOUT);
+    CHECK(std::string(e.what()).find("after 3 retries (NCCL_IB_MQP_RETRY_CNT)") !=
+          std::string::npos);
+  }
+  // Other errors are not retried unless NCCL_IB_MQP_RETRY_ALL=1.
+  fake.modify_timeouts = 0;
+  fake.modify_error = EINVAL;
+  const size_t calls = fake.modify_calls.size();
+  CHECK_THROWS_AS(qp->to_rts({}), VerbsError);
+  CHECK(fake.modify_calls.size() - calls == 1);
+  unsetenv("NCCL_IB_MQP_RETRY_CNT");
+  unsetenv("NCCL_IB_MQP_RETRY_SLEEP_MSEC");
+  REQUIRE(roce::load_config());
 }
 
 TEST_CASE("bad attributes are refused before reaching the device", "[verbs]") {
