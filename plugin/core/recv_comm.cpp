@@ -151,7 +151,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   r.state = RequestState::Pending;
   r.count = static_cast<uint8_t>(n);
   r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
-  r.posted_ns = telemetry::now_ns();
+  r.posted_ticks = telemetry::now_ticks();
   for (int i = 0; i < n; ++i) {
     r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
     r.received[static_cast<size_t>(i)] = 0;
@@ -262,15 +262,15 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
     }
   }
   r.state = RequestState::Done;
-  const uint64_t now = telemetry::now_ns();
+  const uint64_t now = telemetry::now_ticks();
   uint64_t bytes = 0;
   for (int i = 0; i < r.count; ++i) {
     bytes += static_cast<uint64_t>(r.received[static_cast<size_t>(i)]);
     r.events[static_cast<size_t>(i)].stop();
   }
-  telemetry_.stats().completed(bytes, r.posted_ns, now);
-  if (telemetry_.stall().ended(r.posted_ns)) [[unlikely]] {
-    telemetry_.note_recovered("the wait for data", (now - r.posted_ns) / 1'000'000);
+  telemetry_.stats().completed(bytes, r.posted_ticks, now);
+  if (telemetry_.stall().ended(r.posted_ticks)) [[unlikely]] {
+    telemetry_.note_recovered("the wait for data", telemetry::ms_from_ticks(now - r.posted_ticks));
   }
   return ncclSuccess;
 }
@@ -280,14 +280,14 @@ void RecvComm::check_stall() noexcept {
   for (uint16_t i = 0; i < requests_.capacity(); ++i) {
     const RecvRequest& r = requests_[i];
     if (r.state == RequestState::Pending &&
-        (oldest == nullptr || r.posted_ns < oldest->posted_ns)) {
+        (oldest == nullptr || r.posted_ticks < oldest->posted_ticks)) {
       oldest = &r;
     }
   }
   if (oldest == nullptr) {
     return;
   }
-  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ns, telemetry::now_ns())) {
+  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ticks, telemetry::now_ticks())) {
     telemetry_.warn_stall(
         "irecv is waiting for data", *ms,
         "its clear-to-send went out, but the peer has not sent this message: the peer rank is "

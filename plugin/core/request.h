@@ -32,8 +32,8 @@ struct SendRequest : RequestHeader {
   uint32_t size = 0;
   uint32_t lkey = 0;
   uint64_t addr = 0;
-  bool host_memory = true;  // may be posted inline (the CPU reads it at post time)
-  uint64_t posted_ns = 0;   // when isend took it (telemetry)
+  bool host_memory = true;    // may be posted inline (the CPU reads it at post time)
+  uint64_t posted_ticks = 0;  // when isend took it (telemetry)
   telemetry::ProfilerEvent event;
   uint8_t group_count = 0;                    // lead only: n
   uint8_t remaining_qps = 0;                  // lead only: signaled completions still to come
@@ -46,7 +46,7 @@ struct RecvRequest : RequestHeader {
   uint8_t remaining_qps = 0;                 // WRITE WITH IMMEDIATE completions still to come
   std::array<uint32_t, kMaxRecvs> posted{};  // buffer sizes, to check what the peer reports
   std::array<int32_t, kMaxRecvs> received{};
-  uint64_t posted_ns = 0;                                    // when irecv posted it (telemetry)
+  uint64_t posted_ticks = 0;                                 // when irecv posted it (telemetry)
   std::array<telemetry::ProfilerEvent, kMaxRecvs> events{};  // one per buffer with a phandle
 };
 

@@ -62,8 +62,8 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
         if (ncclResult_t r = progress(); r != ncclSuccess) [[unlikely]] {
           return r;
         }
-        if (cts_wait_since_ns_ == 0) {
-          cts_wait_since_ns_ = telemetry::now_ns();
+        if (cts_wait_since_ == 0) {
+          cts_wait_since_ = telemetry::now_ticks();
         } else if (telemetry_.stall().due()) [[unlikely]] {
           check_cts_stall();
         }
@@ -117,16 +117,16 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     return ncclSuccess;  // NCCL has kMaxSendRequests sends untested; it retries
   }
   SendRequest& r = requests_[*slot_index];
-  const uint64_t now = telemetry::now_ns();
-  r.posted_ns = now;
+  const uint64_t now = telemetry::now_ticks();
+  r.posted_ticks = now;
   r.event.phandle = phandle;
-  if (cts_wait_since_ns_ != 0) {
-    telemetry_.stats().cts_waited(now - cts_wait_since_ns_);
-    if (telemetry_.stall().ended(cts_wait_since_ns_)) [[unlikely]] {
+  if (cts_wait_since_ != 0) {
+    telemetry_.stats().cts_waited(now - cts_wait_since_);
+    if (telemetry_.stall().ended(cts_wait_since_)) [[unlikely]] {
       telemetry_.note_recovered("the wait for the peer's clear-to-send",
-                                (now - cts_wait_since_ns_) / 1'000'000);
+                                telemetry::ms_from_ticks(now - cts_wait_since_));
     }
-    cts_wait_since_ns_ = 0;
+    cts_wait_since_ = 0;
   }
   r.state = RequestState::Pending;
   r.size = static_cast<uint32_t>(size);
@@ -266,21 +266,21 @@ ncclResult_t SendComm::progress() noexcept {
 }
 
 void SendComm::complete_group(SendRequest& lead) noexcept {
-  const uint64_t now = telemetry::now_ns();
+  const uint64_t now = telemetry::now_ticks();
   for (int i = 0; i < lead.group_count; ++i) {
     SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
     r.state = RequestState::Done;
-    telemetry_.stats().completed(r.size, r.posted_ns, now);
+    telemetry_.stats().completed(r.size, r.posted_ticks, now);
     r.event.stop();
-    if (telemetry_.stall().ended(r.posted_ns)) [[unlikely]] {
+    if (telemetry_.stall().ended(r.posted_ticks)) [[unlikely]] {
       telemetry_.note_recovered("the wait for a send's completion",
-                                (now - r.posted_ns) / 1'000'000);
+                                telemetry::ms_from_ticks(now - r.posted_ticks));
     }
   }
 }
 
 void SendComm::check_cts_stall() noexcept {
-  if (const auto ms = telemetry_.stall().warn_after(cts_wait_since_ns_, telemetry::now_ns())) {
+  if (const auto ms = telemetry_.stall().warn_after(cts_wait_since_, telemetry::now_ticks())) {
     telemetry_.warn_stall(
         "isend is waiting for the peer's clear-to-send (message " + std::to_string(next_seq_) + ")",
         *ms,
@@ -294,14 +294,14 @@ void SendComm::check_completion_stall() noexcept {
   for (uint16_t i = 0; i < requests_.capacity(); ++i) {
     const SendRequest& r = requests_[i];
     if (r.state == RequestState::Pending &&
-        (oldest == nullptr || r.posted_ns < oldest->posted_ns)) {
+        (oldest == nullptr || r.posted_ticks < oldest->posted_ticks)) {
       oldest = &r;
     }
   }
   if (oldest == nullptr) {
     return;
   }
-  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ns, telemetry::now_ns())) {
+  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ticks, telemetry::now_ticks())) {
     telemetry_.warn_stall(
         "a " + std::to_string(oldest->size) + "-byte send is waiting for its completion", *ms,
         "its RDMA WRITE is not being acknowledged: packet loss, a link down or PFC pauses on "

@@ -105,7 +105,7 @@ class SendComm final : public Comm {
   std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
   std::array<ibv_sge, kMaxRecvs + 1> sges_{};
   std::array<ibv_wc, kPollBatch> wcs_{};
-  uint64_t cts_wait_since_ns_ = 0;  // an isend found no clear-to-send since then; 0: none
+  uint64_t cts_wait_since_ = 0;  // an isend found no clear-to-send since then; 0: none
 
   // Cold: owners (declaration order = reverse destruction order: QPs go before the buffers
   // their work requests point into).

@@ -27,20 +27,21 @@ std::string bytes_text(uint64_t bytes) {
 CommStats::CommStats(CommIdentity identity)
     : id_(next_id.fetch_add(1, std::memory_order_relaxed)),
       identity_(std::move(identity)),
-      created_ns_(now_ns()) {}
+      created_ticks_((ns_per_tick(), now_ticks())) {}
 
 CommStatsSnapshot CommStats::snapshot(bool closed) const {
   CommStatsSnapshot s;
   s.id = id_;
   s.identity = identity_;
-  s.age_s = static_cast<double>(now_ns() - created_ns_) / 1e9;
+  const double scale = ns_per_tick();
+  s.age_s = static_cast<double>(now_ticks() - created_ticks_) * scale / 1e9;
   s.closed = closed;
   s.messages = messages_.load(std::memory_order_relaxed);
   s.bytes = bytes_.load(std::memory_order_relaxed);
   s.errors = errors_.load(std::memory_order_relaxed);
   s.stalls = stalls_.load(std::memory_order_relaxed);
-  s.completion = completion_.snapshot();
-  s.cts_wait = cts_wait_.snapshot();
+  s.completion = completion_.snapshot(scale);
+  s.cts_wait = cts_wait_.snapshot(scale);
   if (identity_.direction == Direction::Send) {
     const uint64_t waited = s.cts_wait.total();
     s.cts_wait.counts[0] += s.messages > waited ? s.messages - waited : 0;

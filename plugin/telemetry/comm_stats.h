@@ -3,26 +3,19 @@
 // waited for the peer's clear-to-send (the receiver was late), irecv posted to completion.
 // The comm's data path writes (one thread at a time, as NCCL drives a comm); the stats writer
 // and close() read snapshots from any thread. Recording costs a clock read per request and a
-// few plain stores: no lock, no allocation, no system call (steady_clock is the vDSO).
+// few plain stores: no lock, no allocation, no system call (the clock is rdtsc, clock.h).
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "telemetry/clock.h"
 #include "telemetry/latency_histogram.h"
 
 namespace roce::telemetry {
 
 enum class Direction { Send, Recv };
-
-// Nanoseconds on the monotonic clock, for request timestamps.
-inline uint64_t now_ns() noexcept {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 struct CommIdentity {
   Direction direction = Direction::Send;
@@ -50,14 +43,15 @@ class CommStats {
   explicit CommStats(CommIdentity identity);
 
   // The data path.
-  void completed(uint64_t bytes, uint64_t posted_ns, uint64_t done_ns) noexcept {
+  // Times are now_ticks() values.
+  void completed(uint64_t bytes, uint64_t posted, uint64_t done) noexcept {
     bump(messages_);
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-    completion_.record(done_ns > posted_ns ? done_ns - posted_ns : 0);
+    completion_.record(done > posted ? done - posted : 0);
   }
   // Only sends that found no clear-to-send at first are recorded; the snapshot counts every
   // other completed send as a wait of 0 (most sends, and the cheapest path).
-  void cts_waited(uint64_t ns) noexcept { cts_wait_.record(ns); }
+  void cts_waited(uint64_t ticks) noexcept { cts_wait_.record(ticks); }
   void failed() noexcept { bump(errors_); }
   void stall_reported() noexcept { bump(stalls_); }
 
@@ -72,7 +66,7 @@ class CommStats {
 
   uint64_t id_;
   CommIdentity identity_;
-  uint64_t created_ns_;
+  uint64_t created_ticks_;
   std::atomic<uint64_t> messages_{0};
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> errors_{0};

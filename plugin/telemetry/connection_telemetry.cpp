@@ -19,7 +19,7 @@ const char* peer_word(const CommIdentity& id) {
 
 ConnectionTelemetry::ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings)
     : stats_(std::move(identity)),
-      stall_(settings.stall_warn_ms),
+      stall_(settings.stall_warn_ms, 1e6 / ns_per_tick()),
       summary_at_close_(settings.summary_at_close) {
   StatsRegistry::instance().add(&stats_);
 }

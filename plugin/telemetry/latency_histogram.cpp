@@ -26,10 +26,10 @@ double LatencyHistogram::Snapshot::percentile_ns(double q) const noexcept {
     if (seen >= (rank == 0 ? 1 : rank)) {
       const double low = static_cast<double>(lower_bound(i));
       const double high = i + 1 < kBuckets ? static_cast<double>(lower_bound(i + 1)) : low;
-      return i < 4 ? low : (low + high) / 2;
+      return (i < 4 ? low : (low + high) / 2) * ns_per_unit;
     }
   }
-  return static_cast<double>(lower_bound(kBuckets - 1));
+  return static_cast<double>(lower_bound(kBuckets - 1)) * ns_per_unit;
 }
 
 }  // namespace roce::telemetry

@@ -2,20 +2,10 @@
 #include "telemetry/profiler_events.h"
 
 namespace roce::telemetry {
-namespace {
-
-std::atomic<ncclProfilerCallback_t> callback{nullptr};
-
-}  // namespace
-
 void set_profiler(ncclProfilerCallback_t cb) noexcept {
   if (cb != nullptr) {
-    callback.store(cb, std::memory_order_release);
+    profiler_detail::callback.store(cb, std::memory_order_release);
   }
-}
-
-ncclProfilerCallback_t profiler() noexcept {
-  return callback.load(std::memory_order_acquire);
 }
 
 void ProfilerEvent::start(int device, uint64_t wr_id, int opcode, uint32_t qp_num,

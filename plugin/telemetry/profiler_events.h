@@ -14,9 +14,15 @@
 
 namespace roce::telemetry {
 
+namespace profiler_detail {
+inline std::atomic<ncclProfilerCallback_t> callback{nullptr};
+}
+
 // The callback NCCL passed to init (the last one wins: NCCL passes the same function each time).
 void set_profiler(ncclProfilerCallback_t callback) noexcept;
-ncclProfilerCallback_t profiler() noexcept;
+inline ncclProfilerCallback_t profiler() noexcept {
+  return profiler_detail::callback.load(std::memory_order_acquire);
+}
 
 // One request's profiler event, kept in the request (the descriptor must outlive the start call:
 // profilers may keep the pointer until the stop).

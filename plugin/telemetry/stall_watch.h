@@ -12,46 +12,50 @@ namespace roce::telemetry {
 
 class StallWatch {
  public:
-  explicit StallWatch(uint64_t threshold_ms) noexcept : threshold_ns_(threshold_ms * 1'000'000) {}
+  // Times are in any unit of which units_per_ms make a millisecond (clock ticks in the comms).
+  StallWatch(uint64_t threshold_ms, double units_per_ms) noexcept
+      : threshold_(static_cast<uint64_t>(static_cast<double>(threshold_ms) * units_per_ms)),
+        units_per_ms_(units_per_ms) {}
 
-  bool enabled() const noexcept { return threshold_ns_ != 0; }
+  bool enabled() const noexcept { return threshold_ != 0; }
   bool due() noexcept { return enabled() && (++polls_ & 255U) == 0; }
 
-  // The wait that began at since_ns, seen at now_ns: the milliseconds waited when a warning is
-  // due now, else nullopt. A new wait (another since_ns) starts the schedule again.
-  std::optional<uint64_t> warn_after(uint64_t since_ns, uint64_t now_ns) noexcept {
-    if (since_ns != since_ns_) {
-      since_ns_ = since_ns;
-      next_ns_ = threshold_ns_;
+  // The wait that began at `since`, seen at `now`: the milliseconds waited when a warning is
+  // due now, else nullopt. A new wait (another `since`) starts the schedule again.
+  std::optional<uint64_t> warn_after(uint64_t since, uint64_t now) noexcept {
+    if (since != since_) {
+      since_ = since;
+      next_ = threshold_;
       warned_ = false;
     }
-    const uint64_t waited = now_ns > since_ns ? now_ns - since_ns : 0;
-    if (waited < next_ns_) {
+    const uint64_t waited = now > since ? now - since : 0;
+    if (waited < next_) {
       return std::nullopt;
     }
-    while (next_ns_ <= waited) {
-      next_ns_ *= 2;
+    while (next_ <= waited) {
+      next_ *= 2;
     }
     warned_ = true;
-    return waited / 1'000'000;
+    return static_cast<uint64_t>(static_cast<double>(waited) / units_per_ms_);
   }
 
-  // The wait that began at since_ns is over: true when it had been reported (so the comm can
+  // The wait that began at `since` is over: true when it had been reported (so the comm can
   // say it recovered).
-  bool ended(uint64_t since_ns) noexcept {
-    const bool reported = warned_ && since_ns == since_ns_;
-    if (since_ns == since_ns_) {
+  bool ended(uint64_t since) noexcept {
+    const bool reported = warned_ && since == since_;
+    if (since == since_) {
       warned_ = false;
-      since_ns_ = 0;
+      since_ = 0;
     }
     return reported;
   }
 
  private:
-  uint64_t threshold_ns_;
+  uint64_t threshold_;
+  double units_per_ms_;
   uint32_t polls_ = 0;
-  uint64_t since_ns_ = 0;
-  uint64_t next_ns_ = 0;
+  uint64_t since_ = 0;
+  uint64_t next_ = 0;
   bool warned_ = false;
 };
 

@@ -28,7 +28,9 @@ nlohmann::json buckets(const LatencyHistogram::Snapshot& h) {
   nlohmann::json out = nlohmann::json::array();
   for (int i = 0; i < LatencyHistogram::kBuckets; ++i) {
     if (const uint64_t c = h.counts[static_cast<std::size_t>(i)]; c != 0) {
-      out.push_back({LatencyHistogram::lower_bound(i), c});
+      out.push_back({static_cast<uint64_t>(static_cast<double>(LatencyHistogram::lower_bound(i)) *
+                                           h.ns_per_unit),
+                     c});
     }
   }
   return out;
