@@ -156,7 +156,8 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
     r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
     r.received[static_cast<size_t>(i)] = 0;
   }
-  if (phandles != nullptr && telemetry::profiler() != nullptr) [[unlikely]] {
+  r.profiled = phandles != nullptr && telemetry::profiler() != nullptr;
+  if (r.profiled) [[unlikely]] {
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
     const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
     const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q_end - 1), *index);
@@ -263,10 +264,15 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
   }
   r.state = RequestState::Done;
   const uint64_t now = telemetry::now_ticks();
-  uint64_t bytes = 0;
-  for (int i = 0; i < r.count; ++i) {
-    bytes += static_cast<uint64_t>(r.received[static_cast<size_t>(i)]);
-    r.events[static_cast<size_t>(i)].stop();
+  uint64_t bytes = static_cast<uint32_t>(r.received[0]);
+  for (int i = 1; i < r.count; ++i) {
+    bytes += static_cast<uint32_t>(r.received[static_cast<size_t>(i)]);
+  }
+  if (r.profiled) [[unlikely]] {
+    for (int i = 0; i < r.count; ++i) {
+      r.events[static_cast<size_t>(i)].stop();
+    }
+    r.profiled = false;
   }
   telemetry_.stats().completed(bytes, r.posted_ticks, now);
   if (telemetry_.stall().ended(r.posted_ticks)) [[unlikely]] {

@@ -47,6 +47,7 @@ struct RecvRequest : RequestHeader {
   std::array<uint32_t, kMaxRecvs> posted{};  // buffer sizes, to check what the peer reports
   std::array<int32_t, kMaxRecvs> received{};
   uint64_t posted_ticks = 0;                                 // when irecv posted it (telemetry)
+  bool profiled = false;                                     // events were started
   std::array<telemetry::ProfilerEvent, kMaxRecvs> events{};  // one per buffer with a phandle
 };
 

@@ -36,11 +36,11 @@ CommStatsSnapshot CommStats::snapshot(bool closed) const {
   const double scale = ns_per_tick();
   s.age_s = static_cast<double>(now_ticks() - created_ticks_) * scale / 1e9;
   s.closed = closed;
-  s.messages = messages_.load(std::memory_order_relaxed);
   s.bytes = bytes_.load(std::memory_order_relaxed);
   s.errors = errors_.load(std::memory_order_relaxed);
   s.stalls = stalls_.load(std::memory_order_relaxed);
   s.completion = completion_.snapshot(scale);
+  s.messages = s.completion.total();
   s.cts_wait = cts_wait_.snapshot(scale);
   if (identity_.direction == Direction::Send) {
     const uint64_t waited = s.cts_wait.total();

@@ -45,7 +45,6 @@ class CommStats {
   // The data path.
   // Times are now_ticks() values.
   void completed(uint64_t bytes, uint64_t posted, uint64_t done) noexcept {
-    bump(messages_);
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
     completion_.record(done > posted ? done - posted : 0);
   }
@@ -67,11 +66,10 @@ class CommStats {
   uint64_t id_;
   CommIdentity identity_;
   uint64_t created_ticks_;
-  std::atomic<uint64_t> messages_{0};
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> stalls_{0};
-  LatencyHistogram completion_;
+  LatencyHistogram completion_;  // its total is the message count
   LatencyHistogram cts_wait_;
 };
 
