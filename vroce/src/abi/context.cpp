@@ -23,6 +23,7 @@
 #include "abi/export.h"
 #include "abi/query_ops.h"
 #include "core/async_event_queue.h"
+#include "core/context_objects.h"
 #include "device/device.h"
 #include "device/limits.h"
 #include "util/log.h"
@@ -97,13 +98,12 @@ VROCE_EXPORT int ibv_close_device(ibv_context* context) {
     return -1;
   }
   vroce::Context* ctx = vroce::to_context(context);
-  if (int busy = vroce::data_path_objects_alive(*ctx); busy != 0) {
-    VROCE_LOG(Warn,
-              "ibv_close_device(%s): PDs, CQs, QPs or completion channels of this context still "
-              "exist; destroy them first",
-              ctx->device->name().c_str());
-    errno = busy;
-    return -1;
+  // rdma-core returns 0 here whatever is left, and the kernel reclaims a closed context's
+  // objects; perftest's ib_send_bw, for one, never destroys its receive CQ.
+  std::string leaked = vroce::release_context_objects(*ctx);
+  if (!leaked.empty()) {
+    VROCE_LOG(Warn, "ibv_close_device(%s): released what the program did not destroy: %s",
+              ctx->device->name().c_str(), leaked.c_str());
   }
   ctx->device->detach_context(ctx);
   close(context->cmd_fd);
