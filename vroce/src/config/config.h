@@ -52,6 +52,11 @@ struct Config {
   // VROCE_GPU_STALL_WARN_MS: how long one of vroce's CUDA driver calls may stay blocked before
   // the watchdog reports the likely driver-lock deadlock (gpu/driver_lock_hazard.h).
   uint32_t gpu_stall_warn_ms = 5000;
+  // VROCE_SPIN_US: how long an engine's progress thread keeps polling (yielding the CPU between
+  // polls) after its last work before it sleeps on the socket, so that a program that spins on
+  // memory sees an RDMA WRITE land within microseconds, as it would from a NIC, while an idle
+  // engine costs no CPU. 0 never spins (every arrival wakes the thread).
+  uint32_t spin_us = 50;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.
