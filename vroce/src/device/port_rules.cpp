@@ -172,7 +172,9 @@ ibv_port_attr make_port_attr(ibv_port_state state, ibv_mtu active_mtu, const Por
   attr.lid = 0;  // Ethernet has no LIDs
   attr.sm_lid = 0;
   attr.lmc = 0;
-  attr.max_vl_num = 0;  // no IB virtual lanes on Ethernet; a ConnectX port reports 0 as well
+  // One virtual lane (IBV_VL_0 is encoded as 1), as Soft-RoCE reports. mlx5 leaves it 0 on
+  // Ethernet, which tools print as "invalid value (0)"; a valid value breaks nothing there.
+  attr.max_vl_num = 1;
   attr.sm_sl = 0;
   attr.subnet_timeout = 0;
   attr.init_type_reply = 0;
