@@ -183,6 +183,18 @@ TEST_CASE("progress thread spin after activity", "[config]") {
   }
 }
 
+TEST_CASE("device identity", "[config]") {
+  std::string error;
+  CHECK(vroce::parse_identity("vroce", &error) == false);
+  CHECK(vroce::parse_identity(" connectx7 ", &error) == true);
+  for (const char* bad : {"mlx5", "ConnectX-7", ""}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_identity(bad, &error));
+    CHECK(contains(error, "vroce"));
+    CHECK(contains(error, "connectx7"));
+  }
+}
+
 TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   std::vector<std::string> errors;
   Config config = parse({}, &errors);
@@ -196,6 +208,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK_FALSE(config.tc_override);
   CHECK(config.gpu_stall_warn_ms == 5000U);
   CHECK(config.spin_us == 50U);
+  CHECK_FALSE(config.connectx7_identity);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -208,7 +221,8 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_SYSFS_ROOT", "/tmp/sys"},
                          {"VROCE_TC_OVERRIDE", "106"},
                          {"VROCE_GPU_STALL_WARN_MS", "750"},
-                         {"VROCE_SPIN_US", "0"}},
+                         {"VROCE_SPIN_US", "0"},
+                         {"VROCE_IDENTITY", "connectx7"}},
                         &errors);
   CHECK(errors.empty());
   REQUIRE(config.devices.size() == 1);
@@ -222,6 +236,7 @@ TEST_CASE("parse_config: every variable read", "[config]") {
   CHECK(config.tc_override == 106);
   CHECK(config.gpu_stall_warn_ms == 750U);
   CHECK(config.spin_us == 0U);
+  CHECK(config.connectx7_identity);
 }
 
 TEST_CASE("parse_config: a malformed variable keeps its default and says so once", "[config]") {

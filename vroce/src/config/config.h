@@ -57,6 +57,10 @@ struct Config {
   // memory sees an RDMA WRITE land within microseconds, as it would from a NIC, while an idle
   // engine costs no CPU. 0 never spins (every arrival wakes the thread).
   uint32_t spin_us = 50;
+  // VROCE_IDENTITY: the vendor and part ids ibv_query_device reports. vroce's own (default)
+  // keeps plugins off mlx5-only paths (DEVX, mlx5dv) that vroce lacks; connectx7 presents
+  // Mellanox's 0x02c9 / 4129 so that tools take their ConnectX paths (perftest's inline data).
+  bool connectx7_identity = false;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.

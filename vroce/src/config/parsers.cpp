@@ -286,6 +286,21 @@ std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* erro
   return std::nullopt;
 }
 
+std::optional<bool> parse_identity(const std::string& text, std::string* error) {
+  std::string_view value = trim(text);
+  if (value == "vroce") {
+    return false;
+  }
+  if (value == "connectx7") {
+    return true;
+  }
+  *error =
+      "accepted identities are vroce (vroce's own vendor and part ids) and connectx7 "
+      "(Mellanox 0x02c9, part 4129), got " +
+      quoted(text);
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_path(const std::string& text, std::string* error) {
   if (text.empty()) {
     *error = "the path is empty";
@@ -330,6 +345,7 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
   apply("VROCE_GPU_STALL_WARN_MS", "5000", parse_stall_warn_ms,
         [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
   apply("VROCE_SPIN_US", "50", parse_spin_us, [&](uint32_t v) { config.spin_us = v; });
+  apply("VROCE_IDENTITY", "vroce", parse_identity, [&](bool v) { config.connectx7_identity = v; });
   return config;
 }
 

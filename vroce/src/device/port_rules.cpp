@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "config/config.h"
 #include "device/limits.h"
 
 namespace vroce {
@@ -194,8 +195,9 @@ ibv_device_attr make_device_attr(uint64_t node_guid_be) {
   attr.sys_image_guid = node_guid_be;
   attr.max_mr_size = limits::kMaxMrSize;
   attr.page_size_cap = limits::kPageSizeCap;
-  attr.vendor_id = limits::kVendorId;
-  attr.vendor_part_id = limits::kVendorPartId;
+  bool connectx7 = config().connectx7_identity;
+  attr.vendor_id = connectx7 ? limits::kConnectX7VendorId : limits::kVendorId;
+  attr.vendor_part_id = connectx7 ? limits::kConnectX7VendorPartId : limits::kVendorPartId;
   attr.hw_ver = limits::kHardwareVersion;
   attr.max_qp = limits::kMaxQp;
   attr.max_qp_wr = limits::kMaxQpWr;
