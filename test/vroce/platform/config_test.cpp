@@ -207,7 +207,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK_FALSE(config.sysfs_root);
   CHECK_FALSE(config.tc_override);
   CHECK(config.gpu_stall_warn_ms == 5000U);
-  CHECK(config.spin_us == 50U);
+  CHECK_FALSE(config.spin_us);
   CHECK_FALSE(config.connectx7_identity);
 }
 

@@ -344,7 +344,8 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](uint8_t v) { config.tc_override = v; });
   apply("VROCE_GPU_STALL_WARN_MS", "5000", parse_stall_warn_ms,
         [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
-  apply("VROCE_SPIN_US", "50", parse_spin_us, [&](uint32_t v) { config.spin_us = v; });
+  apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
+        [&](uint32_t v) { config.spin_us = v; });
   apply("VROCE_IDENTITY", "vroce", parse_identity, [&](bool v) { config.connectx7_identity = v; });
   return config;
 }

@@ -269,7 +269,7 @@ void Engine::run() {
   request_short_slice();
   epoll_event events[4];
   bool timer_fired = false;
-  const auto spin = std::chrono::microseconds(config().spin_us);
+  const auto spin = std::chrono::microseconds(spin_after_activity_us());
   Clock::time_point observed = Clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     bool more = true;
@@ -397,6 +397,16 @@ void Engine::request_short_slice() {
     VROCE_LOG(Debug, "progress thread of %s keeps the default time slice: %s",
               device_.device().name().c_str(), std::strerror(errno));
   }
+}
+
+uint32_t Engine::spin_after_activity_us() {
+  if (const auto& configured = config().spin_us) {
+    return *configured;
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  int usable = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return usable >= kSpinMinCpus ? kDefaultSpinUs : 0;
 }
 
 bool Engine::any_ack_timer() const {
