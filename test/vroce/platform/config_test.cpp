@@ -171,6 +171,30 @@ TEST_CASE("GPU stall warning delay", "[config]") {
   }
 }
 
+TEST_CASE("progress thread spin after activity", "[config]") {
+  std::string error;
+  CHECK(vroce::parse_spin_us("0", &error) == 0U);
+  CHECK(vroce::parse_spin_us(" 50 ", &error) == 50U);
+  CHECK(vroce::parse_spin_us("100000", &error) == 100'000U);
+  for (const char* bad : {"100001", "-1", "50us", "", "2.5"}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_spin_us(bad, &error));
+    CHECK(contains(error, "microseconds, from 0 (never spin) to 100000"));
+  }
+}
+
+TEST_CASE("device identity", "[config]") {
+  std::string error;
+  CHECK(vroce::parse_identity("vroce", &error) == false);
+  CHECK(vroce::parse_identity(" connectx7 ", &error) == true);
+  for (const char* bad : {"mlx5", "ConnectX-7", ""}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_identity(bad, &error));
+    CHECK(contains(error, "vroce"));
+    CHECK(contains(error, "connectx7"));
+  }
+}
+
 TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   std::vector<std::string> errors;
   Config config = parse({}, &errors);
@@ -183,6 +207,8 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK_FALSE(config.sysfs_root);
   CHECK_FALSE(config.tc_override);
   CHECK(config.gpu_stall_warn_ms == 5000U);
+  CHECK_FALSE(config.spin_us);
+  CHECK_FALSE(config.connectx7_identity);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -194,7 +220,9 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_STATS_FILE", "/tmp/s.json"},
                          {"VROCE_SYSFS_ROOT", "/tmp/sys"},
                          {"VROCE_TC_OVERRIDE", "106"},
-                         {"VROCE_GPU_STALL_WARN_MS", "750"}},
+                         {"VROCE_GPU_STALL_WARN_MS", "750"},
+                         {"VROCE_SPIN_US", "0"},
+                         {"VROCE_IDENTITY", "connectx7"}},
                         &errors);
   CHECK(errors.empty());
   REQUIRE(config.devices.size() == 1);
@@ -207,6 +235,8 @@ TEST_CASE("parse_config: every variable read", "[config]") {
   CHECK(config.sysfs_root == "/tmp/sys");
   CHECK(config.tc_override == 106);
   CHECK(config.gpu_stall_warn_ms == 750U);
+  CHECK(config.spin_us == 0U);
+  CHECK(config.connectx7_identity);
 }
 
 TEST_CASE("parse_config: a malformed variable keeps its default and says so once", "[config]") {

@@ -121,6 +121,7 @@ def check_devinfo(lib_dir, gbps, width, speed, guids):
             "max_mtu": "4096 (5)",
             "active_mtu": "4096 (5)",  # lo: MTU 65536
             "port_lid": "0",
+            "max_vl_num": "1 (1)",
             "link_layer": "Ethernet",
             "port_cap_flags": "0x04010000",
             "port_cap_flags2": "0x0000",
@@ -144,6 +145,15 @@ def check_devinfo(lib_dir, gbps, width, speed, guids):
         mapped = f"0000:0000:0000:0000:0000:ffff:7f00:02{last_octet:02x}"
         check(gids.get(2) == (mapped, "RoCE v1"), f"{name} GID 2 {gids.get(2)}")
         check(gids.get(3) == (f"::ffff:127.0.2.{last_octet}", "RoCE v2"), f"{name} GID 3 {gids.get(3)}")
+
+
+def check_connectx7_identity(lib_dir):
+    result = run(lib_dir, ["ibv_devinfo", "-v", "-d", "vpu0"], VROCE_DEVICES="vpu0=127.0.2.35",
+                 VROCE_IDENTITY="connectx7")
+    attrs = parse_devinfo(result.stdout).get("vpu0", {}).get("attrs", {})
+    check(attrs.get("vendor_id") == "0x02c9" and attrs.get("vendor_part_id") == "4129",
+          f"VROCE_IDENTITY=connectx7 presents Mellanox 0x02c9 / 4129: {attrs.get('vendor_id')} "
+          f"{attrs.get('vendor_part_id')}")
 
 
 def check_errors_reported(lib_dir):
@@ -181,6 +191,7 @@ def main():
     check_devinfo(lib_dir, 100, "4X (2)", "25.0 Gbps (32)", guids)
     check_devinfo(lib_dir, 200, "4X (2)", "50.0 Gbps (64)", guids)
     check_devinfo(lib_dir, 800, "8X (4)", "100.0 Gbps (128)", guids)
+    check_connectx7_identity(lib_dir)
     check_errors_reported(lib_dir)
     if not failures:
         print("PASS: ibv_devices and ibv_devinfo -v report vroce's devices correctly")

@@ -5,14 +5,20 @@
   verneed names a missing node);
 - every symbol we export has the same default version as Debian's (or VROCE_PRIVATE_1.0);
 - libibverbs.map lists every Debian default symbol at its node;
-- every symbol of symbol_owners.txt owned by the platform part is exported; the provider ABI is
-  not; the RC engine's entry points are all there or none is (a build without the data path);
+- every symbol of symbol_owners.txt owned by the platform part or the provider stubs is
+  exported; the RC engine's entry points are all there or none is (a build without the data
+  path);
+- every libibverbs symbol Debian's provider libraries import (libmlx4/libmlx5/libefa and the
+  providers in libibverbs/, which programs such as perftest link with BIND_NOW) is exported at
+  the version they bind, and the stubs fail with EOPNOTSUPP when called;
 - ibv_register_driver is, as in rdma-core, only a non-default IBVERBS_1.1 version;
 - every verbs symbol Debian's ibverbs-utils import exists, unless the RC engine owns it; the
   RC-owned imports are listed.
 Exit 0 on success, 1 on a failed check, 77 (skip) without Debian's library or objdump.
 """
 import argparse
+import ctypes
+import errno
 import re
 import shutil
 import subprocess
@@ -57,6 +63,40 @@ def imported_symbols(path):
             fields = line.split()
             imports.append((fields[-1], fields[-2].strip("()")))
     return imports
+
+
+def provider_libraries():
+    """Debian's provider libraries: those programs link (libmlx4/5, libefa) and those rdma-core
+    loads from libibverbs/ (which are the same files or their siblings)."""
+    libdir = DEBIAN_LIB.parent
+    found = [libdir / f"lib{name}.so.1" for name in ("mlx4", "mlx5", "efa")]
+    found += sorted((libdir / "libibverbs").glob("*.so"))
+    return [p.resolve() for p in found if p.exists()]
+
+
+def check_stubs_refuse(lib):
+    """Calls a few provider-ABI stubs the way a provider would: each must fail with EOPNOTSUPP
+    (returned and in errno) or a null pointer, and verbs_register_driver_34 must be harmless."""
+    failures = []
+    needed = subprocess.run(["objdump", "-p", str(lib)], check=True, capture_output=True,
+                            text=True).stdout
+    if re.search(r"NEEDED\s+lib(asan|tsan|ubsan)", needed):
+        print("note: sanitizer build; the stubs are not called from this (uninstrumented) python")
+        return failures
+    handle = ctypes.CDLL(str(lib), use_errno=True)
+    for name in ("ibv_cmd_destroy_cq", "ibv_cmd_create_qp", "execute_ioctl", "ibv_cmd_reg_mr"):
+        fn = getattr(handle, name)
+        fn.restype = ctypes.c_int
+        ctypes.set_errno(0)
+        rc = fn(None, None, None, None)
+        if rc != errno.EOPNOTSUPP or ctypes.get_errno() != errno.EOPNOTSUPP:
+            failures.append(f"{name} returned {rc}, errno {ctypes.get_errno()}; want EOPNOTSUPP")
+    fn = handle._verbs_init_and_alloc_context
+    fn.restype = ctypes.c_void_p
+    if fn(None, -1, 0, None, 0) is not None:
+        failures.append("_verbs_init_and_alloc_context returned a context")
+    handle.verbs_register_driver_34(None)
+    return failures
 
 
 def map_nodes(path):
@@ -122,13 +162,25 @@ def main():
     for name, owner in sorted(owners.items()):
         if owner == "platform" and name not in ours:
             failures.append(f"platform symbol {name} is not exported")
-        if owner == "provider-abi" and name in ours:
-            failures.append(f"provider-ABI symbol {name} is exported")
+        if owner == "provider-stub" and name not in ours:
+            failures.append(f"provider-ABI stub {name} is not exported")
     if rc_present and len(rc_present) != len(rc_names):
         missing = sorted(set(rc_names) - set(rc_present))
         failures.append(f"RC engine symbols only partly present; missing: {' '.join(missing)}")
     state = "linked in" if rc_present else "not linked into this build"
     print(f"RC engine entry points: {len(rc_names)}, {state}")
+
+    providers = provider_libraries()
+    needed = {}
+    for lib in providers:
+        for name, version in imported_symbols(lib):
+            needed.setdefault((name, version), []).append(lib.name)
+    for (name, version), users in sorted(needed.items()):
+        if ours.get(name, (None, False)) != (version, True):
+            failures.append(f"{name}@{version}, imported by {', '.join(sorted(users))}, is not "
+                            f"exported at that version")
+    print(f"provider libraries: {len(providers)}, importing {len(needed)} libibverbs symbols")
+    failures += check_stubs_refuse(args.lib)
 
     for util in UTILS:
         path = shutil.which(util)

@@ -17,6 +17,7 @@
 #include "allreduce.h"
 #include "cuda_driver.h"
 #include "errors.h"
+#include "init_check_hint.h"
 #include "json_writer.h"
 #include "launcher.h"
 #include "locations.h"
@@ -436,8 +437,10 @@ int run_init_check(const Options& options) {
   const std::string path = plugin_path_of(options);
   std::fprintf(out, "plugin: %s\n", path.c_str());
   json.key("plugin").value(path);
+  bool plugin_loaded = false;  // a missing plugin is not a missing NIC
   try {
     NetPlugin plugin(path, options.api);
+    plugin_loaded = true;
     plugin.init(roce_bench_nccl_logger, options.traffic_class, random_u64());
     // The name after init: a plugin may set it there (NCCL reads it again after init too).
     std::fprintf(out, "table: %s, name \"%s\"\n", plugin.symbol().c_str(), plugin.name().c_str());
@@ -597,6 +600,12 @@ int run_init_check(const Options& options) {
     json.value(p);
   }
   json.end_array();
+  if (!passed && plugin_loaded) {
+    if (auto hint = vroce_init_check_hint(options)) {
+      std::fputs(hint->c_str(), out);
+      json.key("hint").value(*hint);
+    }
+  }
   json.key("status").value(passed ? "pass" : "fail");
   json.end_object();
   std::fprintf(out, "init-check: %s\n", passed ? "PASS" : "FAIL");

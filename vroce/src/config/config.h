@@ -52,6 +52,17 @@ struct Config {
   // VROCE_GPU_STALL_WARN_MS: how long one of vroce's CUDA driver calls may stay blocked before
   // the watchdog reports the likely driver-lock deadlock (gpu/driver_lock_hazard.h).
   uint32_t gpu_stall_warn_ms = 5000;
+  // VROCE_SPIN_US: how long an engine's progress thread keeps polling (yielding the CPU between
+  // polls) after its last work before it sleeps on the socket, so that a program that spins on
+  // memory sees an RDMA WRITE land within microseconds, as it would from a NIC, while an idle
+  // engine costs no CPU. 0 never spins (every arrival wakes the thread). Unset: 50 us where the
+  // process may run on 4 or more CPUs, 0 below (on 2 cores a spinning thread only takes the CPU
+  // from a program that busy-polls; measured by scripts/bench-perftest.sh).
+  std::optional<uint32_t> spin_us;
+  // VROCE_IDENTITY: the vendor and part ids ibv_query_device reports. vroce's own (default)
+  // keeps plugins off mlx5-only paths (DEVX, mlx5dv) that vroce lacks; connectx7 presents
+  // Mellanox's 0x02c9 / 4129 so that tools take their ConnectX paths (perftest's inline data).
+  bool connectx7_identity = false;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.

@@ -274,6 +274,33 @@ std::optional<uint32_t> parse_stall_warn_ms(const std::string& text, std::string
   return std::nullopt;
 }
 
+std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* error) {
+  auto value = parse_unsigned<uint32_t>(trim(text));
+  if (value && *value <= 100'000) {
+    return value;
+  }
+  *error =
+      "the progress thread's spin after activity is in microseconds, from 0 (never spin) to "
+      "100000, got " +
+      quoted(text);
+  return std::nullopt;
+}
+
+std::optional<bool> parse_identity(const std::string& text, std::string* error) {
+  std::string_view value = trim(text);
+  if (value == "vroce") {
+    return false;
+  }
+  if (value == "connectx7") {
+    return true;
+  }
+  *error =
+      "accepted identities are vroce (vroce's own vendor and part ids) and connectx7 "
+      "(Mellanox 0x02c9, part 4129), got " +
+      quoted(text);
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_path(const std::string& text, std::string* error) {
   if (text.empty()) {
     *error = "the path is empty";
@@ -317,6 +344,9 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](uint8_t v) { config.tc_override = v; });
   apply("VROCE_GPU_STALL_WARN_MS", "5000", parse_stall_warn_ms,
         [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
+  apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
+        [&](uint32_t v) { config.spin_us = v; });
+  apply("VROCE_IDENTITY", "vroce", parse_identity, [&](bool v) { config.connectx7_identity = v; });
   return config;
 }
 

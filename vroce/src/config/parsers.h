@@ -21,6 +21,9 @@ std::optional<uint32_t> parse_port_speed_gbps(const std::string& text, std::stri
 std::optional<double> parse_time_scale(const std::string& text, std::string* error);
 std::optional<uint8_t> parse_traffic_class(const std::string& text, std::string* error);
 std::optional<uint32_t> parse_stall_warn_ms(const std::string& text, std::string* error);
+std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* error);
+// "vroce" -> false, "connectx7" -> true.
+std::optional<bool> parse_identity(const std::string& text, std::string* error);
 std::optional<std::string> parse_path(const std::string& text, std::string* error);
 
 // The default device list used when VROCE_DEVICES is unset.

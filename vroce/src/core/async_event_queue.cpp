@@ -117,6 +117,14 @@ void AsyncEventQueue::retire(const void* object) {
   counts_.erase(object);
 }
 
+void AsyncEventQueue::abandon_acks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [object, counts] : counts_) {
+    counts.acked = counts.delivered;
+  }
+  acked_cv_.notify_all();
+}
+
 size_t AsyncEventQueue::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return queue_.size();

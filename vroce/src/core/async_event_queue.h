@@ -44,6 +44,10 @@ class AsyncEventQueue {
   // acknowledged. Called by destroy_qp/cq/srq before the object is freed.
   void retire(const void* object);
 
+  // Counts every delivered event as acknowledged (ibv_close_device: the program closed the
+  // context, so retire() must not wait for acknowledgements that can no longer come).
+  void abandon_acks();
+
   // Events queued and not yet taken (for tests and diagnostics).
   size_t pending() const;
 

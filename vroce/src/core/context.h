@@ -30,8 +30,4 @@ inline Context* to_context(ibv_context* ctx) noexcept {
 // (core/ and transport/); called by ibv_open_device.
 void install_data_path_ops(ibv_context_ops& ops) noexcept;
 
-// Called by ibv_close_device before the Context is freed; returns EBUSY (and the device stays
-// open) while PDs, CQs, QPs or comp channels of this context still exist.
-int data_path_objects_alive(const Context& ctx) noexcept;
-
 }  // namespace vroce

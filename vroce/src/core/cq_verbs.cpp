@@ -9,6 +9,7 @@
 
 #include "core/async_event_queue.h"
 #include "core/context.h"
+#include "core/context_objects.h"
 #include "core/cq.h"
 #include "core/device_state.h"
 #include "core/stats.h"
@@ -39,7 +40,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) {
   channel->ibv.fd = fd;
   channel->ibv.refcnt = 0;
   channel->ctx = to_context(context);
-  track_context_object(channel->ctx, 1);
+  track_context_object(channel->ctx, ContextObject::CompChannel, &channel->ibv);
   stats().live_comp_channels.inc();
   return &channel->ibv;
 }
@@ -55,7 +56,7 @@ int destroy_comp_channel(ibv_comp_channel* ibv) {
     return EBUSY;
   }
   ::close(ibv->fd);
-  track_context_object(channel->ctx, -1);
+  untrack_context_object(channel->ctx, ContextObject::CompChannel, ibv);
   stats().live_comp_channels.dec();
   delete channel;
   return 0;
@@ -110,7 +111,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
     cq->channel->cqs.fetch_add(1, std::memory_order_relaxed);
     ++channel->refcnt;
   }
-  track_context_object(ctx, 1);
+  track_context_object(ctx, ContextObject::Cq, &cq->ibv);
   stats().live_cqs.inc();
   return &cq->ibv;
 }
@@ -150,7 +151,7 @@ int destroy_cq(ibv_cq* ibv) {
     cq->channel->cqs.fetch_sub(1, std::memory_order_relaxed);
     --cq->channel->ibv.refcnt;
   }
-  track_context_object(cq->ctx, -1);
+  untrack_context_object(cq->ctx, ContextObject::Cq, ibv);
   stats().live_cqs.dec();
   pthread_cond_destroy(&ibv->cond);
   pthread_mutex_destroy(&ibv->mutex);

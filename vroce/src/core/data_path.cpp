@@ -234,8 +234,4 @@ void install_data_path_ops(ibv_context_ops& ops) noexcept {
   ops.dealloc_mw = dealloc_mw_unsupported;
 }
 
-int data_path_objects_alive(const Context& ctx) noexcept {
-  return context_objects(&ctx) != 0 ? EBUSY : 0;
-}
-
 }  // namespace vroce

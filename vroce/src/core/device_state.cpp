@@ -21,12 +21,6 @@ std::mutex& registry_mutex() {
   return mutex;
 }
 
-// Never destroyed: contexts may be closed from atexit handlers after static teardown began.
-std::unordered_map<const Context*, int>& context_counts() {
-  static auto* counts = new std::unordered_map<const Context*, int>();
-  return *counts;
-}
-
 // Where the QPN counter starts, so that QPNs differ between runs like on a real NIC. getrandom(2)
 // rather than std::random_device: the shipped libibverbs.so.1 must not import arc4random
 // (GLIBC_2.36), see compat/glibc_floor.cpp.
@@ -110,23 +104,6 @@ void DeviceState::progress() noexcept {
     engine->try_progress();
   }
   pollers_.fetch_sub(1, std::memory_order_release);
-}
-
-void track_context_object(const Context* ctx, int delta) {
-  std::lock_guard lock(registry_mutex());
-  auto& counts = context_counts();
-  int& count = counts[ctx];
-  count += delta;
-  if (count == 0) {
-    counts.erase(ctx);
-  }
-}
-
-int context_objects(const Context* ctx) {
-  std::lock_guard lock(registry_mutex());
-  auto& counts = context_counts();
-  auto it = counts.find(ctx);
-  return it == counts.end() ? 0 : it->second;
 }
 
 }  // namespace vroce

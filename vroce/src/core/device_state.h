@@ -59,8 +59,4 @@ class DeviceState {
   uint32_t next_qpn_;
 };
 
-// Live PDs, CQs, QPs and completion channels per context, for ibv_close_device's EBUSY.
-void track_context_object(const Context* ctx, int delta);
-int context_objects(const Context* ctx);
-
 }  // namespace vroce

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/context_objects.h"
 #include "core/device_state.h"
 #include "core/mr.h"
 #include "core/pd.h"
@@ -106,6 +107,7 @@ ibv_mr* register_region(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   }
   mr->ibv.handle = mr->slot;
   pd->children.fetch_add(1, std::memory_order_relaxed);
+  track_context_object(pd->ctx, ContextObject::Mr, &mr->ibv);
   stats().live_mrs.inc();
   return &mr->ibv;
 }
@@ -142,7 +144,7 @@ ibv_pd* alloc_pd(ibv_context* context) {
   pd->ibv.handle = next_handle.fetch_add(1, std::memory_order_relaxed);
   pd->ctx = ctx;
   pd->device = &DeviceState::of(*ctx->device);
-  track_context_object(ctx, 1);
+  track_context_object(ctx, ContextObject::Pd, &pd->ibv);
   stats().live_pds.inc();
   return &pd->ibv;
 }
@@ -157,7 +159,7 @@ int dealloc_pd(ibv_pd* ibv) {
               pd->children.load(std::memory_order_relaxed));
     return EBUSY;
   }
-  track_context_object(pd->ctx, -1);
+  untrack_context_object(pd->ctx, ContextObject::Pd, ibv);
   stats().live_pds.dec();
   delete pd;
   return 0;
@@ -248,6 +250,7 @@ int dereg_mr(ibv_mr* ibv) {
   if (mr->mapping != nullptr) {
     ::munmap(mr->mapping, mr->mapping_length);
   }
+  untrack_context_object(mr->pd->ctx, ContextObject::Mr, ibv);
   mr->pd->children.fetch_sub(1, std::memory_order_release);
   stats().live_mrs.dec();
   delete mr;

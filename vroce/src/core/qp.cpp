@@ -13,6 +13,7 @@
 
 #include "core/async_event_queue.h"
 #include "core/context.h"
+#include "core/context_objects.h"
 #include "core/cq.h"
 #include "core/device_state.h"
 #include "core/pd.h"
@@ -335,7 +336,7 @@ ibv_qp* create_qp(ibv_pd* ibv_pd_ptr, ibv_qp_init_attr* init) {
   qp->send_cq->qps.fetch_add(1, std::memory_order_relaxed);
   qp->recv_cq->qps.fetch_add(1, std::memory_order_relaxed);
   pd->children.fetch_add(1, std::memory_order_relaxed);
-  track_context_object(qp->ctx, 1);
+  track_context_object(qp->ctx, ContextObject::Qp, &qp->ibv);
   stats().live_qps.inc();
   return &qp->ibv;
 }
@@ -408,7 +409,7 @@ int destroy_qp(ibv_qp* ibv) {
   qp->send_cq->qps.fetch_sub(1, std::memory_order_relaxed);
   qp->recv_cq->qps.fetch_sub(1, std::memory_order_relaxed);
   qp->pd->children.fetch_sub(1, std::memory_order_release);
-  track_context_object(qp->ctx, -1);
+  untrack_context_object(qp->ctx, ContextObject::Qp, ibv);
   stats().live_qps.dec();
   pthread_cond_destroy(&ibv->cond);
   pthread_mutex_destroy(&ibv->mutex);

@@ -126,6 +126,9 @@ std::string stats_json() {
   append_value(out, "rx_payload_bytes", s.rx_payload_bytes.get());
   append_value(out, "retransmitted_packets", s.retransmitted_packets.get());
   append_value(out, "ack_timeouts", s.ack_timeouts.get());
+  append_value(out, "scheduling_stalls", s.scheduling_stalls.get());
+  append_value(out, "spin_backoffs", s.spin_backoffs.get());
+  append_value(out, "progress_thread_cpu_us", s.progress_thread_cpu_us.get());
   append_value(out, "implied_naks", s.implied_naks.get());
   append_group(out, "naks_sent", s.naks_sent, kNakNames);
   append_group(out, "naks_received", s.naks_received, kNakNames);
@@ -158,6 +161,9 @@ void stats_reset() noexcept {
   s.rx_payload_bytes.reset();
   s.retransmitted_packets.reset();
   s.ack_timeouts.reset();
+  s.scheduling_stalls.reset();
+  s.spin_backoffs.reset();
+  s.progress_thread_cpu_us.reset();
   s.implied_naks.reset();
   for (auto& c : s.naks_sent)
     c.reset();

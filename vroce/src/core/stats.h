@@ -67,9 +67,12 @@ struct Stats {
   Counter rx_packets[static_cast<size_t>(PacketClass::kCount)];
   Counter tx_payload_bytes;
   Counter rx_payload_bytes;
-  Counter retransmitted_packets;  // request packets sent again (Go-Back-N, timeouts, RNR)
-  Counter ack_timeouts;           // local ACK timer expirations
-  Counter implied_naks;           // READ responses or ACKs that revealed lost responses
+  Counter retransmitted_packets;   // request packets sent again (Go-Back-N, timeouts, RNR)
+  Counter ack_timeouts;            // local ACK timer expirations
+  Counter scheduling_stalls;       // times a progress thread found it had not been scheduled
+  Counter spin_backoffs;           // spins given up because the progress thread was preempted
+  Counter progress_thread_cpu_us;  // CPU time of progress threads that have stopped
+  Counter implied_naks;            // READ responses or ACKs that revealed lost responses
   Counter naks_sent[static_cast<size_t>(NakKind::kCount)];
   Counter naks_received[static_cast<size_t>(NakKind::kCount)];
   Counter rnr_naks_sent;

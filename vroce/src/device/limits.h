@@ -15,6 +15,9 @@ namespace vroce::limits {
 // The part id is 4791, the RoCEv2 UDP port.
 inline constexpr uint32_t kVendorId = 0x025652;
 inline constexpr uint32_t kVendorPartId = 4791;
+// VROCE_IDENTITY=connectx7: what a ConnectX-7 reports (Mellanox's OUI, PCI device 0x1021).
+inline constexpr uint32_t kConnectX7VendorId = 0x02c9;
+inline constexpr uint32_t kConnectX7VendorPartId = 4129;
 inline constexpr uint32_t kHardwareVersion = 1;
 inline constexpr const char* kFirmwareVersion = "1.0.0 (vroce)";
 inline constexpr const char* kHcaType = "VROCE";

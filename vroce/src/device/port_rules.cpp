@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "config/config.h"
 #include "device/limits.h"
 
 namespace vroce {
@@ -172,7 +173,9 @@ ibv_port_attr make_port_attr(ibv_port_state state, ibv_mtu active_mtu, const Por
   attr.lid = 0;  // Ethernet has no LIDs
   attr.sm_lid = 0;
   attr.lmc = 0;
-  attr.max_vl_num = 0;  // no IB virtual lanes on Ethernet; a ConnectX port reports 0 as well
+  // One virtual lane (IBV_VL_0 is encoded as 1), as Soft-RoCE reports. mlx5 leaves it 0 on
+  // Ethernet, which tools print as "invalid value (0)"; a valid value breaks nothing there.
+  attr.max_vl_num = 1;
   attr.sm_sl = 0;
   attr.subnet_timeout = 0;
   attr.init_type_reply = 0;
@@ -192,8 +195,9 @@ ibv_device_attr make_device_attr(uint64_t node_guid_be) {
   attr.sys_image_guid = node_guid_be;
   attr.max_mr_size = limits::kMaxMrSize;
   attr.page_size_cap = limits::kPageSizeCap;
-  attr.vendor_id = limits::kVendorId;
-  attr.vendor_part_id = limits::kVendorPartId;
+  bool connectx7 = config().connectx7_identity;
+  attr.vendor_id = connectx7 ? limits::kConnectX7VendorId : limits::kVendorId;
+  attr.vendor_part_id = connectx7 ? limits::kConnectX7VendorPartId : limits::kVendorPartId;
   attr.hw_ver = limits::kHardwareVersion;
   attr.max_qp = limits::kMaxQp;
   attr.max_qp_wr = limits::kMaxQpWr;

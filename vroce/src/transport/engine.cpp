@@ -1,9 +1,13 @@
 #include "transport/engine.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +30,8 @@ constexpr size_t kRxBufferSize = wire::kMaxPacketSize + 256;
 // requester's window keeps moving while a long stream is received.
 constexpr size_t kRxBatchesPerPass = 1;
 constexpr size_t kTxBudgetPerQp = 64;
+// Receive batches the progress thread reads at most before it declares an ACK timeout.
+constexpr size_t kDrainBatches = 64;
 
 DropReason drop_reason(wire::ParseError error) {
   switch (error) {
@@ -229,19 +235,13 @@ void Engine::kick(Qp* qp) noexcept {
   }
 }
 
-bool Engine::pollers_active() const noexcept {
-  auto last = last_poll_ns_.load(std::memory_order_relaxed);
-  auto now = Clock::now().time_since_epoch().count();
-  return last != 0 && now - last < kPollerGrace.count();
-}
-
 void Engine::try_progress() noexcept {
-  last_poll_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (!mutex_.try_lock()) {
     return;  // another thread is making progress right now
   }
   std::lock_guard lock(mutex_, std::adopt_lock);
-  hand_over(pump(true));
+  // ACK timeouts are left to the progress thread, which knows whether it was scheduled.
+  hand_over(pump(true, false));
 }
 
 void Engine::wake() noexcept {
@@ -266,8 +266,11 @@ void Engine::hand_over(bool more) {
 // ---- the progress thread ---------------------------------------------------------------------
 
 void Engine::run() {
+  request_short_slice();
   epoll_event events[4];
   bool timer_fired = false;
+  const auto spin = std::chrono::microseconds(spin_after_activity_us());
+  Clock::time_point observed = Clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     bool more = true;
     while (more && !stop_.load(std::memory_order_relaxed)) {
@@ -277,33 +280,78 @@ void Engine::run() {
         timer_armed_ = false;
         timer_fired = false;
       }
-      more = pump(true);
+      Clock::time_point t = Clock::now();
+      if (t - observed > kStallGap) {
+        account_stall(t - observed);  // preempted between two rounds
+      }
+      observed = t;
+      more = pump(true, true);
     }
+    Clock::time_point wake_by;
+    bool bounded;
     {
       std::lock_guard lock(mutex_);
       send_held();
       bool any = false;
       Clock::time_point deadline = next_deadline(&any);
       arm_timerfd(deadline, any);
+      // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
+      // spent runnable but not running is measured and not charged to the peer.
+      bounded = any_ack_timer();
+      wake_by = Clock::now() + kHeartbeat;
+      if (any && deadline < wake_by) {
+        wake_by = deadline;
+      }
     }
-    sleeping_.store(true, std::memory_order_seq_cst);
-    if (kick_pending_.load(std::memory_order_seq_cst) || stop_.load(std::memory_order_seq_cst)) {
-      sleeping_.store(false, std::memory_order_relaxed);
-      continue;
+    // Spin: an arrival right after activity (the next packet of a ping-pong, a WRITE a program
+    // polls memory for) is handled within microseconds, without a wake-up. Only while a CPU is
+    // free for it: a spin that finds itself preempted means the machine has no idle core, where
+    // spinning only takes the CPU from the program (and a woken thread preempts a spinning one
+    // anyway), so spinning then stays off for kSpinBackoff.
+    int n = 0;
+    Clock::time_point spin_end = Clock::now() + spin;
+    bool may_spin = spin.count() > 0 && Clock::now() >= spin_backoff_until_;
+    while (may_spin && !stop_.load(std::memory_order_relaxed) &&
+           !kick_pending_.load(std::memory_order_seq_cst)) {
+      n = ::epoll_wait(epoll_fd_, events, 4, 0);
+      Clock::time_point t = Clock::now();
+      if (t - observed > kStallGap) {
+        std::lock_guard lock(mutex_);
+        account_stall(t - observed);
+      }
+      bool preempted = t - observed > kSpinPreempted;
+      observed = t;
+      if (preempted) {
+        spin_backoff_until_ = t + kSpinBackoff;
+        stats().spin_backoffs.add();
+        break;
+      }
+      if (n != 0 || t >= spin_end) {
+        break;
+      }
     }
-    // While a program busy-polls its CQs it receives for us (try_progress); waking up for every
-    // packet as well would only take the CPU from it. Leave the socket out of the wait then, and
-    // look again every millisecond.
-    bool pollers = pollers_active();
-    if (pollers == socket_watched_) {
-      epoll_event ev{};
-      ev.events = pollers ? 0u : static_cast<uint32_t>(EPOLLIN);
-      ev.data.fd = port_.fd();
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, port_.fd(), &ev);
-      socket_watched_ = !pollers;
+    if (n == 0 && !kick_pending_.load(std::memory_order_seq_cst) &&
+        !stop_.load(std::memory_order_relaxed)) {
+      sleeping_.store(true, std::memory_order_seq_cst);
+      if (!kick_pending_.load(std::memory_order_seq_cst) &&
+          !stop_.load(std::memory_order_seq_cst)) {
+        int timeout_ms = -1;
+        if (bounded) {
+          auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_by - Clock::now());
+          timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+        }
+        n = ::epoll_wait(epoll_fd_, events, 4, timeout_ms);
+      }
+      sleeping_.store(false, std::memory_order_seq_cst);
+      Clock::time_point t = Clock::now();
+      // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
+      // did not run (an earlier socket or eventfd wake-up only makes this an underestimate).
+      if (bounded && t - wake_by > kStallGap) {
+        std::lock_guard lock(mutex_);
+        account_stall(t - wake_by);
+      }
+      observed = t;
     }
-    int n = ::epoll_wait(epoll_fd_, events, 4, pollers ? 1 : -1);
-    sleeping_.store(false, std::memory_order_seq_cst);
     for (int i = 0; i < n; ++i) {
       uint64_t value;
       if (events[i].data.fd == event_fd_) {
@@ -315,9 +363,74 @@ void Engine::run() {
       }
     }
   }
+  // What the progress thread cost, for the counters (the CPU price of spinning).
+  timespec cpu{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+    stats().progress_thread_cpu_us.add(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000 +
+                                       static_cast<uint64_t>(cpu.tv_nsec) / 1000);
+  }
 }
 
-bool Engine::pump(bool receive) {
+void Engine::request_short_slice() {
+  // A NIC works beside the host's threads, not behind them. Under EEVDF (Linux 6.6+) a woken
+  // thread preempts the running one only if its virtual deadline is earlier, and the deadline
+  // is one time slice away: asking for the shortest slice (sched_attr.sched_runtime, honoured for
+  // SCHED_OTHER since Linux 6.12, no privilege needed) lets the progress thread, woken by an
+  // arrival, run at once instead of after the slice of a thread that spins on memory. Its CPU
+  // share is unchanged. Older kernels ignore or refuse it, which changes nothing else.
+  struct {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+  } attr{};
+  attr.size = sizeof(attr);
+  attr.sched_policy = SCHED_OTHER;
+  errno = 0;
+  attr.sched_nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  attr.sched_runtime = kSchedSliceNs;
+  if (errno != 0 || ::syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
+    VROCE_LOG(Debug, "progress thread of %s keeps the default time slice: %s",
+              device_.device().name().c_str(), std::strerror(errno));
+  }
+}
+
+uint32_t Engine::spin_after_activity_us() {
+  if (const auto& configured = config().spin_us) {
+    return *configured;
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  int usable = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return usable >= kSpinMinCpus ? kDefaultSpinUs : 0;
+}
+
+bool Engine::any_ack_timer() const {
+  for (const Qp* qp : all_qps_) {
+    if (qp->tp.req.ack_timer_armed) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Engine::account_stall(std::chrono::nanoseconds stolen) {
+  // ACK deadlines move by the time the engine could not run: a NIC's timers and ACK generation
+  // never stop, so neither may vroce charge the peer for its own scheduling delays.
+  stats().scheduling_stalls.add();
+  for (Qp* qp : all_qps_) {
+    Requester& r = qp->tp.req;
+    if (r.ack_timer_armed) {
+      r.ack_deadline += stolen;
+    }
+  }
+}
+
+bool Engine::pump(bool receive, bool timeouts) {
   now_ = Clock::now();
   if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
     take_kicks();
@@ -325,9 +438,16 @@ bool Engine::pump(bool receive) {
   bool more_waiting = false;
   if (receive) {
     receive_pass(&more_waiting);
+    // An ACK timeout is declared only with the socket drained: what arrived while this thread
+    // waited to run is not lost.
+    for (size_t batch = 0; timeouts && more_waiting && batch < kDrainBatches && ack_expired();
+         ++batch) {
+      more_waiting = false;
+      receive_pass(&more_waiting);
+    }
     now_ = Clock::now();
   }
-  timer_pass();
+  timer_pass(timeouts);
   transmit_pass();
   flush_tx();
   // Only work left right now counts: waking the progress thread for a drained socket would
@@ -605,9 +725,19 @@ void Engine::send_with_faults(size_t count) {
   s.drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
 }
 
-void Engine::timer_pass() {
+bool Engine::ack_expired() const {
+  auto t = Clock::now();
+  for (const Qp* qp : all_qps_) {
+    if (qp->tp.req.ack_timer_armed && t >= qp->tp.req.ack_deadline) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Engine::timer_pass(bool timeouts) {
   for (Qp* qp : all_qps_) {
-    requester_on_timer(*this, *qp);
+    requester_on_timer(*this, *qp, timeouts);
   }
   size_t due = 0;
   while (!delayed_.empty() && delayed_.front().due <= now_) {

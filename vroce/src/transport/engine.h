@@ -105,9 +105,22 @@ class Engine {
   void wake() noexcept;
   // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
   // is more to do right away. Needs the mutex.
-  bool pump(bool receive);
-  // True while some thread polled an empty CQ of this engine within the last kPollerGrace.
-  bool pollers_active() const noexcept;
+  // ACK timeouts are declared only when `timeouts` (the progress thread).
+  bool pump(bool receive, bool timeouts);
+  // Some QP's ACK timer runs / has passed its deadline. Need the mutex.
+  bool any_ack_timer() const;
+  // VROCE_SPIN_US, or when unset kDefaultSpinUs with at least kSpinMinCpus usable CPUs, else 0.
+  static uint32_t spin_after_activity_us();
+  static constexpr uint32_t kDefaultSpinUs = 50;
+  static constexpr int kSpinMinCpus = 4;
+  // Asks the scheduler for the shortest time slice for the progress thread (EEVDF), so that an
+  // arrival preempts a spinning program thread at once.
+  void request_short_slice();
+  static constexpr uint64_t kSchedSliceNs = 100'000;
+  bool ack_expired() const;
+  // The progress thread was runnable but not running for `stolen`: moves every ACK deadline
+  // by it. Needs the mutex.
+  void account_stall(std::chrono::nanoseconds stolen);
   // After work done by a thread other than the progress thread (which re-arms its timer before
   // it sleeps): make sure the progress thread carries on when there is more to send, and that
   // its timer covers the earliest deadline. Needs the mutex.
@@ -120,7 +133,7 @@ class Engine {
   void flush_tx();
   void send_with_faults(size_t count);
   void send_held();
-  void timer_pass();
+  void timer_pass(bool timeouts);
   Clock::time_point next_deadline(bool* any) const;
   void arm_timerfd(Clock::time_point deadline, bool any);
   uint8_t traffic_class_for(const PeerPath& path) const noexcept;
@@ -133,9 +146,15 @@ class Engine {
   int timer_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  static constexpr std::chrono::nanoseconds kPollerGrace{1'000'000};
-  std::atomic<int64_t> last_poll_ns_{0};  // Clock time of the last try_progress()
-  bool socket_watched_ = true;            // progress thread only: the socket is in its epoll set
+  // While an ACK timer runs, the progress thread wakes at least this often; a gap between two
+  // of its observations of the clock beyond kStallGap (when it was not asleep on purpose) is
+  // time it was not scheduled, and does not count towards any ACK timeout.
+  static constexpr std::chrono::milliseconds kHeartbeat{5};
+  static constexpr std::chrono::microseconds kStallGap{1000};
+  // A spin iteration that took this long was preempted: no CPU is idle, stop spinning a while.
+  static constexpr std::chrono::microseconds kSpinPreempted{200};
+  static constexpr std::chrono::milliseconds kSpinBackoff{100};
+  Clock::time_point spin_backoff_until_{};  // progress thread only
 
   // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};

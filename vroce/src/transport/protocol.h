@@ -29,7 +29,8 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget);
 void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packet);
 
 // Fires the ACK timeout or ends an RNR wait when due.
-void requester_on_timer(Engine& engine, Qp& qp);
+// RNR waits end here; ACK timeouts are declared only with `timeouts` (the progress thread).
+void requester_on_timer(Engine& engine, Qp& qp, bool timeouts);
 
 // The requester's next deadline, if it has one.
 bool requester_deadline(const Qp& qp, Clock::time_point* deadline);

@@ -82,6 +82,11 @@ void complete_send(Qp& qp, uint32_t index, ibv_wc_status status) {
   Requester& r = qp.tp.req;
   SendWqe& w = qp.sq.wqe(index);
   bool signaled = (w.send_flags & IBV_SEND_SIGNALED) != 0;
+  if (w.opcode == IBV_WR_RDMA_READ && w.started && r.reads_outstanding > 0) {
+    --r.reads_outstanding;
+  }
+  w.started = false;
+  r.sq_head = index + 1;
   if (status != IBV_WC_SUCCESS || signaled) {
     ibv_wc wc{};
     wc.wr_id = w.wr_id;
@@ -91,15 +96,12 @@ void complete_send(Qp& qp, uint32_t index, ibv_wc_status status) {
     wc.byte_len = static_cast<uint32_t>(w.length);
     wc.qp_num = qp.ibv.qp_num;
     wc.src_qp = qp.tp.path.dest_qpn;
-    push_completion(qp, *qp.send_cq, wc, false);
-    // This completion frees its slot and those of the unsignaled WQEs before it.
+    // The slot (and those of the unsignaled WQEs before it) is free before the completion is
+    // visible, as mlx5 frees it in poll_cq: a program that polls this completion and posts at
+    // once must find room. Nothing reads wqe(index) after this store; a poster may refill it.
     qp.sq.free_head.store(index + 1, std::memory_order_release);
+    push_completion(qp, *qp.send_cq, wc, false);
   }
-  if (w.opcode == IBV_WR_RDMA_READ && w.started && r.reads_outstanding > 0) {
-    --r.reads_outstanding;
-  }
-  w.started = false;
-  r.sq_head = index + 1;
 }
 
 void flush_queues(Qp& qp) {

@@ -527,7 +527,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   }
 }
 
-void requester_on_timer(Engine& engine, Qp& qp) {
+void requester_on_timer(Engine& engine, Qp& qp, bool timeouts) {
   Requester& r = qp.tp.req;
   ibv_qp_state state = qp.state.load(std::memory_order_relaxed);
   if (state != IBV_QPS_RTS && state != IBV_QPS_SQD) {
@@ -538,7 +538,7 @@ void requester_on_timer(Engine& engine, Qp& qp) {
     arm_ack_timer(engine, r);
     engine.activate(&qp);
   }
-  if (!r.ack_timer_armed || engine.now() < r.ack_deadline) {
+  if (!timeouts || !r.ack_timer_armed || engine.now() < r.ack_deadline) {
     return;
   }
   if (!outstanding(r)) {

@@ -112,8 +112,25 @@ void reserve_read(Engine& engine, Qp& qp, const wire::PacketView& packet, bool d
     }
   }
   if (duplicate) {
-    // The requester went back to this PSN and will ask again for anything after it.
-    s.reads_count = 0;
+    // The requester went back to this PSN (Go-Back-N) and asks again, one request per READ, for
+    // everything from here on: responses queued for this PSN or later are superseded; those
+    // before it stay. (Clearing the whole queue here served only the last of several re-sent
+    // requests, so with many READs outstanding the first missing one was never answered.)
+    uint32_t kept = 0;
+    while (kept < s.reads_count) {
+      const ReadResponse& queued = s.reads[(s.reads_head + kept) % Responder::kMaxReads];
+      if (!wire::psn_before(wire::psn_add(queued.first_psn, queued.packets - 1), psn)) {
+        break;
+      }
+      ++kept;
+    }
+    s.reads_count = kept;
+    if (s.reads_count == Responder::kMaxReads) {
+      // Only duplicates can overflow the ring (the requester keeps at most max_rd_atomic READs
+      // outstanding): the oldest queued answer goes, the requester asks again if it needs it.
+      s.reads_head = (s.reads_head + 1) % Responder::kMaxReads;
+      --s.reads_count;
+    }
   } else if (s.reads_count >= std::max<uint32_t>(s.max_dest_rd_atomic, 0) ||
              s.reads_count >= Responder::kMaxReads) {
     fatal_nak(engine, qp, psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,

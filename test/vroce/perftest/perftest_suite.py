@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Debian's unmodified perftest (and ibv_rc_pingpong, ibv_devinfo) over vroce.
+
+Each case runs a perftest server and client, each in its own process on its own vroce device
+(LD_LIBRARY_PATH=<vroce lib dir>), and requires what a ConnectX gives: both exit 0, the client
+reports its figures, and vroce's counters (VROCE_STATS_FILE) show no error completion on either
+side. Suites:
+
+  basic   send/write/read, latency and bandwidth, a few sizes; ibv_rc_pingpong; ibv_devinfo
+  load    latency and bandwidth cases while CPU burners keep every core busy (load average of
+          4 per core): timers must not kill a connection on which no packet was lost
+  loss    bandwidth cases with 0.2% of the server's packets dropped (VROCE_FAULTS), among them
+          ib_read_bw with 16 READs outstanding: every run recovers
+
+Iteration counts are small so that the suite stays cheap; nothing here measures time. Exit 0
+on success, 1 on a failed case, 77 (skip) when perftest is not installed.
+
+  perftest_suite.py --lib <dir holding libibverbs.so.1> --suite basic|load|loss --base 127.0.6.1
+"""
+import argparse
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SKIP = 77
+CASE_TIMEOUT_S = 180  # generous: a loaded 2-core machine runs these slowly
+
+
+class Failure(Exception):
+    pass
+
+
+def listening(port):
+    """True once some socket listens on TCP `port` (perftest's server opens it after its device)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                return True
+    return False
+
+
+class Runner:
+    def __init__(self, lib, base, work):
+        self.lib = lib
+        first = ipaddress.ip_address(base)
+        self.server_ip, self.client_ip = str(first), str(first + 1)
+        self.work = work
+        self.port = 20000 + os.getpid() % 20000
+        self.results = []
+
+    def env(self, extra, stats):
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = self.lib
+        env["VROCE_DEVICES"] = f"vrS={self.server_ip},vrC={self.client_ip}"
+        env["VROCE_STATS_FILE"] = str(stats)
+        env.update(extra)
+        return env
+
+    def pair(self, name, prog, args, server_env=None, client_env=None, gid_flag="-x"):
+        """Runs `prog args` as server on vrS and client on vrC; returns (client output, stats)."""
+        self.port += 1
+        port = self.port
+        files = {side: (self.work / f"{name}.{side}.log", self.work / f"{name}.{side}.json")
+                 for side in ("server", "client")}
+        common = [gid_flag, "3", "-p", str(port)] + args
+        with open(files["server"][0], "w") as out:
+            server = subprocess.Popen([prog, "-d", "vrS"] + common, stdout=out,
+                                      stderr=subprocess.STDOUT,
+                                      env=self.env(server_env or {}, files["server"][1]))
+        try:
+            for _ in range(600):  # up to 60 s for the server to open its device and listen
+                if listening(port) or server.poll() is not None:
+                    break
+                time.sleep(0.1)
+            with open(files["client"][0], "w") as out:
+                client = subprocess.run([prog, "-d", "vrC"] + common + [self.server_ip],
+                                        stdout=out, stderr=subprocess.STDOUT,
+                                        env=self.env(client_env or {}, files["client"][1]),
+                                        timeout=CASE_TIMEOUT_S)
+            server_rc = server.wait(timeout=CASE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+            raise Failure(f"{name}: no result within {CASE_TIMEOUT_S} s\n" + self.logs(files))
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+        if client.returncode != 0 or server_rc != 0:
+            raise Failure(f"{name}: client exited {client.returncode}, server {server_rc}\n" +
+                          self.logs(files))
+        stats = {}
+        for side, (_, json_path) in files.items():
+            try:
+                stats[side] = json.loads(json_path.read_text())
+            except (OSError, ValueError) as error:
+                raise Failure(f"{name}: no counters from the {side} ({error})\n" +
+                              self.logs(files))
+            bad = {k: v for k, v in stats[side]["completions"].items() if k != "success" and v}
+            if bad:
+                raise Failure(f"{name}: {side} had error completions {bad}\n" + self.logs(files))
+            if stats[side]["live"]["qps"] != 0:
+                raise Failure(f"{name}: {side} left QPs behind: {stats[side]['live']}")
+        return files["client"][0].read_text(), stats
+
+    @staticmethod
+    def logs(files):
+        text = []
+        for side, (log, _) in files.items():
+            try:
+                body = log.read_text()
+            except OSError:
+                body = "(none)"
+            text.append(f"--- {side}\n{body[-3000:]}")
+        return "\n".join(text)
+
+    def perftest(self, name, prog, args, **kwargs):
+        output, stats = self.pair(name, prog, args, **kwargs)
+        figures = None
+        lines = output.splitlines()
+        for i, line in enumerate(lines):
+            if line.strip().startswith("#bytes"):
+                for data in lines[i + 1:]:
+                    fields = data.split()
+                    if len(fields) >= 4 and fields[0].isdigit():
+                        figures = (line.split(), fields)
+                        break
+        if figures is None:
+            raise Failure(f"{name}: the client printed no result line\n{output[-3000:]}")
+        header, fields = figures
+        if "t_typical[usec]" in header:
+            figure = f"t_typical {fields[header.index('t_typical[usec]')]} us"
+        else:
+            figure = f"BW average {fields[3]} Gb/s"
+        def total(key):
+            return sum(stats[side][key] for side in stats)
+        drops = sum(stats[side]["faults_injected"]["drop"] for side in stats)
+        self.results.append(f"ok: {name}: {figure}; ack timeouts {total('ack_timeouts')}, "
+                            f"retransmitted {total('retransmitted_packets')}, scheduling stalls "
+                            f"{total('scheduling_stalls')}, injected drops {drops}")
+        print(self.results[-1], flush=True)
+        return stats
+
+
+def latency_cases(runner, sizes, iters):
+    for prog in ("ib_send_lat", "ib_write_lat", "ib_read_lat"):
+        for size in sizes:
+            runner.perftest(f"{prog}-{size}", prog, ["-s", str(size), "-n", str(iters)])
+
+
+def bandwidth_cases(runner, sizes, iters, **kwargs):
+    for prog in ("ib_send_bw", "ib_write_bw", "ib_read_bw"):
+        for size, count in zip(sizes, iters):
+            runner.perftest(f"{prog}-{size}", prog,
+                            ["-s", str(size), "-n", str(count), "--report_gbits"], **kwargs)
+
+
+def basic(runner):
+    latency_cases(runner, [8, 4096, 65536], 500)
+    bandwidth_cases(runner, [8, 65536, 1 << 20], [500, 500, 100])
+    # Completion events rather than busy polling, where perftest allows them (not for WRITE).
+    runner.perftest("ib_send_lat-events", "ib_send_lat", ["-s", "8", "-n", "300", "-e"])
+    runner.perftest("ib_read_lat-events", "ib_read_lat", ["-s", "8", "-n", "300", "-e"])
+    runner.perftest("ib_send_bw-events", "ib_send_bw",
+                    ["-s", "65536", "-n", "300", "-e", "--report_gbits"])
+    # ConnectX-7's ids (VROCE_IDENTITY): perftest keeps inline data; its ibv_qp_ex post API,
+    # which vroce refuses with a warning, is avoided with --use_old_post_send.
+    cx7 = {"VROCE_IDENTITY": "connectx7"}
+    output, _ = runner.pair("ib_send_lat-connectx7-inline", "ib_send_lat",
+                            ["-s", "8", "-n", "300", "-I", "64", "--use_old_post_send"],
+                            server_env=cx7, client_env=cx7)
+    if "Max inline data : 64[B]" not in output:
+        raise Failure("ib_send_lat -I 64 on VROCE_IDENTITY=connectx7 did not inline\n" + output)
+    print("ok: ib_send_lat-connectx7-inline", flush=True)
+    # Debian's ibv_rc_pingpong (its -g is our -x) and ibv_devinfo.
+    for name, args in (("ibv_rc_pingpong", ["-n", "300"]),
+                       ("ibv_rc_pingpong-events", ["-n", "300", "-e", "-s", "65536"])):
+        output, _ = runner.pair(name, "ibv_rc_pingpong", args, gid_flag="-g")
+        if "300 iters in" not in output:
+            raise Failure(f"{name}: no iteration report\n{output}")
+        print(f"ok: {name}: {output.strip().splitlines()[-1]}", flush=True)
+    env = runner.env({}, runner.work / "devinfo.json")
+    devinfo = subprocess.run(["ibv_devinfo", "-v", "-d", "vrS"], capture_output=True, text=True,
+                             env=env, timeout=60)
+    if devinfo.returncode != 0 or "PORT_ACTIVE" not in devinfo.stdout:
+        raise Failure(f"ibv_devinfo -v failed ({devinfo.returncode})\n{devinfo.stdout}"
+                      f"{devinfo.stderr}")
+    if "invalid value" in devinfo.stdout:
+        raise Failure("ibv_devinfo -v reports an invalid value:\n" + devinfo.stdout)
+    print("ok: ibv_devinfo -v", flush=True)
+
+
+class Burners:
+    """Busy processes, four per CPU, for the duration of the load suite."""
+
+    def __init__(self):
+        count = 4 * (os.cpu_count() or 1)
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(count)]
+        print(f"note: {count} CPU burners running", flush=True)
+
+    def stop(self):
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+
+
+def load(runner):
+    burners = Burners()
+    try:
+        # perftest's own timers: timeout 14 (67 ms), retry_cnt 7.
+        latency_cases(runner, [8, 4096], 300)
+        bandwidth_cases(runner, [65536, 1 << 20], [200, 50])
+        output, _ = runner.pair("ibv_rc_pingpong-4096", "ibv_rc_pingpong",
+                                ["-n", "200", "-s", "4096"], gid_flag="-g")
+        print(f"ok: ibv_rc_pingpong-4096 under load: {output.strip().splitlines()[-1]}",
+              flush=True)
+    finally:
+        burners.stop()
+    with open("/proc/loadavg") as f:
+        print(f"note: load average after the suite: {f.read().split()[0]}")
+
+
+def loss(runner):
+    # Drops on the server's transmissions: READ responses for ib_read_bw, ACKs otherwise.
+    for seed in (1, 2, 3):
+        faults = {"VROCE_FAULTS": f"drop=0.002,seed={seed}"}
+        stats = runner.perftest(f"ib_read_bw-o16-drop-seed{seed}", "ib_read_bw",
+                                ["-s", "65536", "-n", "300", "-o", "16", "--report_gbits"],
+                                server_env=faults)
+        if stats["server"]["faults_injected"]["drop"] == 0:
+            raise Failure(f"seed {seed}: no READ response was dropped; the case tests nothing")
+    faults = {"VROCE_FAULTS": "drop=0.002,seed=4"}
+    runner.perftest("ib_write_bw-drop", "ib_write_bw",
+                    ["-s", "65536", "-n", "300", "--report_gbits"], client_env=faults)
+    runner.perftest("ib_send_bw-drop", "ib_send_bw",
+                    ["-s", "65536", "-n", "300", "--report_gbits"], client_env=faults)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--suite", choices=["basic", "load", "loss"], required=True)
+    parser.add_argument("--base", required=True, help="server address; the client gets the next")
+    args = parser.parse_args()
+    needed = ["ib_send_lat", "ib_read_bw", "ibv_rc_pingpong", "ibv_devinfo"]
+    missing = [p for p in needed if shutil.which(p) is None]
+    if missing:
+        print(f"SKIP: {' '.join(missing)} not installed (apt-get install perftest ibverbs-utils)")
+        return SKIP
+    lib = str(Path(args.lib).resolve())
+    with tempfile.TemporaryDirectory(prefix="vr-perftest.") as work:
+        runner = Runner(lib, args.base, Path(work))
+        try:
+            {"basic": basic, "load": load, "loss": loss}[args.suite](runner)
+        except Failure as failure:
+            print(f"FAIL: {failure}")
+            return 1
+    print(f"PASS: {len(runner.results)} perftest cases")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
