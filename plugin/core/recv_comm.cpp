@@ -282,14 +282,7 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
 }
 
 void RecvComm::check_stall() noexcept {
-  const RecvRequest* oldest = nullptr;
-  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
-    const RecvRequest& r = requests_[i];
-    if (r.state == RequestState::Pending &&
-        (oldest == nullptr || r.posted_ticks < oldest->posted_ticks)) {
-      oldest = &r;
-    }
-  }
+  const RecvRequest* oldest = oldest_pending(requests_);
   if (oldest == nullptr) {
     return;
   }

@@ -53,4 +53,19 @@ struct RecvRequest : RequestHeader {
 
 struct FlushRequest : RequestHeader {};
 
+// The pending request of a pool posted first (telemetry's stall checks; a cold path that scans
+// the whole pool), or nullptr.
+template <typename Pool>
+auto* oldest_pending(Pool& pool) noexcept {
+  decltype(&pool[0]) oldest = nullptr;
+  for (uint16_t i = 0; i < pool.capacity(); ++i) {
+    auto& r = pool[i];
+    if (r.state == RequestState::Pending &&
+        (oldest == nullptr || r.posted_ticks < oldest->posted_ticks)) {
+      oldest = &r;
+    }
+  }
+  return oldest;
+}
+
 }  // namespace roce

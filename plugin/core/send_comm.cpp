@@ -290,14 +290,7 @@ void SendComm::check_cts_stall() noexcept {
 }
 
 void SendComm::check_completion_stall() noexcept {
-  const SendRequest* oldest = nullptr;
-  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
-    const SendRequest& r = requests_[i];
-    if (r.state == RequestState::Pending &&
-        (oldest == nullptr || r.posted_ticks < oldest->posted_ticks)) {
-      oldest = &r;
-    }
-  }
+  const SendRequest* oldest = oldest_pending(requests_);
   if (oldest == nullptr) {
     return;
   }

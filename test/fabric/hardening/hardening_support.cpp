@@ -163,4 +163,13 @@ void nap() {
   std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
+bool warned(const std::string& a, const std::string& b) {
+  for (const auto& line : warn_lines()) {
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace roce::test

@@ -25,6 +25,9 @@ int64_t vroce_stat(const std::string& json, const std::string& path);
 // `device`; returns how many received it. Throws when vroce is not loaded.
 int inject_port_event(const char* device, int event_type);
 
+// Whether a WARN line logged since reset_warn_count() contains `a` (and `b`, when given).
+bool warned(const std::string& a, const std::string& b = {});
+
 // VmRSS of this process in KiB.
 long rss_kib();
 

@@ -23,15 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool warned(const std::string& a, const std::string& b = {}) {
-  for (const auto& line : warn_lines()) {
-    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 PlanShape flap_shape(int groups) {
   PlanShape shape;
   shape.groups = groups;

@@ -153,15 +153,6 @@ TrafficOptions napping() {
   return options;
 }
 
-bool warned(const std::string& text) {
-  for (const auto& line : warn_lines()) {
-    if (line.find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE(

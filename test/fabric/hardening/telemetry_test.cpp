@@ -24,15 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kGiveUp = std::chrono::seconds(30);
 
-bool warned(const std::string& a, const std::string& b = {}) {
-  for (const auto& line : warn_lines()) {
-    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -151,11 +151,7 @@ std::size_t total_wrong(const std::vector<Series>& series) {
   return wrong;
 }
 
-std::string render_json(const RunInfo& info, const std::vector<Series>& series,
-                        const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
-                        const std::string& error) {
-  JsonWriter j;
-  j.begin_object();
+void write_run_fields(JsonWriter& j, const RunInfo& info) {
   j.key("tool").value("roce-bench");
   j.key("version").value(info.version);
   j.key("date").value(info.date);
@@ -163,6 +159,14 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
   j.key("command").value(info.command);
   j.key("cpus").value(info.cpus);
   j.key("mode").value(mode_name(info.mode));
+}
+
+std::string render_json(const RunInfo& info, const std::vector<Series>& series,
+                        const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
+                        const std::string& error) {
+  JsonWriter j;
+  j.begin_object();
+  write_run_fields(j, info);
   j.key("path").value(path_name(info.path));
   j.key("api").value(api_name(info.api));
   j.key("nranks").value(info.nranks);

@@ -48,6 +48,10 @@ struct Ratio {
 };
 std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw);
 
+class JsonWriter;
+// The fields every JSON document starts with: tool, version, date, host, command, cpus, mode.
+void write_run_fields(JsonWriter& j, const RunInfo& info);
+
 void print_header(std::FILE* out, const RunInfo& info);
 void print_table(std::FILE* out, Mode mode, int nranks, const Series& series);
 void print_comparison(std::FILE* out, Mode mode, const std::vector<Ratio>& ratios);

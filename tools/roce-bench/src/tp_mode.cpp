@@ -187,13 +187,7 @@ std::string render_tp_json(const RunInfo& info, const TpReport& r) {
   const TpShape& s = r.run.shape;
   JsonWriter j;
   j.begin_object();
-  j.key("tool").value("roce-bench");
-  j.key("version").value(info.version);
-  j.key("date").value(info.date);
-  j.key("host").value(info.host);
-  j.key("command").value(info.command);
-  j.key("cpus").value(info.cpus);
-  j.key("mode").value("tp");
+  write_run_fields(j, info);
   j.key("api").value(api_name(info.api));
   j.key("plugin").value(info.plugin_path);
   j.key("memory").value(info.memory);
