@@ -614,7 +614,9 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
     } else {
       unsetenv("NCCL_IB_USE_INLINE");
     }
-    PluginDriver plugin(plugin_path_from_env(), Api::V9);
+    // v11, so finalize ends the plugin's init and the next init reads the setting again: a
+    // dlclose alone may leave the plugin loaded (sanitizer runtimes keep libraries mapped).
+    PluginDriver plugin(plugin_path_from_env(), Api::V11);
     REQUIRE(plugin.init() == ncclSuccess);
     void* send_comm = nullptr;
     void* recv_comm = nullptr;
@@ -629,6 +631,7 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
     shape.groups = 60;
     shape.max_single = 64 << 10;
     run_two_threads(plugin, send_comm, recv_comm, 45, shape, {});
+    REQUIRE(plugin.finalize() == ncclSuccess);
   }
 }
 
