@@ -172,4 +172,10 @@ bool warned(const std::string& a, const std::string& b) {
   return false;
 }
 
+TrafficOptions napping() {
+  TrafficOptions options;
+  options.idle = nap;
+  return options;
+}
+
 }  // namespace roce::test

@@ -62,5 +62,7 @@ std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>
 
 // A short sleep: the idle hook for many comm threads on few cores.
 void nap();
+// Traffic options whose idle hook is nap().
+TrafficOptions napping();
 
 }  // namespace roce::test

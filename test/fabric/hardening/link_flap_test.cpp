@@ -31,12 +31,6 @@ PlanShape flap_shape(int groups) {
   return shape;
 }
 
-TrafficOptions napping() {
-  TrafficOptions options;
-  options.idle = nap;
-  return options;
-}
-
 // A pair's sender and receiver on their own threads, started at once. Each stops when the other
 // has failed (as NCCL's ranks abort together); the receiver closes only after the sender has.
 struct Traffic {

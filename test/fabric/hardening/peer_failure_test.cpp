@@ -147,12 +147,6 @@ PlanShape small_shape() {
   return shape;
 }
 
-TrafficOptions napping() {
-  TrafficOptions options;
-  options.idle = nap;
-  return options;
-}
-
 }  // namespace
 
 TEST_CASE(

@@ -163,9 +163,7 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
         open_pairs(plugin, require_device(plugin, "tle"), require_device(plugin, "tlf"), 2);
     PlanShape shape;
     shape.groups = 40;
-    TrafficOptions options;
-    options.idle = nap;
-    const auto runs = run_pairs(plugin, pairs, 91, shape, options);
+    const auto runs = run_pairs(plugin, pairs, 91, shape, napping());
     for (const auto& run : runs) {
       CHECK(run.sent.ok);
       CHECK(run.received.ok);

@@ -161,6 +161,17 @@ void write_run_fields(JsonWriter& j, const RunInfo& info) {
   j.key("mode").value(mode_name(info.mode));
 }
 
+void write_percentiles(JsonWriter& j, const char* name, const Percentiles& p) {
+  j.key(name).begin_object();
+  j.key("p50").value(p.p50);
+  j.key("p90").value(p.p90);
+  j.key("p99").value(p.p99);
+  j.key("min").value(p.min);
+  j.key("max").value(p.max);
+  j.key("mean").value(p.mean);
+  j.end_object();
+}
+
 std::string render_json(const RunInfo& info, const std::vector<Series>& series,
                         const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
                         const std::string& error) {
@@ -227,14 +238,7 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
       j.key("busbw_gbs").value(r.busbw);
       j.key("wrong").value(static_cast<std::uint64_t>(r.wrong));
       if (r.has_rtt) {
-        j.key("rtt_us").begin_object();
-        j.key("p50").value(r.rtt_us.p50);
-        j.key("p90").value(r.rtt_us.p90);
-        j.key("p99").value(r.rtt_us.p99);
-        j.key("min").value(r.rtt_us.min);
-        j.key("max").value(r.rtt_us.max);
-        j.key("mean").value(r.rtt_us.mean);
-        j.end_object();
+        write_percentiles(j, "rtt_us", r.rtt_us);
       }
       j.end_object();
     }

@@ -51,6 +51,8 @@ std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw);
 class JsonWriter;
 // The fields every JSON document starts with: tool, version, date, host, command, cpus, mode.
 void write_run_fields(JsonWriter& j, const RunInfo& info);
+// "name": {"p50", "p90", "p99", "min", "max", "mean"}.
+void write_percentiles(JsonWriter& j, const char* name, const Percentiles& p);
 
 void print_header(std::FILE* out, const RunInfo& info);
 void print_table(std::FILE* out, Mode mode, int nranks, const Series& series);

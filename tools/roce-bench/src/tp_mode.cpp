@@ -41,17 +41,6 @@ void print_line(std::FILE* out, const std::string& text) {
   std::fputc('\n', out);
 }
 
-void json_percentiles(JsonWriter& j, const char* name, const Percentiles& p) {
-  j.key(name).begin_object();
-  j.key("p50").value(p.p50);
-  j.key("p90").value(p.p90);
-  j.key("p99").value(p.p99);
-  j.key("min").value(p.min);
-  j.key("max").value(p.max);
-  j.key("mean").value(p.mean);
-  j.end_object();
-}
-
 }  // namespace
 
 TpRun run_tp(RingAllReduce& allreduce, Rendezvous& rendezvous, const Options& options) {
@@ -201,8 +190,8 @@ std::string render_tp_json(const RunInfo& info, const TpReport& r) {
   j.key("allreduce_bytes").value(static_cast<std::uint64_t>(s.allreduce_bytes()));
   j.key("steps").value(r.run.steps);
   j.key("warmup_steps").value(r.run.warmup_steps);
-  json_percentiles(j, "token_us", r.token_us);
-  json_percentiles(j, "allreduce_us", r.allreduce_us);
+  write_percentiles(j, "token_us", r.token_us);
+  write_percentiles(j, "allreduce_us", r.allreduce_us);
   j.key("floor").begin_object();
   j.key("link_gbps").value(r.link_gbps);
   j.key("hop_latency_us").value(r.hop_latency_us);
