@@ -5,7 +5,8 @@
 #      labelled "sanitize".
 # With the ci build, the libFuzzer targets are built with clang into build/ci/fuzz
 # (test/fuzz/build.sh); the ci test run gives them a short run (fuzz.short, label fuzz).
-# Exits non-zero on any failure. Environment:
+# Exits non-zero when any build or any ctest run fails (ctest's exit status); the summary at
+# the end names every failed test. Environment:
 #   ROCE_TEST_SANITIZERS=0   skip the sanitizer builds (quick local runs)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
 #   ROCE_JOBS=N              build parallelism (default: nproc)
@@ -33,13 +34,21 @@ run_preset() {
   echo "=== [$preset] test"
   local args=(--preset "$preset" -j "$jobs" "$@")
   [[ -n $regex ]] && args+=(-R "$regex")
-  local log
+  local log rc
   log=$(mktemp)
-  if ctest "${args[@]}" 2>&1 | tee "$log"; then :; fi
-  if ! grep -q "100% tests passed" "$log"; then
+  # Judged by ctest's exit status; the log only feeds the summary, which names what failed so
+  # that the last lines of a CI log say which tests to look at.
+  set +o errexit
+  ctest "${args[@]}" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -o errexit
+  if [[ $rc != 0 ]]; then
     status=1
   fi
-  summary+=("[$preset] $(grep -E 'tests passed|tests failed' "$log" | tail -n1)")
+  summary+=("[$preset] exit $rc: $(grep -E 'tests passed|tests failed' "$log" | tail -n1)")
+  while IFS= read -r line; do
+    summary+=("[$preset]   $line")
+  done < <(sed -n '/^The following tests FAILED:/,/^[^[:space:]]/p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ')
   rm -f "$log"
 }
 

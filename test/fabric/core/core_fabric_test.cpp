@@ -72,6 +72,7 @@ void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uin
   TrafficResult sent;
   TrafficOptions sender_options = options;
   sender_options.peer_failed = &receiver_failed;
+  sender_options.failed = &sender_failed;
   std::thread sender([&] {
     sent = run_sender(plugin, send_comm, seed, shape, sender_options);
     sender_failed = !sent.ok;
@@ -79,6 +80,7 @@ void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uin
   });
   TrafficOptions receiver_options = options;
   receiver_options.peer_failed = &sender_failed;
+  receiver_options.failed = &receiver_failed;
   receiver_options.before_close = [&] { sender_closed.wait(); };
   TrafficResult received = run_receiver(plugin, recv_comm, seed, shape, receiver_options);
   receiver_failed = !received.ok;

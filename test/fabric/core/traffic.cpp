@@ -92,6 +92,9 @@ class Closer {
       : plugin_(plugin), comm_(comm), send_(send), out_(out), options_(options) {}
   void set_mhandle(void* mh) { mh_ = mh; }
   ~Closer() {
+    if (!out_.ok && options_.failed != nullptr) {
+      options_.failed->store(true);
+    }
     if (options_.before_close) {
       options_.before_close();
     }

@@ -60,6 +60,9 @@ struct TrafficOptions {
   std::function<void()> before_close;
   // In-process runs: set when the other side failed, so this side stops waiting for it.
   std::atomic<bool>* peer_failed = nullptr;
+  // In-process runs: this side sets it as soon as it has failed, before before_close, so a peer
+  // that before_close waits for stops waiting for this side.
+  std::atomic<bool>* failed = nullptr;
   // Called whenever a poll or a post finds nothing to do (e.g. a short sleep), so many comms
   // driven by their own threads on few cores leave the NIC's progress threads room to run.
   std::function<void()> idle;

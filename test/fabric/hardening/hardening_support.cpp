@@ -124,13 +124,21 @@ std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>
   // Without it, a lossy link can lose the last ACK or a tail clear-to-send after the other side
   // destroyed its QPs, and the survivor's retries then fail with RETRY_EXC, correctly.
   std::unique_ptr<std::atomic<bool>[]> sender_closing(new std::atomic<bool>[pairs.size()]);
+  // A side that fails stops its peer at once, as NCCL's ranks abort together, instead of leaving
+  // it to wait for its watchdog.
+  std::unique_ptr<std::atomic<bool>[]> sender_failed(new std::atomic<bool>[pairs.size()]);
+  std::unique_ptr<std::atomic<bool>[]> receiver_failed(new std::atomic<bool>[pairs.size()]);
   for (size_t i = 0; i < pairs.size(); ++i) {
     sender_closing[i] = false;
+    sender_failed[i] = false;
+    receiver_failed[i] = false;
   }
   for (size_t i = 0; i < pairs.size(); ++i) {
     const uint64_t seed = seed_base + i;
     threads.emplace_back([&, i, seed] {
       TrafficOptions mine = options;
+      mine.failed = &sender_failed[i];
+      mine.peer_failed = &receiver_failed[i];
       mine.before_close = [&, i] {
         if (options.before_close) {
           options.before_close();
@@ -141,6 +149,8 @@ std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>
     });
     threads.emplace_back([&, i, seed] {
       TrafficOptions mine = options;
+      mine.failed = &receiver_failed[i];
+      mine.peer_failed = &sender_failed[i];
       mine.before_close = [&, i] {
         if (options.before_close) {
           options.before_close();

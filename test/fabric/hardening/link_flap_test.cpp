@@ -33,6 +33,8 @@ PlanShape flap_shape(int groups) {
 
 // A pair's sender and receiver on their own threads, started at once. Each stops when the other
 // has failed (as NCCL's ranks abort together); the receiver closes only after the sender has.
+// (A link that stays down fails only the side with packets outstanding: a sender with nothing
+// unacknowledged, waiting for a clear-to-send, sees no error of its own, as on a real NIC.)
 struct Traffic {
   PluginDriver& plugin;
   CommPair pair;
@@ -46,6 +48,7 @@ struct Traffic {
     sender = std::thread([this, seed, shape] {
       TrafficOptions options = napping();
       options.peer_failed = &receiver_failed;
+      options.failed = &sender_failed;
       run.sent = run_sender(plugin, pair.send, seed, shape, options);
       sender_failed = !run.sent.ok;
       sender_closed = true;
@@ -53,6 +56,9 @@ struct Traffic {
     receiver = std::thread([this, seed, shape] {
       TrafficOptions options = napping();
       options.peer_failed = &sender_failed;
+      // Set before the wait for the sender's close: a sender waiting for a clear-to-send that
+      // the failed receiver will never write stops on it.
+      options.failed = &receiver_failed;
       options.before_close = [this] {
         while (!sender_closed) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -420,12 +420,22 @@ bool Engine::any_ack_timer() const {
 
 void Engine::account_stall(std::chrono::nanoseconds stolen) {
   // ACK deadlines move by the time the engine could not run: a NIC's timers and ACK generation
-  // never stop, so neither may vroce charge the peer for its own scheduling delays.
+  // never stop, so neither may vroce charge the peer for its own scheduling delays. The credit
+  // of one ACK period is capped at kMaxStallCredit periods: on a host so loaded that nearly every
+  // step of the engine comes late, uncapped credit would move the deadline as fast as the clock
+  // and a dead peer would never fail.
   stats().scheduling_stalls.add();
   for (Qp* qp : all_qps_) {
     Requester& r = qp->tp.req;
-    if (r.ack_timer_armed) {
-      r.ack_deadline += stolen;
+    if (!r.ack_timer_armed) {
+      continue;
+    }
+    const std::chrono::nanoseconds cap = r.ack_period * kMaxStallCredit;
+    const std::chrono::nanoseconds credit = std::min<std::chrono::nanoseconds>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(stolen), cap - r.ack_stall_credit);
+    if (credit.count() > 0) {
+      r.ack_deadline += credit;
+      r.ack_stall_credit += credit;
     }
   }
 }

@@ -151,6 +151,9 @@ class Engine {
   // time it was not scheduled, and does not count towards any ACK timeout.
   static constexpr std::chrono::milliseconds kHeartbeat{5};
   static constexpr std::chrono::microseconds kStallGap{1000};
+  // At most this many ACK periods of scheduling delay are added to one ACK deadline, so a dead
+  // peer fails after at most (retry_cnt + 1) x timeout x (1 + kMaxStallCredit).
+  static constexpr int kMaxStallCredit = 8;
   // A spin iteration that took this long was preempted: no CPU is idle, stop spinning a while.
   static constexpr std::chrono::microseconds kSpinPreempted{200};
   static constexpr std::chrono::milliseconds kSpinBackoff{100};

@@ -54,6 +54,9 @@ struct Requester {
   std::chrono::nanoseconds ack_period{0};  // 0 = wait forever (timeout 0)
   Clock::time_point ack_deadline{};        // armed while packets are unacknowledged
   bool ack_timer_armed = false;
+  // Scheduling delay already added to this ack_deadline (Engine::account_stall), bounded so
+  // that a dead peer fails even on a host that never lets the engine run on time.
+  std::chrono::nanoseconds ack_stall_credit{0};
   Clock::time_point rnr_until{};  // transmission paused until then after an RNR NAK
   bool rnr_waiting = false;
   uint32_t last_rewind_psn = 0;  // to ignore a late second NAK for a gap already rewound

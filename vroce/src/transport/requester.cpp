@@ -50,6 +50,7 @@ void arm_ack_timer(Engine& engine, Requester& r) {
     return;
   }
   r.ack_deadline = engine.now() + r.ack_period;
+  r.ack_stall_credit = std::chrono::nanoseconds(0);
   r.ack_timer_armed = true;
 }
 
