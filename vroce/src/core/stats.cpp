@@ -129,6 +129,9 @@ std::string stats_json() {
   append_value(out, "scheduling_stalls", s.scheduling_stalls.get());
   append_value(out, "spin_backoffs", s.spin_backoffs.get());
   append_value(out, "progress_thread_cpu_us", s.progress_thread_cpu_us.get());
+  append_value(out, "cuda_copies_to_device", s.cuda_copies_to_device.get());
+  append_value(out, "cuda_copies_from_device", s.cuda_copies_from_device.get());
+  append_value(out, "cuda_copy_bytes", s.cuda_copy_bytes.get());
   append_value(out, "implied_naks", s.implied_naks.get());
   append_group(out, "naks_sent", s.naks_sent, kNakNames);
   append_group(out, "naks_received", s.naks_received, kNakNames);
@@ -164,6 +167,9 @@ void stats_reset() noexcept {
   s.scheduling_stalls.reset();
   s.spin_backoffs.reset();
   s.progress_thread_cpu_us.reset();
+  s.cuda_copies_to_device.reset();
+  s.cuda_copies_from_device.reset();
+  s.cuda_copy_bytes.reset();
   s.implied_naks.reset();
   for (auto& c : s.naks_sent)
     c.reset();

@@ -18,6 +18,7 @@
 #include "core/device_state.h"
 #include "core/qp.h"
 #include "device/device.h"
+#include "transport/device_copies.h"
 #include "transport/protocol.h"
 #include "util/log.h"
 #include "wire/ip_udp.h"
@@ -645,6 +646,8 @@ uint8_t Engine::traffic_class_for(const PeerPath& path) const noexcept {
 }
 
 void Engine::flush_tx() {
+  // No packet leaves, an ACK above all, before the bytes received so far are in device memory.
+  flush_device_writes();
   if (tx_count_ == 0) {
     return;
   }

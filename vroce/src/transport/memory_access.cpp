@@ -22,12 +22,15 @@ uint32_t locate(const ibv_sge* sges, uint32_t num_sge, uint64_t* offset) {
 }  // namespace
 
 KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
-                         uint64_t offset, uint32_t length, std::span<uint8_t> bounce) {
+                         uint64_t offset, uint32_t length, std::span<uint8_t> bounce,
+                         DeviceReadAhead* ahead) {
   release();
   uint32_t i = locate(sges, num_sge, &offset);
   uint32_t left = length;
   size_t bounced = 0;
   bool use_bounce = false;
+  // Bytes of each piece's SGE from the piece on: what a read-ahead may bring over.
+  std::array<uint64_t, kMaxPieces> sge_rest{};
   while (left > 0) {
     if (i >= num_sge || count_ == kMaxPieces) {
       return KeyError::OutOfBounds;
@@ -45,6 +48,7 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
     }
     pieces_[count_] = wire::ByteSpan(reinterpret_cast<const uint8_t*>(where), take);
     pins_[count_] = std::move(ref);
+    sge_rest[count_] = sge.length - offset;
     ++count_;
     left -= take;
     offset = 0;
@@ -54,12 +58,16 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
     // Device memory is not addressable by the CPU: bring the whole packet's payload over.
     for (size_t p = 0; p < count_; ++p) {
       const wire::ByteSpan& piece = pieces_[p];
-      Mr* mr = pins_[p].get();
-      int rc = mr->kind == gpu::MemoryKind::Cuda
-                   ? gpu::copy_from_region(gpu::MemoryKind::Cuda,
-                                           reinterpret_cast<uint64_t>(piece.data()),
-                                           bounce.data() + bounced, piece.size())
-                   : (std::memcpy(bounce.data() + bounced, piece.data(), piece.size()), 0);
+      const auto where = reinterpret_cast<uint64_t>(piece.data());
+      uint8_t* to = bounce.data() + bounced;
+      int rc = 0;
+      if (pins_[p]->kind != gpu::MemoryKind::Cuda) {
+        std::memcpy(to, piece.data(), piece.size());
+      } else if (ahead != nullptr) {
+        rc = ahead->read(where, to, piece.size(), sge_rest[p]);
+      } else {
+        rc = copy_from_device(where, to, piece.size());
+      }
       if (rc != 0) {
         return KeyError::AccessDenied;
       }
@@ -72,7 +80,8 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
 }
 
 KeyError Gather::collect_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_t va,
-                                uint32_t length, std::span<uint8_t> bounce) {
+                                uint32_t length, std::span<uint8_t> bounce, DeviceReadAhead* ahead,
+                                uint64_t rest) {
   release();
   if (length == 0) {
     return KeyError::None;
@@ -84,7 +93,14 @@ KeyError Gather::collect_remote(const KeyTable& keys, const Pd* pd, uint32_t rke
   }
   uint64_t where = ref->locate(va);
   if (ref->kind == gpu::MemoryKind::Cuda) {
-    if (gpu::copy_from_region(gpu::MemoryKind::Cuda, where, bounce.data(), length) != 0) {
+    // Read ahead only as far as the rkey's region reaches: the READ's range was checked a
+    // packet at a time, and the region may end before the READ does (then the packet that
+    // crosses it is refused on its own).
+    const uint64_t in_region = ref->length - (va - ref->iova);
+    const uint64_t available = std::max<uint64_t>(length, std::min(rest, in_region));
+    int rc = ahead != nullptr ? ahead->read(where, bounce.data(), length, available)
+                              : copy_from_device(where, bounce.data(), length);
+    if (rc != 0) {
       return KeyError::AccessDenied;
     }
     pieces_[0] = wire::ByteSpan(bounce.data(), length);
@@ -96,8 +112,22 @@ KeyError Gather::collect_remote(const KeyTable& keys, const Pd* pd, uint32_t rke
   return KeyError::None;
 }
 
+namespace {
+
+// Writes CUDA bytes for `owner` through the write queue, or at once without an owner.
+KeyError write_device(MrRef ref, uint64_t where, wire::ByteSpan data, Qp* owner) {
+  if (owner != nullptr) {
+    queue_device_write(*owner, std::move(ref), where, data);
+    return KeyError::None;
+  }
+  return copy_to_device(where, data.data(), data.size()) == 0 ? KeyError::None
+                                                              : KeyError::AccessDenied;
+}
+
+}  // namespace
+
 KeyError scatter(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
-                 uint64_t offset, wire::ByteSpan data) {
+                 uint64_t offset, wire::ByteSpan data, Qp* owner) {
   uint32_t i = locate(sges, num_sge, &offset);
   size_t done = 0;
   while (done < data.size()) {
@@ -113,8 +143,9 @@ KeyError scatter(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32
     }
     uint64_t where = ref->locate(sge.addr + offset);
     if (ref->kind == gpu::MemoryKind::Cuda) {
-      if (gpu::copy_to_region(gpu::MemoryKind::Cuda, where, data.data() + done, take) != 0) {
-        return KeyError::AccessDenied;
+      if (KeyError e = write_device(std::move(ref), where, data.subspan(done, take), owner);
+          e != KeyError::None) {
+        return e;
       }
     } else {
       // Each piece in address order, its last aligned word released (ordered_copy.h): this also
@@ -129,7 +160,7 @@ KeyError scatter(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32
 }
 
 KeyError place_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_t va,
-                      unsigned access, wire::ByteSpan data) {
+                      unsigned access, wire::ByteSpan data, Qp* owner) {
   if (data.empty()) {
     return KeyError::None;
   }
@@ -140,9 +171,7 @@ KeyError place_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_
   }
   uint64_t where = ref->locate(va);
   if (ref->kind == gpu::MemoryKind::Cuda) {
-    return gpu::copy_to_region(gpu::MemoryKind::Cuda, where, data.data(), data.size()) == 0
-               ? KeyError::None
-               : KeyError::AccessDenied;
+    return write_device(std::move(ref), where, data, owner);
   }
   ordered_copy(reinterpret_cast<void*>(where), data.data(), data.size());
   return KeyError::None;

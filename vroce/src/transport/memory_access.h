@@ -12,11 +12,13 @@
 #include <span>
 
 #include "core/key_table.h"
+#include "transport/device_copies.h"
 #include "wire/packet.h"
 
 namespace vroce {
 struct Pd;
-}
+struct Qp;
+}  // namespace vroce
 
 namespace vroce::transport {
 
@@ -27,13 +29,18 @@ class Gather {
   static constexpr size_t kMaxPieces = 32;
 
   // Collects [offset, offset + length) of the message described by `sges` (lkeys, local read).
-  // CUDA pieces are copied into `bounce` (one MTU). Returns KeyError::None on success.
+  // CUDA pieces are copied into `bounce` (one MTU), through `ahead` when given (the packets
+  // after this one in the same SGE then need no copy of their own). Returns KeyError::None on
+  // success.
   KeyError collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
-                   uint64_t offset, uint32_t length, std::span<uint8_t> bounce);
+                   uint64_t offset, uint32_t length, std::span<uint8_t> bounce,
+                   DeviceReadAhead* ahead = nullptr);
 
-  // The same from one remote region under an rkey with REMOTE_READ (READ responses).
+  // The same from one remote region under an rkey with REMOTE_READ (READ responses); `rest` is
+  // how many bytes of the READ remain from `va` (what `ahead` may bring over at once).
   KeyError collect_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_t va,
-                          uint32_t length, std::span<uint8_t> bounce);
+                          uint32_t length, std::span<uint8_t> bounce,
+                          DeviceReadAhead* ahead = nullptr, uint64_t rest = 0);
 
   std::span<const wire::ByteSpan> pieces() const noexcept { return {pieces_.data(), count_}; }
 
@@ -53,13 +60,15 @@ class Gather {
 
 // Writes `data` at byte `offset` of the message buffer described by `sges` (lkeys needing
 // LOCAL_WRITE). Returns KeyError::None, or why it could not (nothing partial is undone: a NIC
-// also leaves the bytes it already wrote).
+// also leaves the bytes it already wrote). Bytes for CUDA memory are queued for `owner`
+// (queue_device_write) when it is given, else copied at once.
 KeyError scatter(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
-                 uint64_t offset, wire::ByteSpan data);
+                 uint64_t offset, wire::ByteSpan data, Qp* owner = nullptr);
 
-// Writes `data` at IOVA `va` of the region of `rkey`, which must grant `access`.
+// Writes `data` at IOVA `va` of the region of `rkey`, which must grant `access`; CUDA bytes as
+// scatter() does.
 KeyError place_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_t va,
-                      unsigned access, wire::ByteSpan data);
+                      unsigned access, wire::ByteSpan data, Qp* owner = nullptr);
 
 // Checks that every SGE resolves with `access` (0 = local read) and that the SGEs add up to at
 // most 2^31 bytes (the largest RC message). Returns KeyError::None when usable.

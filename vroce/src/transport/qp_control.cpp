@@ -7,6 +7,7 @@
 #include "core/cq.h"
 #include "core/qp.h"
 #include "core/stats.h"
+#include "transport/device_copies.h"
 #include "transport/engine.h"
 #include "transport/protocol.h"
 #include "util/log.h"
@@ -27,6 +28,7 @@ ibv_wc_opcode send_wc_opcode(ibv_wr_opcode opcode) {
 }
 
 void push_completion(Qp& qp, Cq& cq, const ibv_wc& wc, bool solicited) {
+  flush_device_writes();  // a READ's bytes are in device memory before its completion is seen
   stats().completions[static_cast<size_t>(wc.status)].add();
   if (!cq.push(wc, solicited)) {
     // The CQ raised IBV_EVENT_CQ_ERR; the QP whose completion was lost cannot go on.

@@ -196,7 +196,7 @@ wire::MessageKind message_kind(ibv_wr_opcode opcode) {
 
 // Sends packet `index` of a SEND/WRITE WQE. Returns false on a local protection error.
 bool send_data_packet(Engine& engine, Qp& qp, SendWqe& w, uint32_t wqe_index,
-                      const wire::SegmentPlan& plan, uint32_t index) {
+                      const wire::SegmentPlan& plan, uint32_t index, DeviceReadAhead& ahead) {
   Requester& r = qp.tp.req;
   wire::Segment segment = plan.segment(index);
   uint32_t size = plan.payload(index);
@@ -226,7 +226,7 @@ bool send_data_packet(Engine& engine, Qp& qp, SendWqe& w, uint32_t wqe_index,
     payload = std::span<const wire::ByteSpan>(&inline_piece, 1);
   } else {
     KeyError error = gather.collect(qp.device->keys(), qp.pd, qp.sq.sges(wqe_index), w.num_sge,
-                                    offset, size, engine.bounce());
+                                    offset, size, engine.bounce(), &ahead);
     if (error != KeyError::None) {
       return false;
     }
@@ -305,6 +305,7 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
   bool draining = qp.state.load(std::memory_order_relaxed) == IBV_QPS_SQD;
   uint32_t tail = qp.sq.tail.load(std::memory_order_seq_cst);
   uint32_t pmtu = qp.tp.path.pmtu;
+  DeviceReadAhead ahead;  // payloads from CUDA memory: one copy for the packets of this call
   while (*budget > 0) {
     if (r.sq_next == r.sq_assigned) {
       // The cursor reached new work: assign PSNs to the next WQE, if it may start.
@@ -369,7 +370,7 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
       if (wire::psn_distance(r.una, r.psn) >= kWindow) {
         return false;
       }
-      if (!send_data_packet(engine, qp, w, r.sq_next, plan, r.next_pkt)) {
+      if (!send_data_packet(engine, qp, w, r.sq_next, plan, r.next_pkt, ahead)) {
         // A region went away mid-message (deregistered): a local protection error, reported
         // once everything before this WQE has completed.
         if (r.sq_head != r.sq_next) {
@@ -428,7 +429,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
             break;
           }
           KeyError error = scatter(qp.device->keys(), qp.pd, qp.sq.sges(r.sq_head), w.num_sge,
-                                   offset, packet.payload);
+                                   offset, packet.payload, &qp);
           if (error != KeyError::None) {
             fail_head(engine, qp, IBV_WC_LOC_PROT_ERR);
             return;

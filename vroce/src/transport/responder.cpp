@@ -69,6 +69,8 @@ void complete_recv(Qp& qp, ibv_wc_status status, ibv_wc_opcode opcode, uint32_t 
     }
     solicited = packet->headers.bth.solicited;
   }
+  // The message's bytes are in device memory before its completion can be seen.
+  flush_device_writes();
   // Free the slot before publishing: a poller that sees the completion may post into it.
   qp.rq.head.store(head + 1, std::memory_order_release);
   qp.tp.resp.recv_wqe_taken = false;
@@ -236,7 +238,7 @@ bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
       return false;
     }
     KeyError error = place_remote(qp.device->keys(), qp.pd, s.write_rkey, s.write_va + s.offset,
-                                  IBV_ACCESS_REMOTE_WRITE, packet.payload);
+                                  IBV_ACCESS_REMOTE_WRITE, packet.payload, &qp);
     if (error != KeyError::None) {
       fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
                 "RDMA WRITE into a region that is no longer registered");
@@ -273,7 +275,7 @@ bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
     return false;
   }
   KeyError error =
-      scatter(qp.device->keys(), qp.pd, qp.rq.sges(head), w.num_sge, s.offset, packet.payload);
+      scatter(qp.device->keys(), qp.pd, qp.rq.sges(head), w.num_sge, s.offset, packet.payload, &qp);
   if (error != KeyError::None) {
     complete_recv(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, nullptr);
     fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteOperationalError, IBV_EVENT_QP_ACCESS_ERR,
@@ -345,6 +347,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
 bool responder_transmit(Engine& engine, Qp& qp, size_t* budget) {
   Responder& s = qp.tp.resp;
   uint32_t pmtu = qp.tp.path.pmtu;
+  DeviceReadAhead ahead;  // READ responses from CUDA memory: one copy for the packets of this call
   while (s.reads_count > 0 && *budget > 0) {
     ReadResponse& rr = s.reads[s.reads_head];
     uint32_t k = rr.next_pkt;
@@ -357,7 +360,7 @@ bool responder_transmit(Engine& engine, Qp& qp, size_t* budget) {
     uint32_t psn = wire::psn_add(rr.first_psn, k);
     Gather gather;
     KeyError error = gather.collect_remote(qp.device->keys(), qp.pd, rr.rkey, rr.va + offset, size,
-                                           engine.bounce());
+                                           engine.bounce(), &ahead, rr.length - offset);
     if (error != KeyError::None) {
       fatal_nak(engine, qp, psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
                 "RDMA READ from a region that is no longer registered");
