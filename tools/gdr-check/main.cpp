@@ -57,10 +57,17 @@ MrPtr register_by_dmabuf(Loopback& lb, int side, GpuBuffer& buf, std::string* er
   return mr;
 }
 
-double timed_gbps(Loopback& lb, ibv_wr_opcode op, const ibv_mr& local, const ibv_mr& remote,
-                  size_t length, int iterations, std::string* error) {
+// Both registrations use the buffer's device address as the IOVA (ibv_reg_mr implicitly, and
+// ibv_reg_dmabuf_mr as its iova argument), so work requests address the buffers by it.
+uint64_t iova_of(const GpuBuffer& buf) {
+  return reinterpret_cast<uint64_t>(buf.data());
+}
+
+double timed_gbps(Loopback& lb, ibv_wr_opcode op, const ibv_mr& local, uint64_t local_iova,
+                  const ibv_mr& remote, uint64_t remote_iova, size_t length, int iterations,
+                  std::string* error) {
   auto start = std::chrono::steady_clock::now();
-  if (!lb.transfer(op, local, remote, length, iterations, error))
+  if (!lb.transfer(op, local, local_iova, remote, remote_iova, length, iterations, error))
     return -1;
   std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
   return static_cast<double>(length) * iterations / seconds.count() / 1e9;
@@ -81,7 +88,8 @@ ModeResult run_mode(const char* name, RegisterFn reg, Loopback& lb, GpuBuffer& s
   const auto want = pattern(o.size, seed);
   std::vector<uint8_t> got;
   if (!src.upload(want, &err) || !dst.clear(&err) ||
-      !lb.transfer(IBV_WR_RDMA_WRITE, *local, *remote, o.size, 1, &err) ||
+      !lb.transfer(IBV_WR_RDMA_WRITE, *local, iova_of(src), *remote, iova_of(dst), o.size, 1,
+                   &err) ||
       !dst.download(&got, o.size, &err)) {
     m.reason = err;
     return m;
@@ -91,7 +99,9 @@ ModeResult run_mode(const char* name, RegisterFn reg, Loopback& lb, GpuBuffer& s
         "RDMA WRITE completed but the destination GPU buffer differs at byte " + std::to_string(at);
     return m;
   }
-  if (!src.clear(&err) || !lb.transfer(IBV_WR_RDMA_READ, *local, *remote, o.size, 1, &err) ||
+  if (!src.clear(&err) ||
+      !lb.transfer(IBV_WR_RDMA_READ, *local, iova_of(src), *remote, iova_of(dst), o.size, 1,
+                   &err) ||
       !src.download(&got, o.size, &err)) {
     m.reason = err;
     return m;
@@ -101,10 +111,11 @@ ModeResult run_mode(const char* name, RegisterFn reg, Loopback& lb, GpuBuffer& s
         "RDMA READ completed but the source GPU buffer differs at byte " + std::to_string(at);
     return m;
   }
-  m.write_gbps = timed_gbps(lb, IBV_WR_RDMA_WRITE, *local, *remote, o.size, o.iterations, &err);
-  m.read_gbps = m.write_gbps < 0
-                    ? -1
-                    : timed_gbps(lb, IBV_WR_RDMA_READ, *local, *remote, o.size, o.iterations, &err);
+  m.write_gbps = timed_gbps(lb, IBV_WR_RDMA_WRITE, *local, iova_of(src), *remote, iova_of(dst),
+                            o.size, o.iterations, &err);
+  m.read_gbps = m.write_gbps < 0 ? -1
+                                 : timed_gbps(lb, IBV_WR_RDMA_READ, *local, iova_of(src), *remote,
+                                              iova_of(dst), o.size, o.iterations, &err);
   if (m.write_gbps < 0 || m.read_gbps < 0) {
     m.reason = "timed transfers failed after the verified ones: " + err;
     m.write_gbps = m.read_gbps = 0;

@@ -273,8 +273,9 @@ MrPtr Loopback::register_dmabuf(int side, int fd, uint64_t iova, size_t length,
   return MrPtr(mr);
 }
 
-bool Loopback::transfer(ibv_wr_opcode opcode, const ibv_mr& local, const ibv_mr& remote,
-                        size_t length, int count, std::string* error) {
+bool Loopback::transfer(ibv_wr_opcode opcode, const ibv_mr& local, uint64_t local_iova,
+                        const ibv_mr& remote, uint64_t remote_iova, size_t length, int count,
+                        std::string* error) {
   Side& s = *sides_[0];
   int posted = 0;
   int completed = 0;
@@ -283,7 +284,7 @@ bool Loopback::transfer(ibv_wr_opcode opcode, const ibv_mr& local, const ibv_mr&
   while (completed < count) {
     while (posted < count && posted - completed < kWindow) {
       ibv_sge sge{};
-      sge.addr = reinterpret_cast<uint64_t>(local.addr);
+      sge.addr = local_iova;
       sge.length = static_cast<uint32_t>(length);
       sge.lkey = local.lkey;
       ibv_send_wr wr{};
@@ -292,7 +293,7 @@ bool Loopback::transfer(ibv_wr_opcode opcode, const ibv_mr& local, const ibv_mr&
       wr.num_sge = 1;
       wr.opcode = opcode;
       wr.send_flags = IBV_SEND_SIGNALED;
-      wr.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(remote.addr);
+      wr.wr.rdma.remote_addr = remote_iova;
       wr.wr.rdma.rkey = remote.rkey;
       ibv_send_wr* bad = nullptr;
       if (int e = ibv_post_send(s.qp, &wr, &bad); e != 0) {

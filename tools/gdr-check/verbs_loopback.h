@@ -43,8 +43,11 @@ class Loopback {
 
   // Posts `count` RDMA WRITEs (or READs) of `length` bytes between the requester's `local` and
   // the responder's `remote` region, keeping a window in flight, and waits for every completion.
-  bool transfer(ibv_wr_opcode opcode, const ibv_mr& local, const ibv_mr& remote, size_t length,
-                int count, std::string* error);
+  // The addresses are IOVAs: for a dma-buf region the iova it was registered with (its
+  // ibv_mr::addr is the offset into the dma-buf, as rdma-core sets it, not an address).
+  bool transfer(ibv_wr_opcode opcode, const ibv_mr& local, uint64_t local_iova,
+                const ibv_mr& remote, uint64_t remote_iova, size_t length, int count,
+                std::string* error);
 
  private:
   Loopback();

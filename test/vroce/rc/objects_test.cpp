@@ -146,6 +146,8 @@ TEST_CASE("ibv_reg_dmabuf_mr: fd -1 is EBADF, a mappable fd is registered", "[ob
   REQUIRE(ftruncate(fd, 3 * 4096) == 0);
   ibv_mr* mr = ibv_reg_dmabuf_mr(d.pd, 4096 + 100, 4096, 0xABC000, fd, static_cast<int>(kAll));
   REQUIRE(mr != nullptr);
+  // As rdma-core sets it: addr is the offset into the dma-buf (work requests use the iova).
+  CHECK(reinterpret_cast<uintptr_t>(mr->addr) == 4096 + 100);
   // vroce does not keep the fd: closing it leaves the region usable.
   close(fd);
   CHECK(ibv_dereg_mr(mr) == 0);

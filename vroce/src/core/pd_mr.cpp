@@ -212,8 +212,11 @@ ibv_mr* reg_dmabuf_mr(ibv_pd* ibv, uint64_t offset, size_t length, uint64_t iova
   }
   // NCCL registers CUDA memory by its dma-buf with the device address as iova: the bytes are
   // reached through the CUDA driver at that address.
+  // ibv_mr::addr of a dma-buf region is the offset into the dma-buf, as rdma-core sets it:
+  // work requests address the region by its iova, never by addr.
+  void* addr_field = reinterpret_cast<void*>(static_cast<uintptr_t>(offset));
   if (gpu::is_device_range(iova, length)) {
-    return register_region(pd, nullptr, length, iova, static_cast<unsigned>(kept), iova,
+    return register_region(pd, addr_field, length, iova, static_cast<unsigned>(kept), iova,
                            gpu::MemoryKind::Cuda, nullptr, 0);
   }
   auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -230,7 +233,7 @@ ibv_mr* reg_dmabuf_mr(ibv_pd* ibv, uint64_t offset, size_t length, uint64_t iova
     return fail<ibv_mr>(err);
   }
   uint64_t region = reinterpret_cast<uint64_t>(mapping) + (offset - aligned);
-  ibv_mr* mr = register_region(pd, nullptr, length, iova, static_cast<unsigned>(kept), region,
+  ibv_mr* mr = register_region(pd, addr_field, length, iova, static_cast<unsigned>(kept), region,
                                gpu::MemoryKind::Host, mapping, map_length);
   if (mr == nullptr) {
     int err = errno;
