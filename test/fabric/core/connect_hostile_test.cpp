@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hostile_peer.h"
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
@@ -79,14 +80,14 @@ TEST_CASE("silent, garbage and wrong-nonce connections are refused while the rea
   void* recv_comm = nullptr;
   ncclResult_t accept_result = ncclInternalError;
   std::thread acceptor(
-      [&] { accept_result = accept_until_ready(plugin, listen_comm, &recv_comm, 30000); });
-  ncclResult_t connect_result = connect_until_ready(plugin, a, &handle, &send_comm, 30000);
+      [&] { accept_result = accept_until_ready(plugin, listen_comm, &recv_comm, kHangBoundMs); });
+  ncclResult_t connect_result = connect_until_ready(plugin, a, &handle, &send_comm, kHangBoundMs);
   acceptor.join();
   REQUIRE(connect_result == ncclSuccess);
   REQUIRE(accept_result == ncclSuccess);
   // Keep polling the listener until the tampered attempt has its answer.
   std::atomic<bool> tampered_done{false};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (!tampered_done && std::chrono::steady_clock::now() < deadline) {
     void* extra = nullptr;
     REQUIRE(plugin.accept(listen_comm, &extra) == ncclSuccess);

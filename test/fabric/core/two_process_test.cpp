@@ -8,6 +8,7 @@
 #include <string>
 
 #include "child_process.h"
+#include "hang_bound.h"
 #include "plugin_driver.h"
 #include "traffic.h"
 
@@ -22,7 +23,7 @@ std::string peer_binary() {
 }
 
 std::string handle_from(ChildProcess& receiver) {
-  auto line = receiver.wait_for("HANDLE ", 30000);
+  auto line = receiver.wait_for("HANDLE ", kHangBoundMs);
   INFO("receiver output so far:\n"
        << [&] {
             std::string all;
@@ -52,15 +53,15 @@ void two_process_traffic(const std::string& api, const std::string& a, const std
                        "--groups", groups, "--handle", handle},
                       {{"VROCE_DEVICES", "pca=" + a}});
   auto sent = sender.wait_for("OK", 180000);
-  const int sender_status = sender.wait(30000);
+  const int sender_status = sender.wait(kHangBoundMs);
   INFO("sender:\n" << all_lines(sender));
   CHECK(sent);
   CHECK(sender_status == 0);
   // The sender has closed with its tail in flight; now the receiver may close too.
-  REQUIRE(receiver.wait_for("READY_TO_CLOSE", 60000));
+  REQUIRE(receiver.wait_for("READY_TO_CLOSE", kHangBoundMs));
   receiver.write_line("close");
-  auto received = receiver.wait_for("OK", 60000);
-  const int receiver_status = receiver.wait(30000);
+  auto received = receiver.wait_for("OK", kHangBoundMs);
+  const int receiver_status = receiver.wait(kHangBoundMs);
   INFO("receiver:\n" << all_lines(receiver));
   CHECK(received);
   CHECK(receiver_status == 0);
@@ -93,15 +94,15 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   ChildProcess sender({peer_binary(), "send", "--device", "pca", "--seed", "3", "--groups", "1000",
                        "--max-recvs", "1", "--handle", handle, "--wait-go", "--expect-error"},
                       env_with("pca=127.0.4.37"));
-  REQUIRE(receiver.wait_for("POSTED", 30000));
-  REQUIRE(sender.wait_for("CONNECTED", 30000));
+  REQUIRE(receiver.wait_for("POSTED", kHangBoundMs));
+  REQUIRE(sender.wait_for("CONNECTED", kHangBoundMs));
   // Let the clear-to-send writes land in the sender's ring, then kill the receiver.
   usleep(300 * 1000);
   receiver.kill_now(SIGKILL);
-  CHECK(receiver.wait(10000) == 128 + SIGKILL);
+  CHECK(receiver.wait(kHangBoundMs) == 128 + SIGKILL);
   sender.write_line("go");
-  auto error = sender.wait_for("ERROR", 60000);
-  const int status = sender.wait(30000);
+  auto error = sender.wait_for("ERROR", kHangBoundMs);
+  const int status = sender.wait(kHangBoundMs);
   const std::string out = all_lines(sender);
   INFO("sender:\n" << out);
   REQUIRE(error);

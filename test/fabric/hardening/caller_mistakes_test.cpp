@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hardening_support.h"
 
 using namespace roce::test;
@@ -21,7 +22,7 @@ namespace {
 // receiver posts first and the send is retried (as NCCL does) until the plugin posts or refuses.
 ncclResult_t isend_once_cleared(PluginDriver& p, void* comm, void* data, size_t size, int tag,
                                 void* mh, void** request) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   ncclResult_t r = ncclSuccess;
   do {
     r = p.isend(comm, data, size, tag, mh, request);
@@ -29,9 +30,9 @@ ncclResult_t isend_once_cleared(PluginDriver& p, void* comm, void* data, size_t 
   return r;
 }
 
-// Tests a request until it completes, fails, or 10 s pass.
+// Tests a request until it completes, fails, or the hang bound passes.
 ncclResult_t test_until_done(PluginDriver& p, void* request, int* done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   ncclResult_t r = ncclSuccess;
   *done = 0;
   while (r == ncclSuccess && !*done && std::chrono::steady_clock::now() < deadline) {

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "hang_bound.h"
+
 namespace roce::test {
 
 int inject_port_event(const char* device, int event_type) {
@@ -105,8 +107,9 @@ std::vector<CommPair> open_pairs(PluginDriver& plugin, int from, int to, int cou
     REQUIRE(plugin.listen(to, &handle, &listen_comm) == ncclSuccess);
     ncclResult_t accepted = ncclInternalError;
     std::thread acceptor(
-        [&] { accepted = accept_until_ready(plugin, listen_comm, &pair.recv, 30000); });
-    const ncclResult_t connected = connect_until_ready(plugin, from, &handle, &pair.send, 30000);
+        [&] { accepted = accept_until_ready(plugin, listen_comm, &pair.recv, kHangBoundMs); });
+    const ncclResult_t connected =
+        connect_until_ready(plugin, from, &handle, &pair.send, kHangBoundMs);
     acceptor.join();
     REQUIRE(connected == ncclSuccess);
     REQUIRE(accepted == ncclSuccess);

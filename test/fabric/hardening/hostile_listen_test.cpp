@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "hang_bound.h"
 #include "hardening_support.h"
 #include "hostile_peer.h"
 #include "net/handshake.h"
@@ -147,8 +148,8 @@ TEST_CASE(
   void* recv_comm = nullptr;
   ncclResult_t accepted = ncclInternalError;
   std::thread acceptor(
-      [&] { accepted = accept_until_ready(plugin, listen_comm, &recv_comm, 30000); });
-  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, 30000);
+      [&] { accepted = accept_until_ready(plugin, listen_comm, &recv_comm, kHangBoundMs); });
+  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, kHangBoundMs);
   acceptor.join();
   REQUIRE(connected == ncclSuccess);
   REQUIRE(accepted == ncclSuccess);
@@ -238,7 +239,7 @@ TEST_CASE(
   void* send_comm = nullptr;
   const auto legit_start = Clock::now();
   const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, 60000);
-  const auto connect_deadline = Clock::now() + std::chrono::seconds(30);
+  const auto connect_deadline = Clock::now() + kHangBound;
   while (recv_comm == nullptr && Clock::now() < connect_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -310,7 +311,7 @@ TEST_CASE(
   ChildProcess sender({peer, "send", "--device", "hda", "--seed", "63", "--groups", "30",
                        "--max-single", "65536", "--handle", handle_to_hex(handle), "--wait-start"},
                       {{"VROCE_DEVICES", "hda=127.0.9.37"}});
-  REQUIRE(sender.wait_for("WAITING", 30000));
+  REQUIRE(sender.wait_for("WAITING", kHangBoundMs));
 
   // The storm: a forked child opens silent connections and keeps them (its descriptors are its
   // own); it says when they are all queued.
@@ -384,7 +385,7 @@ TEST_CASE(
   } stopper{stop, service};
 
   pollfd wait_storm{done_pipe[0], POLLIN, 0};
-  REQUIRE(poll(&wait_storm, 1, 30000) == 1);
+  REQUIRE(poll(&wait_storm, 1, kHangBoundMs) == 1);
   close(done_pipe[0]);
   // The listener runs out of descriptors: it must shed silent connections, not fail.
   auto evictions_logged = [&] {
@@ -395,7 +396,7 @@ TEST_CASE(
     }
     return false;
   };
-  auto deadline = Clock::now() + std::chrono::seconds(30);
+  auto deadline = Clock::now() + kHangBound;
   while (!evictions_logged() && accept_errors == 0 && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -405,7 +406,7 @@ TEST_CASE(
   // then takes the legitimate connection.
   kill(storm, SIGKILL);
   sender.write_line("go");
-  deadline = Clock::now() + std::chrono::seconds(30);
+  deadline = Clock::now() + kHangBound;
   while (recv_comm == nullptr && accept_errors == 0 && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -432,10 +433,10 @@ TEST_CASE(
   TrafficOptions options;
   options.idle = nap;
   // The sender closes with its tail in flight; this side closes once it has.
-  options.before_close = [&] { sender.wait_for("OK", 60000); };
+  options.before_close = [&] { sender.wait_for("OK", kHangBoundMs); };
   const TrafficResult received = run_receiver(plugin, recv_comm.load(), 63, shape, options);
   INFO("receiver: " << received.error);
   CHECK(received.ok);
-  CHECK(sender.wait(30000) == 0);
+  CHECK(sender.wait(kHangBoundMs) == 0);
   CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "hang_bound.h"
 #include "hardening_support.h"
 
 using namespace roce::test;
@@ -128,7 +129,7 @@ void expect_failure_detected(PluginDriver& plugin, void* request, const char* wh
   const auto posted = Clock::now();
   ncclResult_t result = ncclSuccess;
   int done = 0;
-  while (result == ncclSuccess && !done && Clock::now() < posted + std::chrono::seconds(30)) {
+  while (result == ncclSuccess && !done && Clock::now() < posted + kHangBound) {
     int size = 0;
     result = plugin.test(request, &done, &size);
   }
@@ -158,7 +159,7 @@ TEST_CASE(
   ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups", "50",
                        "--max-recvs", "1", "--post-and-hang"},
                       child_env("hdv=127.0.9.22"));
-  auto handle_line = victim.wait_for("HANDLE ", 30000);
+  auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
   INFO("victim:\n" << all_lines(victim));
   REQUIRE(handle_line);
   Handle victim_handle;
@@ -169,8 +170,8 @@ TEST_CASE(
   const int s = require_device(plugin, "hds");
   const int l = require_device(plugin, "hdl");
   void* doomed = nullptr;
-  REQUIRE(connect_until_ready(plugin, s, &victim_handle, &doomed, 30000) == ncclSuccess);
-  REQUIRE(victim.wait_for("POSTED", 30000));
+  REQUIRE(connect_until_ready(plugin, s, &victim_handle, &doomed, kHangBoundMs) == ncclSuccess);
+  REQUIRE(victim.wait_for("POSTED", kHangBoundMs));
 
   // Traffic to the live peer, under way before the failure.
   const auto before_pairs = open_pairs(plugin, s, l, 1);
@@ -187,11 +188,11 @@ TEST_CASE(
   REQUIRE(plugin.reg_mr(doomed, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) == ncclSuccess);
 
   victim.kill_now(SIGKILL);
-  REQUIRE(victim.wait(10000) == 128 + SIGKILL);
+  REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
   reset_warn_count();
 
   void* request = nullptr;
-  const auto post_deadline = Clock::now() + std::chrono::seconds(10);
+  const auto post_deadline = Clock::now() + kHangBound;
   while (request == nullptr && Clock::now() < post_deadline) {
     REQUIRE(plugin.isend(doomed, buffer.data(), m.send_size, m.tag, mh, &request) == ncclSuccess);
   }
@@ -237,7 +238,7 @@ TEST_CASE(
                        "--max-recvs", "1", "--handle", handle_to_hex(handle), "--expect-error"},
                       env);
   void* doomed = nullptr;
-  REQUIRE(accept_until_ready(plugin, listen_comm, &doomed, 30000) == ncclSuccess);
+  REQUIRE(accept_until_ready(plugin, listen_comm, &doomed, kHangBoundMs) == ncclSuccess);
   REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
 
   const auto before_pairs = open_pairs(plugin, s, l, 1);
@@ -269,10 +270,10 @@ TEST_CASE(
   CHECK(plugin.close_recv(doomed) == ncclSuccess);
 
   // The silent peer saw its own sends fail the same way (our ACKs reach it, its data does not).
-  auto error = silent.wait_for("ERROR", 30000);
+  auto error = silent.wait_for("ERROR", kHangBoundMs);
   INFO("silent peer:\n" << all_lines(silent));
   CHECK(error);
-  CHECK(silent.wait(30000) == 0);
+  CHECK(silent.wait(kHangBoundMs) == 0);
 
   const auto after_pairs = open_pairs(plugin, s, l, 1);
   const auto after = run_pairs(plugin, after_pairs, 53, small_shape(), napping());

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hardening_support.h"
 
 using namespace roce::test;
@@ -49,7 +50,7 @@ TEST_CASE("connect, accept, regMr and close on the service thread while the data
     void* recv_comm = nullptr;
     std::string error;
     const bool connected = connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm,
-                                                      &recv_comm, 30000, &error);
+                                                      &recv_comm, kHangBoundMs, &error);
     INFO(error);
     REQUIRE(connected);
     REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hardening_support.h"
 
 using namespace roce::test;
@@ -22,7 +23,7 @@ using namespace roce::test;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kGiveUp = std::chrono::seconds(30);
+constexpr auto kGiveUp = kHangBound;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
