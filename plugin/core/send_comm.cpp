@@ -55,13 +55,9 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     int count = 0;
     switch (check_cts_slot(slot, next_seq_, &count)) {
       case CtsSlotState::NotReady:
-        // Nothing to match yet. Poll the CQ meanwhile: it retires finished sends (their
-        // send-queue entries come back sooner), and a software NIC such as vroce receives the
-        // peer's clear-to-send only while its process polls. Then a cheap moment to notice a
-        // dead device or QP.
-        if (ncclResult_t r = progress(); r != ncclSuccess) [[unlikely]] {
-          return r;
-        }
+        // Nothing to match yet; NCCL calls again. As in net_ib, no CQ poll here: the peer's
+        // clear-to-send arrives by RDMA WRITE without this process doing anything, and finished
+        // sends are retired by test(). A cheap moment to notice a dead device or QP.
         if (cts_wait_since_ == 0) {
           cts_wait_since_ = telemetry::now_ticks();
         } else if (telemetry_.stall().due()) [[unlikely]] {
