@@ -7,12 +7,16 @@
 #include "abi/adapters.h"
 #include "abi/guard.h"
 #include "core/api.h"
+#include "core/api_test.h"
 #include "core/data_path_limits.h"
 
 namespace roce::abi {
 namespace {
 
-ncclResult_t check_size(const char* entry, size_t size) noexcept {
+// The checks are inlined into each ncclNet_vN entry point: they are a handful of compares, and a
+// call per layer cost more than the checks themselves (callgrind, bench-callgrind.sh).
+
+[[gnu::always_inline]] inline ncclResult_t check_size(const char* entry, size_t size) noexcept {
   if (size > kMaxMessageBytes) {
     return invalid_argument(entry, "size {} exceeds maxP2pBytes {} reported by getProperties", size,
                             kMaxMessageBytes);
@@ -20,8 +24,9 @@ ncclResult_t check_size(const char* entry, size_t size) noexcept {
   return ncclSuccess;
 }
 
-ncclResult_t isend_checked(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                           void* phandle, void** request) noexcept {
+[[gnu::always_inline]] inline ncclResult_t isend_checked(void* send_comm, void* data, size_t size,
+                                                         int tag, void* mhandle, void* phandle,
+                                                         void** request) noexcept {
   clear(request);
   if (send_comm == nullptr || request == nullptr) {
     return invalid_argument("isend", "{} is NULL", send_comm == nullptr ? "sendComm" : "request");
@@ -38,8 +43,9 @@ ncclResult_t isend_checked(void* send_comm, void* data, size_t size, int tag, vo
 }
 
 // Checks what every irecv version shares; *request is already cleared.
-ncclResult_t check_recv_arrays(const char* entry, int n, void** data, const void* sizes, int* tags,
-                               void** mhandles) noexcept {
+[[gnu::always_inline]] inline ncclResult_t check_recv_arrays(const char* entry, int n, void** data,
+                                                             const void* sizes, int* tags,
+                                                             void** mhandles) noexcept {
   if (n < 1 || n > kMaxRecvs) {
     return invalid_argument(entry, "n {} is outside 1..maxRecvs ({})", n, kMaxRecvs);
   }
@@ -53,8 +59,10 @@ ncclResult_t check_recv_arrays(const char* entry, int n, void** data, const void
   return ncclSuccess;
 }
 
-ncclResult_t irecv_sized(void* recv_comm, int n, void** data, const size_t* sizes, int* tags,
-                         void** mhandles, void** phandles, void** request) noexcept {
+[[gnu::always_inline]] inline ncclResult_t irecv_sized(void* recv_comm, int n, void** data,
+                                                       const size_t* sizes, int* tags,
+                                                       void** mhandles, void** phandles,
+                                                       void** request) noexcept {
   for (int i = 0; i < n; ++i) {
     if (ncclResult_t r = check_size("irecv", sizes[i]); r != ncclSuccess) {
       return r;
@@ -69,8 +77,9 @@ ncclResult_t irecv_sized(void* recv_comm, int n, void** data, const size_t* size
   });
 }
 
-ncclResult_t irecv_checked(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                           void** mhandles, void** phandles, void** request) noexcept {
+[[gnu::always_inline]] inline ncclResult_t irecv_checked(void* recv_comm, int n, void** data,
+                                                         size_t* sizes, int* tags, void** mhandles,
+                                                         void** phandles, void** request) noexcept {
   clear(request);
   if (recv_comm == nullptr || request == nullptr) {
     return invalid_argument("irecv", "{} is NULL", recv_comm == nullptr ? "recvComm" : "request");

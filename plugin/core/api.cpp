@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "core/api_test.h"
 #include "core/comm.h"
 #include "core/data_path_limits.h"
 #include "core/mr_handle.h"
@@ -303,26 +304,12 @@ ncclResult_t iflush(void* handle, int n, void** data, const int* sizes, void** m
   return static_cast<RecvComm*>(comm)->iflush(n, data, sizes, mhandles, request);
 }
 
-ncclResult_t test(void* request, int* done, int* sizes) {
-  auto* header = static_cast<RequestHeader*>(request);
-  if (header->magic != RequestHeader::kMagic || header->state == RequestState::Free) [[unlikely]] {
-    ROCE_WARN(NCCL_NET,
-              "test: {} is not a request in flight (already completed by test, or not "
-              "a RoCE request)",
-              request);
-    return ncclInvalidArgument;
-  }
-  switch (header->kind) {
-    case RequestKind::Send:
-      return static_cast<SendComm*>(header->comm)
-          ->test(*static_cast<SendRequest*>(header), done, sizes);
-    case RequestKind::Recv:
-      return static_cast<RecvComm*>(header->comm)
-          ->test(*static_cast<RecvRequest*>(header), done, sizes);
-    case RequestKind::Flush:
-      return static_cast<RecvComm*>(header->comm)->test(*static_cast<FlushRequest*>(header), done);
-  }
-  return ncclInternalError;
+ncclResult_t not_in_flight(void* request) noexcept {
+  ROCE_WARN(NCCL_NET,
+            "test: {} is not a request in flight (already completed by test, or not a RoCE "
+            "request)",
+            request);
+  return ncclInvalidArgument;
 }
 
 ncclResult_t irecv_consumed(void* handle, int /*n*/, void* /*request*/) {

@@ -1,6 +1,7 @@
 // Combined CUDA copies; see transport/device_copies.h.
 #include "transport/device_copies.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -38,6 +39,11 @@ PendingWrite& pending() {
   thread_local PendingWrite instance;
   return instance;
 }
+
+// Threads holding queued writes. flush_device_writes() runs before every packet leaves and every
+// completion, mostly with nothing queued anywhere; this spares those calls the thread-local
+// lookup (__tls_get_addr in a shared object).
+std::atomic<int> threads_with_writes{0};
 
 // A copy into device memory failed after its packets were accepted: the QP cannot go on.
 void fail_owner(Qp& qp, int error) {
@@ -87,12 +93,18 @@ void queue_device_write(Qp& owner, MrRef ref, uint64_t where, std::span<const ui
     p.owner = &owner;
     p.ref = std::move(ref);
     p.start = where;
+    threads_with_writes.fetch_add(1, std::memory_order_relaxed);
   }
   std::memcpy(p.bytes.data() + p.length, data.data(), data.size());
   p.length += data.size();
 }
 
 void flush_device_writes() noexcept {
+  // Relaxed is enough: a thread only ever flushes what it queued itself, and its own increment
+  // is visible to it.
+  if (threads_with_writes.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
   PendingWrite& p = pending();
   if (p.length == 0) {
     return;
@@ -103,6 +115,7 @@ void flush_device_writes() noexcept {
   p.length = 0;
   p.owner = nullptr;
   p.ref = MrRef();
+  threads_with_writes.fetch_sub(1, std::memory_order_relaxed);
 }
 
 int DeviceReadAhead::read(uint64_t where, void* dst, size_t length, size_t available) noexcept {
