@@ -110,7 +110,8 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   CHECK(read_file(port + "/pkeys/0") == "0xffff\n");
   CHECK(read_file(port + "/gids/3") == "0000:0000:0000:0000:0000:ffff:7f00:023e\n");
   CHECK(read_file(port + "/gids/15") == "0000:0000:0000:0000:0000:0000:0000:0000\n");
-  CHECK(read_file(port + "/gid_attrs/types/0") == "IB/RoCE v1\n");
+  CHECK(read_file(port + "/gid_attrs/types/2") == "IB/RoCE v1\n");
+  CHECK(read_errno(port + "/gid_attrs/types/0") == EINVAL);  // mlx5's link-local slot: empty
   CHECK(read_file(port + "/gid_attrs/types/3") == "RoCE v2\n");
   CHECK(read_file(port + "/gid_attrs/ndevs/3") == dev1->netdev() + "\n");
   CHECK(read_errno(port + "/gid_attrs/types/3") == 0);

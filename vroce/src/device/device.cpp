@@ -107,7 +107,7 @@ std::unique_ptr<Device> Device::create(const DeviceSpec& spec, int index, uint32
   device->netdev_mtu_.store(*mtu);
   device->node_guid_ = guid_from_mac(device->mac_);
   device->device_attr_ = make_device_attr(device->node_guid_);
-  device->gids_ = build_gid_table(device->mac_, device->address_, device->ifindex_,
+  device->gids_ = build_gid_table(device->address_, device->ifindex_,
                                   static_cast<size_t>(limits::kGidTableLength));
 
   ibv_device& dev = device->ibv_device_;
