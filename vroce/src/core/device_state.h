@@ -49,6 +49,7 @@ class DeviceState {
   // With VROCE_SYSFS_ROOT: writes them into the fake sysfs tree when they changed (always with
   // `force`); without it, nothing. See sysfs/port_counter_files.h for when it is called.
   void publish_port_counters(bool force = false) noexcept;
+  bool publishes_port_counters() const noexcept { return counter_files_ != nullptr; }
   // When the progress thread should publish next: nullopt when nothing is pending.
   std::optional<PortCounterFiles::Clock::time_point> port_counters_due() const noexcept;
   // The engine has bound the device's address: continue from the published values.

@@ -258,6 +258,10 @@ void Engine::wake() noexcept {
 }
 
 void Engine::hand_over(bool more) {
+  if (counters_unwatched_.load(std::memory_order_relaxed) &&
+      counters_unwatched_.exchange(false, std::memory_order_seq_cst)) [[unlikely]] {
+    wake();  // the sleeping progress thread publishes the port counters this work changed
+  }
   if (more) {
     wake();  // more to send than one round: the progress thread carries on
     return;
@@ -347,12 +351,18 @@ void Engine::run() {
           auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_by - Clock::now());
           timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
         }
-        // Counts changed since they were last published: wake in time to publish them (work
-        // done by posting and polling threads changes them too, without waking this thread).
-        if (auto due = device_.port_counters_due()) {
-          auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
-          int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
-          timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
+        // Counts changed since they were last published: wake in time to publish them. With
+        // nothing pending, the next thread that works in the engine wakes this one (hand_over),
+        // since posting and polling threads change the counts too. The mark is set before the
+        // check, so a change after the check always finds it.
+        if (device_.publishes_port_counters()) {
+          counters_unwatched_.store(true, std::memory_order_seq_cst);
+          if (auto due = device_.port_counters_due()) {
+            counters_unwatched_.store(false, std::memory_order_relaxed);
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+            int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+            timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
+          }
         }
         n = ::epoll_wait(epoll_fd_, events, 4, timeout_ms);
       }

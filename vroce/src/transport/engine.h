@@ -173,6 +173,8 @@ class Engine {
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> eventfd_signalled_{false};
+  // The progress thread sleeps with no port counter publication pending (VROCE_SYSFS_ROOT).
+  std::atomic<bool> counters_unwatched_{false};
   std::mutex inbox_mutex_;
   std::vector<Qp*> kicked_;  // guarded by inbox_mutex_
 
