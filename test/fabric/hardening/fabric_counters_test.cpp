@@ -92,13 +92,6 @@ std::vector<std::string> close_lines(const std::string& direction, const std::st
   return found;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports name congestion",
@@ -141,11 +134,11 @@ TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports n
     CHECK(line.find("rp_cnp_handled +") != std::string::npos);
     CHECK(line.find("the fabric is congested") != std::string::npos);
   }
-  const std::string lines = read_file(stats + ".jsonl");
+  const std::string lines = read_text_file(stats + ".jsonl");
   INFO(lines.substr(0, 3000));
   CHECK(lines.find("\"fabric_counters\":{") != std::string::npos);
   CHECK(lines.find("congestion\"") != std::string::npos);  // "congestion" or "loss and ..."
-  const std::string prom = read_file(stats + ".jsonl.prom");
+  const std::string prom = read_text_file(stats + ".jsonl.prom");
   CHECK(prom.find("device=\"fxb\",port=\"1\",counter=\"np_ecn_marked_roce_packets\"}") !=
         std::string::npos);
   std::remove((stats + ".jsonl").c_str());
