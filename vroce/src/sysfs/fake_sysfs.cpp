@@ -254,7 +254,6 @@ bool create_file_if_absent(const std::string& path, const std::string& content,
   return ok;
 }
 
-
 std::string fake_sysfs_port_dir(const std::string& root, const std::string& device_name) {
   return fake_sysfs_base(root) + "/class/infiniband/" + device_name + "/ports/1";
 }
