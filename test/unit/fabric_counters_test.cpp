@@ -49,7 +49,7 @@ TEST_CASE("counter files parse as decimal numbers only") {
   CHECK_FALSE(parse_counter("N/A\n"));
 }
 
-TEST_CASE("increases are after minus before; a counter that went down counts from zero") {
+TEST_CASE("increases are after minus before, and a counter that went down counts from zero") {
   FabricSample before;
   FabricSample after;
   before[0] = 10;
@@ -100,7 +100,7 @@ TEST_CASE("loss and congestion together are both named, loss first") {
   CHECK(lost < congested);
 }
 
-TEST_CASE("a quiet port says so; a port without readable counters says nothing") {
+TEST_CASE("a quiet port says so and a port without readable counters says nothing") {
   const auto quiet = delta_of({});
   CHECK(fabric_verdict(quiet) == FabricVerdict::Quiet);
   CHECK(fabric_report(quiet, "mlx5_0", 1) ==
@@ -111,7 +111,7 @@ TEST_CASE("a quiet port says so; a port without readable counters says nothing")
   CHECK(fabric_report(none, "mlx5_0", 1).empty());
 }
 
-TEST_CASE("a port directory is read file by file; missing ones are named") {
+TEST_CASE("a port directory is read file by file and missing ones are named") {
   roce::test::FixtureTree tree;
   tree.write("ports/1/hw_counters/packet_seq_err", "3\n");
   tree.write("ports/1/hw_counters/np_cnp_sent", "garbage\n");
