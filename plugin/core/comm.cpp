@@ -19,6 +19,20 @@ const char* Comm::kind_name() const noexcept {
   return "?";
 }
 
+std::string Comm::fabric_context() const noexcept {
+  if (kind_ == CommKind::Listen || device_->fabric() == nullptr) {
+    return {};
+  }
+  try {
+    // Read now: the failure's loss or congestion is in the counters already (the NIC counted
+    // the timeouts and sequence errors before it reported the completion error).
+    const std::string report = device_->fabric()->report_since_init();
+    return report.empty() ? report : "; " + report;
+  } catch (...) {
+    return {};  // the failure is reported without the counters rather than not at all
+  }
+}
+
 Comm* Comm::from_any_handle(void* handle) noexcept {
   // The live mark first: a closed comm is a dead object, not to be called even to read its tag.
   if (handle == nullptr || !recycled::is_live(handle)) {

@@ -1,6 +1,7 @@
 // What every object handed to NCCL as a comm shares: a type tag checked at the ABI boundary (a
 // stale or foreign pointer is reported, not used), the device it lives on, and the comm's
-// failure state. The first failure is logged once, with everything an operator needs; every
+// failure state. The first failure is logged once, with everything an operator needs (the port's
+// fabric counters since init among it); every
 // later call on the comm returns the same result without logging again.
 #pragma once
 
@@ -43,13 +44,17 @@ class Comm {
                     Args&&... args) noexcept {
     if (failure_ == ncclSuccess) {
       failure_ = result;
-      ROCE_WARN(NCCL_NET, "{} comm on {}: {}", kind_name(), device_->name(),
-                fmt::format(format, std::forward<Args>(args)...));
+      ROCE_WARN(NCCL_NET, "{} comm on {}: {}{}", kind_name(), device_->name(),
+                fmt::format(format, std::forward<Args>(args)...), fabric_context());
     }
     return failure_;
   }
 
   const char* kind_name() const noexcept;
+
+  // For a send or recv comm's failure: "; fabric counters on ... since init: ..." (loss or
+  // congestion the port counted), or "" when the counters are not readable.
+  std::string fabric_context() const noexcept;
 
   // Comms live in recycled blocks, so a closed comm's address keeps reading a zero tag.
   static void* operator new(std::size_t size) { return recycled::allocate(size); }

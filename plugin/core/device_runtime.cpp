@@ -1,9 +1,12 @@
 // DeviceRuntime: see device_runtime.h.
 #include "core/device_runtime.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include "core/sysfs.h"
 #include "core/verbs_registrar.h"
+#include "util/config.h"
 
 namespace roce {
 
@@ -18,7 +21,11 @@ DeviceRuntime::DeviceRuntime(int index, PluginDevice info, GdrSupport gdr, bool 
       mr_cache_(std::make_unique<MrCache>(std::make_unique<VerbsRegistrar>(pd_, relaxed_ordering),
                                           static_cast<size_t>(sysconf(_SC_PAGESIZE)))),
       monitor_(shared_monitor != nullptr ? std::move(shared_monitor)
-                                         : std::make_shared<AsyncEventMonitor>(info_.context)) {}
+                                         : std::make_shared<AsyncEventMonitor>(info_.context)),
+      fabric_(std::make_shared<telemetry::FabricCounterWatch>(
+          info_.name, info_.port,
+          fmt::format("{}/ports/{}", sysfs::device_dir(config().sysfs_root, info_.ibv_name),
+                      info_.port))) {}
 
 DeviceRuntime::~DeviceRuntime() = default;
 

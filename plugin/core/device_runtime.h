@@ -2,8 +2,8 @@
 // open for it while it is in use: the protection domain every comm and registration on it
 // shares (so registrations are global to the device, regIsGlobal = 1), the registration cache,
 // the async-event monitor of its verbs context, its GPUDirect support, and the strings handed
-// to NCCL in getProperties. Comms hold a shared_ptr, so a device outlives a finalize that comes
-// before the last close.
+// to NCCL in getProperties, and the port's fabric counters as read at init. Comms hold a
+// shared_ptr, so a device outlives a finalize that comes before the last close.
 #pragma once
 
 #include <memory>
@@ -14,6 +14,7 @@
 #include "core/device_discovery.h"
 #include "core/gdr.h"
 #include "core/mr_cache.h"
+#include "telemetry/fabric_counters.h"
 #include "verbs/protection_domain.h"
 
 namespace roce {
@@ -52,6 +53,11 @@ class DeviceRuntime {
   // down is not fatal: see async_events.h.)
   bool fatal() const noexcept { return monitor_ != nullptr && monitor_->device_fatal(); }
 
+  // The port's fabric counters (hw_counters, counters) against their values at init.
+  const std::shared_ptr<const telemetry::FabricCounterWatch>& fabric() const noexcept {
+    return fabric_;
+  }
+
  private:
   int index_;
   PluginDevice info_;
@@ -61,6 +67,7 @@ class DeviceRuntime {
   std::shared_ptr<verbs::ProtectionDomain> pd_;
   std::unique_ptr<MrCache> mr_cache_;
   std::shared_ptr<AsyncEventMonitor> monitor_;
+  std::shared_ptr<const telemetry::FabricCounterWatch> fabric_;
 };
 
 }  // namespace roce

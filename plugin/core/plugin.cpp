@@ -80,8 +80,10 @@ bool Plugin::finalize() noexcept {
     }
     released.swap(devices_);
   }
-  released.clear();  // outside the lock: stopping async threads waits for them
+  // The writer's last write first, while the devices (and their fabric counters) are still
+  // there; then the devices, outside the lock: stopping async threads waits for them.
   telemetry::stop_stats_writer();
+  released.clear();
   return true;
 }
 

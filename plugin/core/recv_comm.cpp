@@ -33,7 +33,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       traffic_class_(setup.traffic_class),
       peer_(std::move(setup.peer)),
       telemetry_({telemetry::Direction::Recv, this->device().name(), peer_, nqps_, traffic_class_},
-                 telemetry_settings()) {
+                 telemetry_settings(), this->device().fabric()) {
   for (int q = 0; q < nqps_; ++q) {
     qp_ptrs_[static_cast<size_t>(q)] = qps_[static_cast<size_t>(q)].get();
   }
@@ -71,7 +71,12 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
   flush_sge_.lkey = flush_lkey_;
 }
 
-RecvComm::~RecvComm() = default;
+RecvComm::~RecvComm() {
+  // The QPs go first, before the telemetry's close-time summary reads the port counters, so
+  // that what the NIC counted for them is in (vroce publishes its counters as a QP goes).
+  flush_qp_.reset();
+  qps_.clear();
+}
 
 ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int* tags,
                              void* const* mhandles, void* const* phandles,

@@ -28,7 +28,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
       traffic_class_(setup.traffic_class),
       peer_(std::move(setup.peer)),
       telemetry_({telemetry::Direction::Send, this->device().name(), peer_, nqps_, traffic_class_},
-                 telemetry_settings()) {
+                 telemetry_settings(), this->device().fabric()) {
   for (int q = 0; q < nqps_; ++q) {
     verbs::QueuePair& qp = *qps_[static_cast<size_t>(q)];
     qp_ptrs_[static_cast<size_t>(q)] = &qp;
@@ -43,7 +43,11 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
   }
 }
 
-SendComm::~SendComm() = default;
+SendComm::~SendComm() {
+  // The QPs go first, before the telemetry's close-time summary reads the port counters, so
+  // that what the NIC counted for them is in (vroce publishes its counters as a QP goes).
+  qps_.clear();
+}
 
 ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* mh, void* phandle,
                              void** request) noexcept {

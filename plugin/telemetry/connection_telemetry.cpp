@@ -17,10 +17,12 @@ const char* peer_word(const CommIdentity& id) {
 
 }  // namespace
 
-ConnectionTelemetry::ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings)
+ConnectionTelemetry::ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings,
+                                         std::shared_ptr<const FabricCounterWatch> fabric)
     : stats_(std::move(identity)),
       stall_(settings.stall_warn_ms, 1e6 / ns_per_tick()),
-      summary_at_close_(settings.summary_at_close) {
+      summary_at_close_(settings.summary_at_close),
+      fabric_(std::move(fabric)) {
   StatsRegistry::instance().add(&stats_);
 }
 
@@ -28,7 +30,8 @@ ConnectionTelemetry::~ConnectionTelemetry() {
   try {
     const CommStatsSnapshot last = StatsRegistry::instance().remove(&stats_);
     if (summary_at_close_) {
-      ROCE_INFO(NCCL_NET, "{}", summary_line(last));
+      const std::string fabric = fabric_ != nullptr ? fabric_->report_since_init() : "";
+      ROCE_INFO(NCCL_NET, "{}{}{}", summary_line(last), fabric.empty() ? "" : "; ", fabric);
     }
   } catch (...) {
     // A failed summary must not turn a close into a crash.

@@ -1,13 +1,16 @@
 // What a send or recv comm carries for telemetry: its statistics (registered with the stats
-// registry for as long as the comm lives, summarised at close when NCCL_ROCE_STATS=1) and its
+// registry for as long as the comm lives, summarised at close when NCCL_ROCE_STATS=1, with the
+// port's fabric counters since init) and its
 // stall watch. Stall reports are WARN lines of one shape for both directions: which comm and
 // peer, what it waits for, for how long, and what to look at.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "telemetry/comm_stats.h"
+#include "telemetry/fabric_counters.h"
 #include "telemetry/stall_watch.h"
 
 namespace roce::telemetry {
@@ -19,7 +22,10 @@ struct TelemetrySettings {
 
 class ConnectionTelemetry {
  public:
-  ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings);
+  // `fabric`: the comm's port counters, whose increases since init the close-time summary
+  // reports (nullptr: none).
+  ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings,
+                      std::shared_ptr<const FabricCounterWatch> fabric = nullptr);
   ~ConnectionTelemetry();
   ConnectionTelemetry(const ConnectionTelemetry&) = delete;
   ConnectionTelemetry& operator=(const ConnectionTelemetry&) = delete;
@@ -36,6 +42,7 @@ class ConnectionTelemetry {
   CommStats stats_;
   StallWatch stall_;
   bool summary_at_close_;
+  std::shared_ptr<const FabricCounterWatch> fabric_;
 };
 
 }  // namespace roce::telemetry

@@ -71,7 +71,18 @@ ProcessInfo current_process() {
   return p;
 }
 
-std::string json_line(const CommStatsSnapshot& s, const ProcessInfo& process) {
+const FabricCounterWatch::Reading* fabric_of(
+    const CommStatsSnapshot& s, const std::vector<FabricCounterWatch::Reading>& fabric) {
+  for (const auto& reading : fabric) {
+    if (reading.device == s.identity.device) {
+      return &reading;
+    }
+  }
+  return nullptr;
+}
+
+std::string json_line(const CommStatsSnapshot& s, const ProcessInfo& process,
+                      const FabricCounterWatch::Reading* fabric) {
   nlohmann::json j = {
       {"time", process.time_s},
       {"host", process.host},
@@ -96,11 +107,21 @@ std::string json_line(const CommStatsSnapshot& s, const ProcessInfo& process) {
     j["cts_wait_us"] = percentiles_us(s.cts_wait);
     j["cts_wait_buckets_ns"] = buckets(s.cts_wait);
   }
+  if (fabric != nullptr) {
+    nlohmann::json counters = nlohmann::json::object();
+    for (std::size_t i = 0; i < kFabricCounterCount; ++i) {
+      counters[kFabricCounters[i].name] =
+          fabric->delta[i] ? nlohmann::json(*fabric->delta[i]) : nlohmann::json(nullptr);
+    }
+    j["fabric_counters"] = counters;
+    j["fabric_verdict"] = fabric_verdict_name(fabric_verdict(fabric->delta));
+  }
   // Invalid UTF-8 in a peer or device name must not make the writer throw.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string prometheus_text(const std::vector<CommStatsSnapshot>& all, const ProcessInfo& process) {
+std::string prometheus_text(const std::vector<CommStatsSnapshot>& all, const ProcessInfo& process,
+                            const std::vector<FabricCounterWatch::Reading>& fabric) {
   struct Family {
     const char* name;
     const char* type;
@@ -150,6 +171,24 @@ std::string prometheus_text(const std::vector<CommStatsSnapshot>& all, const Pro
             out += fmt::format("{}{{{},quantile=\"{}\"}} {:.9f}\n", families[f].name, labels, q,
                                h.percentile_ns(q * 100) / 1e9);
           }
+        }
+      }
+    }
+  }
+  if (!fabric.empty()) {
+    out +=
+        "# HELP nccl_roce_fabric_counter_increase Increase of the port's hw_counters and "
+        "counters since the plugin's init (data counters in 4-byte words, as in sysfs).\n"
+        "# TYPE nccl_roce_fabric_counter_increase gauge\n";
+    for (const auto& reading : fabric) {
+      for (std::size_t i = 0; i < kFabricCounterCount; ++i) {
+        if (reading.delta[i]) {
+          out += fmt::format(
+              "nccl_roce_fabric_counter_increase{{host=\"{}\",pid=\"{}\",rank=\"{}\","
+              "device=\"{}\",port=\"{}\",counter=\"{}\"}} {}\n",
+              label_value(process.host), process.pid, label_value(process.rank),
+              label_value(reading.device), reading.port, kFabricCounters[i].name,
+              *reading.delta[i]);
         }
       }
     }

@@ -67,9 +67,10 @@ class Writer {
     try {
       const ProcessInfo process = current_process();
       const auto all = StatsRegistry::instance().snapshot_all();
+      const auto fabric = FabricCounterWatch::read_all();
       std::string lines;
       for (const auto& s : all) {
-        lines += json_line(s, process);
+        lines += json_line(s, process, fabric_of(s, fabric));
       }
       const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (fd < 0 || !write_all(fd, lines)) {
@@ -82,7 +83,7 @@ class Writer {
       const std::string prom = path_ + ".prom";
       const std::string tmp = prom + ".tmp";
       const int pfd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      const bool ok = pfd >= 0 && write_all(pfd, prometheus_text(all, process));
+      const bool ok = pfd >= 0 && write_all(pfd, prometheus_text(all, process, fabric));
       if (pfd >= 0) {
         ::close(pfd);
       }

@@ -180,8 +180,8 @@ constexpr Setting kRegistry[] = {
       "The libibverbs the plugin loads at run time.", "string", "NCCL_IBVERBS_LIB", ""},
      K::Text},
     {{"NCCL_ROCE_SYSFS_ROOT", "/sys", "an absolute path",
-      "Root of the sysfs tree read for PCI paths, GID types and GPUDirect detection "
-      "(containers, tests).",
+      "Root of the sysfs tree read for PCI paths, GID types, GPUDirect detection and the "
+      "ports' fabric counters (hw_counters, counters) (containers, tests).",
       "path", "", ""},
      K::Text},
     {{"NCCL_ROCE_CONNECT_TIMEOUT_MS", "30000", "10..3600000",
@@ -193,7 +193,8 @@ constexpr Setting kRegistry[] = {
     // Telemetry.
     {{"NCCL_ROCE_STATS", "0", "0, 1",
       "1 logs one summary line per comm when it closes (INFO, subsystem NET): messages, bytes, "
-      "errors, stall warnings, completion p50/p99 and, for sends, the clear-to-send wait.",
+      "errors, stall warnings, completion p50/p99, for sends the clear-to-send wait, and the "
+      "port's fabric counters since init with their verdict (loss, congestion).",
       "boolean", "", ""},
      K::Boolean},
     {{"NCCL_ROCE_STATS_FILE", "unset", "a path; %h is the host name, %p the pid",

@@ -14,12 +14,14 @@ TOOL = REPO / "scripts/roce_stats"
 
 
 def record(rank, comm, direction, peer, p99, p50=10.0, cts_p99=None, errors=0, stalls=0, time=1.0,
-           messages=1000):
+           messages=1000, fabric=None):
     r = {"time": time, "host": f"node{rank}", "pid": 100 + rank, "rank": str(rank), "comm": comm,
          "direction": direction, "device": "mlx5_0", "peer": peer, "qps": 1, "traffic_class": 106,
          "closed": False, "age_s": 5.0, "messages": messages, "bytes": messages * 4096, "errors": errors,
          "stall_warnings": stalls, "completion_us": {"count": messages, "p50": p50, "p90": p99, "p99": p99,
                                                       "max": p99}, "completion_buckets_ns": []}
+    if fabric is not None:
+        r["fabric_verdict"] = fabric
     if direction == "send":
         r["cts_wait_us"] = {"count": messages, "p50": 0.0, "p90": 0.0, "p99": cts_p99 or 0.0, "max": 0.0}
     return json.dumps(r) + "\n"
@@ -65,6 +67,17 @@ class RoceStats(unittest.TestCase):
             doc = json.loads(r.stdout)
             self.assertEqual(doc["rows"][0]["rank"], "2")
             self.assertIn("2 stall warning(s)", doc["verdict"])
+
+    def test_the_ports_fabric_verdict_names_congestion_or_loss(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "a.jsonl", record(0, 1, "send", "10.0.0.2", 800.0, fabric="congestion"),
+                       record(1, 1, "recv", "10.0.0.1", 30.0, fabric="none"))
+            r = self.run_tool(d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("the time is on the wire: its port counted congestion since init", r.stdout)
+            self.write(d, "a.jsonl", record(0, 1, "send", "10.0.0.2", 800.0, fabric="none"))
+            r = self.run_tool(d)
+            self.assertIn("the time is on the wire or in the peer's NIC: check that port's counters", r.stdout)
 
     def test_sort_by_clear_to_send_wait(self):
         with tempfile.TemporaryDirectory() as d:

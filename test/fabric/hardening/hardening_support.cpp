@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -31,6 +32,13 @@ int inject_port_event(const char* device, int event_type) {
   int (*fn)(const char*, int) = nullptr;
   std::memcpy(&fn, &symbol, sizeof(fn));
   return fn(device, event_type);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string vroce_stats() {

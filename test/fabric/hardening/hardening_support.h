@@ -28,6 +28,9 @@ int inject_port_event(const char* device, int event_type);
 // Whether a WARN line logged since reset_warn_count() contains `a` (and `b`, when given).
 bool warned(const std::string& a, const std::string& b = {});
 
+// The whole content of a file ("" when it cannot be read).
+std::string read_text_file(const std::string& path);
+
 // VmRSS of this process in KiB.
 long rss_kib();
 

@@ -25,13 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kGiveUp = kHangBound;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 TEST_CASE("an isend whose peer posts no receive reports that it waits for the clear-to-send",
@@ -171,7 +164,7 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
     }
     REQUIRE(plugin.finalize() == ncclSuccess);  // the last finalize writes the file once more
   }
-  const std::string lines = read_file(path);
+  const std::string lines = read_text_file(path);
   INFO(lines.substr(0, 2000));
   // Two pairs: two send and two recv comms, each closed, each with messages and latencies.
   int send_lines = 0;
@@ -189,7 +182,7 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
   }
   CHECK(send_lines >= 2);
   CHECK(recv_lines >= 2);
-  const std::string prom = read_file(path + ".prom");
+  const std::string prom = read_text_file(path + ".prom");
   CHECK(prom.find("# TYPE nccl_roce_comm_messages_total counter") != std::string::npos);
   CHECK(prom.find("direction=\"send\",device=\"tle\",peer=\"127.0.9.225") != std::string::npos);
   std::remove(path.c_str());

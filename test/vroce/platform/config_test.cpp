@@ -81,7 +81,8 @@ TEST_CASE("default devices: vroce0..7 on 127.0.0.11..18", "[config]") {
 TEST_CASE("fault spec: every key", "[config]") {
   std::string error;
   auto spec = vroce::parse_fault_spec(
-      "drop=0.01,every=7,psn=5:9:16777215,dup=0.5,corrupt=1,reorder=0,delay_us=250,seed=42",
+      "drop=0.01,every=7,psn=5:9:16777215,dup=0.5,corrupt=1,reorder=0,ecn=0.25,delay_us=250,"
+      "seed=42",
       &error);
   REQUIRE(spec);
   CHECK(spec->drop_probability == Approx(0.01));
@@ -90,6 +91,7 @@ TEST_CASE("fault spec: every key", "[config]") {
   CHECK(spec->duplicate_probability == Approx(0.5));
   CHECK(spec->corrupt_probability == Approx(1.0));
   CHECK(spec->reorder_probability == Approx(0.0));
+  CHECK(spec->ecn_mark_probability == Approx(0.25));
   CHECK(spec->delay_us == 250);
   CHECK(spec->seed == 42);
   CHECK(spec->any());
@@ -98,6 +100,11 @@ TEST_CASE("fault spec: every key", "[config]") {
   REQUIRE(empty);
   CHECK_FALSE(empty->any());
   CHECK(empty->seed == 1);
+  auto ecn_only = vroce::parse_fault_spec("ecn=1", &error);
+  REQUIRE(ecn_only);
+  CHECK(ecn_only->any());
+  CHECK_FALSE(vroce::parse_fault_spec("ecn=1.5", &error));
+  CHECK(error.find("ecn must be a probability") != std::string::npos);
 }
 
 TEST_CASE("fault spec: rejections", "[config]") {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "errors.h"
 
@@ -53,6 +54,16 @@ void write_vroce_sysfs(const std::string& root, const std::string& vroce_devices
     throw BenchError("--vroce-sysfs: " + ibverbs_lib + " wrote no sysfs tree under " + root +
                      " for VROCE_DEVICES=" + vroce_devices +
                      " (is it vroce? only vroce writes a fake sysfs)");
+  }
+  // The ranks' vroce does not write into the tree (it is mounted read-only under them), so its
+  // port counters would stay at 0 and read as "no loss or congestion": leave them out, and the
+  // plugin says at init that they are not readable.
+  std::error_code ignored;
+  for (const auto& device : std::filesystem::directory_iterator(tree, ignored)) {
+    for (const auto& port : std::filesystem::directory_iterator(device.path() / "ports", ignored)) {
+      std::filesystem::remove_all(port.path() / "hw_counters", ignored);
+      std::filesystem::remove_all(port.path() / "counters", ignored);
+    }
   }
 }
 

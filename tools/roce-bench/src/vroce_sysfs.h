@@ -11,7 +11,8 @@
 namespace roce::bench {
 
 // Writes vroce's tree for `vroce_devices` (one VROCE_DEVICES list) under `root` by enumerating
-// the devices of `ibverbs_lib` in a child process. Throws BenchError when no tree appears.
+// the devices of `ibverbs_lib` in a child process, without the port counter files (no rank keeps
+// them current). Throws BenchError when no tree appears.
 void write_vroce_sysfs(const std::string& root, const std::string& vroce_devices,
                        const std::string& ibverbs_lib);
 

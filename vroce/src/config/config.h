@@ -25,12 +25,15 @@ struct FaultSpec {
   double duplicate_probability = 0;
   double corrupt_probability = 0;  // flip one payload byte after the ICRC is computed
   double reorder_probability = 0;  // hold a packet back and send it after the next one
-  uint32_t delay_us = 0;           // added to every packet
-  uint64_t seed = 1;               // PRNG seed, so runs are repeatable
+  // Mark a data packet ECN CE (congestion experienced), as a congested switch queue would; only
+  // packets sent ECN-capable (ECT(0) or ECT(1) in the traffic class) are marked.
+  double ecn_mark_probability = 0;
+  uint32_t delay_us = 0;  // added to every packet
+  uint64_t seed = 1;      // PRNG seed, so runs are repeatable
   bool any() const {
     return drop_probability > 0 || drop_every > 0 || !drop_psns.empty() ||
            duplicate_probability > 0 || corrupt_probability > 0 || reorder_probability > 0 ||
-           delay_us > 0;
+           ecn_mark_probability > 0 || delay_us > 0;
   }
 };
 
@@ -41,7 +44,7 @@ struct Config {
   double time_scale = 1.0;          // VROCE_TIME_SCALE: multiplies every transport timer
                                     // (ACK timeout, RNR timer); 0.001 makes 4 s into 4 ms
   FaultSpec faults;                 // VROCE_FAULTS="drop=0.01,every=0,psn=5:9,dup=0,corrupt=0,
-                                    //               reorder=0,delay_us=0,seed=1"
+                                    //               reorder=0,ecn=0,delay_us=0,seed=1"
   std::optional<std::string> stats_file;  // VROCE_STATS_FILE: JSON counters written at exit
   std::optional<std::string> sysfs_root;  // VROCE_SYSFS_ROOT: write a fake /sys/class/infiniband
   // VROCE_TC_OVERRIDE: emulates mlx5's host-wide

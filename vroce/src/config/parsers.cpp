@@ -106,7 +106,7 @@ std::optional<double> parse_probability(std::string_view key, std::string_view v
 
 std::string fault_keys_help() {
   return "accepted keys: drop=<p>, every=<k>, psn=<n>[:<n>...], dup=<p>, corrupt=<p>, "
-         "reorder=<p>, delay_us=<us>, seed=<n> (p a probability in [0, 1])";
+         "reorder=<p>, ecn=<p>, delay_us=<us>, seed=<n> (p a probability in [0, 1])";
 }
 
 }  // namespace
@@ -181,7 +181,7 @@ std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* 
       *error = "key " + std::string(key) + " appears twice";
       return std::nullopt;
     }
-    if (key == "drop" || key == "dup" || key == "corrupt" || key == "reorder") {
+    if (key == "drop" || key == "dup" || key == "corrupt" || key == "reorder" || key == "ecn") {
       auto probability = parse_probability(key, value, error);
       if (!probability) {
         return std::nullopt;
@@ -189,6 +189,7 @@ std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* 
       double& target = key == "drop"      ? spec.drop_probability
                        : key == "dup"     ? spec.duplicate_probability
                        : key == "corrupt" ? spec.corrupt_probability
+                       : key == "ecn"     ? spec.ecn_mark_probability
                                           : spec.reorder_probability;
       target = *probability;
     } else if (key == "every") {

@@ -9,7 +9,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "config/config.h"
 #include "device/device.h"
+#include "sysfs/fake_sysfs.h"
 #include "transport/engine.h"
 #include "util/log.h"
 
@@ -55,6 +57,32 @@ DeviceState& DeviceState::of(Device& device) {
 
 DeviceState::DeviceState(Device& device) : device_(device) {
   next_qpn_ = 0x100 + (random_qpn_seed() % 0xF00000);
+  if (const auto& root = config().sysfs_root) {
+    counter_files_ = std::make_unique<PortCounterFiles>(fake_sysfs_port_dir(*root, device.name()));
+  }
+}
+
+void DeviceState::publish_port_counters(bool force) noexcept {
+  if (counter_files_) {
+    try {
+      counter_files_->publish(port_counters_, force);
+    } catch (...) {
+      // Out of memory building a path: the counters stay as last published.
+    }
+  }
+}
+
+std::optional<PortCounterFiles::Clock::time_point> DeviceState::port_counters_due() const noexcept {
+  return counter_files_ ? counter_files_->due(port_counters_) : std::nullopt;
+}
+
+void DeviceState::port_counters_engine_started() noexcept {
+  if (counter_files_) {
+    try {
+      counter_files_->continue_from_files(port_counters_);
+    } catch (...) {
+    }
+  }
 }
 
 uint32_t DeviceState::allocate_qpn() {

@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include "core/key_table.h"
+#include "core/port_counters.h"
+#include "sysfs/port_counter_files.h"
 
 namespace vroce {
 
@@ -42,6 +44,17 @@ class DeviceState {
   // Lets the running engine, if any, process what arrived (called by pollers of an empty CQ).
   void progress() noexcept;
 
+  // The device's port counters (mlx5's hw_counters and counters), counted by its engine.
+  PortCounters& port_counters() noexcept { return port_counters_; }
+  // With VROCE_SYSFS_ROOT: writes them into the fake sysfs tree when they changed (always with
+  // `force`); without it, nothing. See sysfs/port_counter_files.h for when it is called.
+  void publish_port_counters(bool force = false) noexcept;
+  bool publishes_port_counters() const noexcept { return counter_files_ != nullptr; }
+  // When the progress thread should publish next: nullopt when nothing is pending.
+  std::optional<PortCounterFiles::Clock::time_point> port_counters_due() const noexcept;
+  // The engine has bound the device's address: continue from the published values.
+  void port_counters_engine_started() noexcept;
+
  private:
   // Engines are shared by the QPs of the device; the last QP's destruction stops the engine.
   // `live_` lets CQ pollers reach the engine without owning it: the engine clears it and waits
@@ -57,6 +70,8 @@ class DeviceState {
   std::atomic<transport::Engine*> live_{nullptr};
   std::atomic<uint32_t> pollers_{0};
   uint32_t next_qpn_;
+  PortCounters port_counters_;
+  std::unique_ptr<PortCounterFiles> counter_files_;  // null without VROCE_SYSFS_ROOT
 };
 
 }  // namespace vroce

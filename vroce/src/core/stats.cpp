@@ -29,7 +29,8 @@ constexpr const char* kDropNames[] = {
     "tx_socket_error",   "link_down"};
 static_assert(std::size(kDropNames) == static_cast<size_t>(DropReason::kCount));
 
-constexpr const char* kFaultNames[] = {"drop", "duplicate", "corrupt", "reorder", "delay"};
+constexpr const char* kFaultNames[] = {"drop",  "duplicate", "corrupt",    "reorder",
+                                       "delay", "ecn_mark",  "ecn_not_ect"};
 static_assert(std::size(kFaultNames) == static_cast<size_t>(FaultKind::kCount));
 
 // ibv_wc_status values in order; names follow the enum (lower case, without IBV_WC_).
@@ -138,6 +139,9 @@ std::string stats_json() {
   append_value(out, "rnr_naks_sent", s.rnr_naks_sent.get());
   append_value(out, "rnr_naks_received", s.rnr_naks_received.get());
   append_value(out, "duplicate_requests", s.duplicate_requests.get());
+  append_value(out, "ecn_marked_received", s.ecn_marked_received.get());
+  append_value(out, "cnps_sent", s.cnps_sent.get());
+  append_value(out, "cnps_received", s.cnps_received.get());
   append_group(out, "drops", s.drops, kDropNames);
   append_group(out, "faults_injected", s.faults, kFaultNames);
   append_group(out, "completions", s.completions, kWcNames);
@@ -178,6 +182,9 @@ void stats_reset() noexcept {
   s.rnr_naks_sent.reset();
   s.rnr_naks_received.reset();
   s.duplicate_requests.reset();
+  s.ecn_marked_received.reset();
+  s.cnps_sent.reset();
+  s.cnps_received.reset();
   for (auto& c : s.drops)
     c.reset();
   for (auto& c : s.faults)

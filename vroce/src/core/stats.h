@@ -43,7 +43,18 @@ enum class DropReason : uint8_t {
   kCount
 };
 
-enum class FaultKind : uint8_t { Drop, Duplicate, Corrupt, Reorder, Delay, kCount };
+// EcnMark: a data packet left marked CE; EcnNotEct: one the ecn fault chose but could not mark,
+// because its traffic class is not ECN-capable (ECN bits 00), as a switch would not mark it.
+enum class FaultKind : uint8_t {
+  Drop,
+  Duplicate,
+  Corrupt,
+  Reorder,
+  Delay,
+  EcnMark,
+  EcnNotEct,
+  kCount
+};
 
 struct Counter {
   std::atomic<uint64_t> value{0};
@@ -80,7 +91,10 @@ struct Stats {
   Counter naks_received[static_cast<size_t>(NakKind::kCount)];
   Counter rnr_naks_sent;
   Counter rnr_naks_received;
-  Counter duplicate_requests;  // requests below ePSN, re-acknowledged (READs re-served)
+  Counter duplicate_requests;   // requests below ePSN, re-acknowledged (READs re-served)
+  Counter ecn_marked_received;  // packets that arrived with ECN CE
+  Counter cnps_sent;            // congestion notification packets sent (answering CE marks)
+  Counter cnps_received;        // congestion notification packets received for a known QP
   Counter drops[static_cast<size_t>(DropReason::kCount)];
   Counter faults[static_cast<size_t>(FaultKind::kCount)];
   Counter completions[kWcStatusCount];

@@ -10,13 +10,38 @@
 #include <thread>
 
 #include "device/limits.h"
+#include "sysfs/port_counter_files.h"
 
 namespace vroce {
 namespace {
 
+std::string temp_name(const std::string& path) {
+  return path + ".vroce-tmp." + std::to_string(getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+}
+
+// Writes content into a fresh temporary file beside path; its name, or empty with *error.
+std::string write_temp(const std::string& path, const std::string& content, std::string* error) {
+  std::string temp = temp_name(path);
+  FILE* file = std::fopen(temp.c_str(), "w");
+  if (file == nullptr) {
+    *error = "cannot create " + temp + ": " + std::strerror(errno);
+    return {};
+  }
+  bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
+  if (std::fclose(file) != 0 || !written) {
+    *error = "cannot write " + temp + ": " + std::strerror(errno);
+    unlink(temp.c_str());
+    return {};
+  }
+  return temp;
+}
+
 class TreeWriter {
  public:
   explicit TreeWriter(std::vector<std::string>* errors) : errors_(errors) {}
+
+  std::vector<std::string>* errors() noexcept { return errors_; }
 
   bool make_dirs(const std::string& path) {
     for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
@@ -33,19 +58,10 @@ class TreeWriter {
 
   // Replaces path atomically: other processes reading the tree never see a partial file.
   void write_file(const std::string& path, const std::string& content) {
-    std::string temp = temp_name(path);
-    FILE* file = std::fopen(temp.c_str(), "w");
-    if (file == nullptr) {
-      fail("cannot create " + temp);
-      return;
+    std::string error;
+    if (!replace_file(path, content, &error) && errors_->empty()) {
+      errors_->push_back(error);
     }
-    bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
-    if (std::fclose(file) != 0 || !written) {
-      fail("cannot write " + temp);
-      unlink(temp.c_str());
-      return;
-    }
-    commit(temp, path);
   }
 
   void remove_file(const std::string& path) {
@@ -64,11 +80,6 @@ class TreeWriter {
   }
 
  private:
-  static std::string temp_name(const std::string& path) {
-    return path + ".vroce-tmp." + std::to_string(getpid()) + "." +
-           std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
-  }
-
   void commit(const std::string& temp, const std::string& path) {
     if (rename(temp.c_str(), path.c_str()) != 0) {
       fail("cannot rename " + temp + " to " + path);
@@ -111,6 +122,14 @@ std::string absolute(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
+std::string fake_sysfs_base(const std::string& root) {
+  std::string base = absolute(root);
+  while (base.size() > 1 && base.back() == '/') {
+    base.pop_back();
+  }
+  return base;
+}
+
 void write_pci_function(TreeWriter& out, const std::string& dir) {
   if (!out.make_dirs(dir)) {
     return;
@@ -150,6 +169,7 @@ void write_port(TreeWriter& out, const std::string& dir, Device& device) {
   std::snprintf(cap_mask, sizeof(cap_mask), "0x%08x", port.port_cap_flags);
   out.write_file(dir + "/cap_mask", std::string(cap_mask) + "\n");
   out.write_file(dir + "/pkeys/0", "0xffff\n");
+  create_port_counter_files(dir, out.errors());
   std::span<const GidEntry> gids = device.gids();
   for (size_t i = 0; i < gids.size(); ++i) {
     std::string index = std::to_string(i);
@@ -206,6 +226,38 @@ void write_device(TreeWriter& out, const std::string& root, Device& device, cons
 
 }  // namespace
 
+bool replace_file(const std::string& path, const std::string& content, std::string* error) {
+  std::string temp = write_temp(path, content, error);
+  if (temp.empty()) {
+    return false;
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename " + temp + " to " + path + ": " + std::strerror(errno);
+    unlink(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool create_file_if_absent(const std::string& path, const std::string& content,
+                           std::string* error) {
+  std::string temp = write_temp(path, content, error);
+  if (temp.empty()) {
+    return false;
+  }
+  // link(2) fails on an existing name, so a file another process keeps is never replaced.
+  bool ok = link(temp.c_str(), path.c_str()) == 0 || errno == EEXIST;
+  if (!ok) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+  }
+  unlink(temp.c_str());
+  return ok;
+}
+
+std::string fake_sysfs_port_dir(const std::string& root, const std::string& device_name) {
+  return fake_sysfs_base(root) + "/class/infiniband/" + device_name + "/ports/1";
+}
+
 std::string sysfs_gid_text(const ibv_gid& gid) {
   char text[48];
   int at = 0;
@@ -246,10 +298,7 @@ std::vector<std::string> write_fake_sysfs(const std::string& root, std::span<Dev
                                           const Config& cfg) {
   std::vector<std::string> errors;
   TreeWriter out(&errors);
-  std::string base = absolute(root);
-  while (base.size() > 1 && base.back() == '/') {
-    base.pop_back();
-  }
+  std::string base = fake_sysfs_base(root);
   if (!out.make_dirs(base + "/class/infiniband") ||
       !out.make_dirs(base + "/class/infiniband_verbs")) {
     return errors;

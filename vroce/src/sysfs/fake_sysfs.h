@@ -10,6 +10,7 @@
 //   <dir>/class/infiniband/<dev>/ports/1/{state,phys_state,rate,link_layer,lid,sm_lid,sm_sl,
 //                                 lid_mask_count,cap_mask,gids/<i>,pkeys/0,
 //                                 gid_attrs/types/<i>,gid_attrs/ndevs/<i>}
+//   <dir>/class/infiniband/<dev>/ports/1/{hw_counters,counters}/<name> (sysfs/port_counter_files.h)
 //   <dir>/class/infiniband/<dev>/device -> <dir>/devices/pci0000:00/0000:BB:00.0 (absolute)
 //   <dir>/class/infiniband/<dev>/tc/1/traffic_class  (only with VROCE_TC_OVERRIDE; removed
 //                                                     when a later run has none)
@@ -49,5 +50,13 @@ std::string sysfs_guid_text(uint64_t guid_be);        // "0202:03ff:fe04:0506"
 std::string sysfs_rate_text(const PortSpeed& speed);  // "400 Gb/sec (4X NDR)"
 std::string sysfs_gid_type_text(ibv_gid_type type);   // "RoCE v2" or "IB/RoCE v1"
 std::string fake_pci_address(int device_index);       // "0000:80:00.0" for device 0
+
+// <root made absolute, without trailing slashes>/class/infiniband/<device>/ports/1
+std::string fake_sysfs_port_dir(const std::string& root, const std::string& device_name);
+
+// Replaces path with content atomically (a temporary file renamed over it): false with *error.
+bool replace_file(const std::string& path, const std::string& content, std::string* error);
+// Creates path with content unless it exists, atomically: false with *error.
+bool create_file_if_absent(const std::string& path, const std::string& content, std::string* error);
 
 }  // namespace vroce

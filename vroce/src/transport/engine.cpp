@@ -21,6 +21,7 @@
 #include "transport/device_copies.h"
 #include "transport/protocol.h"
 #include "util/log.h"
+#include "wire/ecn.h"
 #include "wire/ip_udp.h"
 
 namespace vroce::transport {
@@ -108,6 +109,8 @@ std::unique_ptr<Engine> Engine::start(DeviceState& device, int* error) {
     *error = rc;
     return nullptr;
   }
+  // The address is ours now: no other process counts for this port until the engine stops.
+  device.port_counters_engine_started();
   Engine* raw = engine.get();
   engine->thread_ = std::thread([raw] { raw->run(); });
   std::string name = "vroce-" + device.device().name();
@@ -117,7 +120,8 @@ std::unique_ptr<Engine> Engine::start(DeviceState& device, int* error) {
   return engine;
 }
 
-Engine::Engine(DeviceState& device, const FaultSpec& faults) : device_(device), faults_(faults) {
+Engine::Engine(DeviceState& device, const FaultSpec& faults)
+    : device_(device), port_counters_(device.port_counters()), faults_(faults) {
   tx_.resize(UdpPort::kMaxBatch);
   out_.resize(UdpPort::kMaxBatch * 3);
   rx_buffers_.resize(UdpPort::kMaxBatch);
@@ -169,6 +173,7 @@ Engine::~Engine() {
     [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof(one));
     thread_.join();
     stats().live_engines.dec();
+    device_.publish_port_counters(true);
   }
   for (int fd : {epoll_fd_, event_fd_, timer_fd_}) {
     if (fd >= 0) {
@@ -209,6 +214,7 @@ void Engine::remove_qp(Qp* qp) {
     qp->kick_queued.store(false, std::memory_order_relaxed);
     return 0;
   });
+  device_.publish_port_counters();
 }
 
 void Engine::kick(Qp* qp) noexcept {
@@ -253,6 +259,10 @@ void Engine::wake() noexcept {
 }
 
 void Engine::hand_over(bool more) {
+  if (counters_unwatched_.load(std::memory_order_relaxed) &&
+      counters_unwatched_.exchange(false, std::memory_order_seq_cst)) [[unlikely]] {
+    wake();  // the sleeping progress thread publishes the port counters this work changed
+  }
   if (more) {
     wake();  // more to send than one round: the progress thread carries on
     return;
@@ -288,6 +298,7 @@ void Engine::run() {
       observed = t;
       more = pump(true, true);
     }
+    publish_counters_if_due();
     Clock::time_point wake_by;
     bool bounded;
     {
@@ -341,6 +352,19 @@ void Engine::run() {
           auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_by - Clock::now());
           timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
         }
+        // Counts changed since they were last published: wake in time to publish them. With
+        // nothing pending, the next thread that works in the engine wakes this one (hand_over),
+        // since posting and polling threads change the counts too. The mark is set before the
+        // check, so a change after the check always finds it.
+        if (device_.publishes_port_counters()) {
+          counters_unwatched_.store(true, std::memory_order_seq_cst);
+          if (auto due = device_.port_counters_due()) {
+            counters_unwatched_.store(false, std::memory_order_relaxed);
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+            int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+            timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
+          }
+        }
         n = ::epoll_wait(epoll_fd_, events, 4, timeout_ms);
       }
       sleeping_.store(false, std::memory_order_seq_cst);
@@ -370,6 +394,16 @@ void Engine::run() {
     stats().progress_thread_cpu_us.add(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000 +
                                        static_cast<uint64_t>(cpu.tv_nsec) / 1000);
   }
+}
+
+void Engine::publish_counters_if_due() {
+  if (auto due = device_.port_counters_due(); due && Clock::now() >= *due) {
+    device_.publish_port_counters();
+  }
+}
+
+size_t Engine::ip_udp_overhead() const noexcept {
+  return port_.family() == AF_INET ? 20 + 8 : 40 + 8;
 }
 
 void Engine::request_short_slice() {
@@ -513,15 +547,18 @@ void Engine::receive_pass(bool* more_waiting) {
     }
     for (size_t i = 0; i < n; ++i) {
       InDatagram& d = rx_[i];
+      port_counters_.add(PortCounter::PortRcvPackets);
+      port_counters_.add(PortCounter::PortRcvData, d.length + ip_udp_overhead());
       if (d.truncated) {
         stats().count_drop(DropReason::OversizeDatagram);
+        port_counters_.add(PortCounter::PortRcvErrors);
         continue;
       }
       if (!d.dst_known) {
         stats().count_drop(DropReason::BadSource);
         continue;
       }
-      dispatch(d.data, d.length, d.src, d.dst);
+      dispatch(d.data, d.length, d.src, d.dst, d.traffic_class);
     }
     if (n < rx_.size()) {
       return;
@@ -530,7 +567,7 @@ void Engine::receive_pass(bool* more_waiting) {
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
-                      const sockaddr_storage& dst) {
+                      const sockaddr_storage& dst, uint8_t traffic_class) {
   auto flow = wire::flow_from_sockaddrs(reinterpret_cast<const sockaddr&>(src),
                                         reinterpret_cast<const sockaddr&>(dst));
   if (!flow) {
@@ -542,6 +579,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   wire::ParseResult parsed = wire::parse_packet(wire::ByteSpan(data, length), options);
   if (!parsed.ok()) {
     stats().count_drop(drop_reason(parsed.error));
+    port_counters_.add(PortCounter::PortRcvErrors);
     VROCE_LOG(Debug, "dropped a packet: %.*s (%.*s)",
               static_cast<int>(wire::parse_error_name(parsed.error).size()),
               wire::parse_error_name(parsed.error).data(),
@@ -552,8 +590,10 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   const wire::PacketView& view = parsed.view;
   const wire::OpcodeTraits& traits = *view.traits;
   stats().rx_packets[static_cast<size_t>(packet_class(traits))].add();
-  if (traits.kind == wire::OpKind::Cnp) {
-    return;  // congestion notifications need no action from an emulated NIC
+  bool congestion_experienced = wire::ecn_bits(traffic_class) == wire::kEcnCe;
+  if (congestion_experienced) {
+    stats().ecn_marked_received.add();
+    port_counters_.add(PortCounter::NpEcnMarkedRocePackets);
   }
   auto it = qps_.find(view.headers.bth.dest_qp);
   if (it == qps_.end()) {
@@ -561,6 +601,12 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
     return;
   }
   Qp& qp = *it->second;
+  if (traits.kind == wire::OpKind::Cnp) {
+    // The reaction point: counted, no rate reduction (vroce has no DCQCN; docs/vroce.md).
+    stats().cnps_received.add();
+    port_counters_.add(PortCounter::RpCnpHandled);
+    return;
+  }
   ibv_qp_state state = qp.state.load(std::memory_order_relaxed);
   bool request = traits.direction == wire::Direction::Request;
   bool ready = request ? (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD)
@@ -574,6 +620,9 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
     return;
   }
   stats().rx_payload_bytes.add(view.payload.size());
+  if (congestion_experienced) {
+    on_congestion_experienced(qp);
+  }
   if (request) {
     responder_on_request(*this, qp, view);
   } else {
@@ -634,15 +683,35 @@ bool Engine::emit(const Qp& qp, const wire::PacketHeaders& headers,
   Stats& s = stats();
   s.tx_packets[static_cast<size_t>(meta.cls)].add();
   s.tx_payload_bytes.add(meta.payload);
+  port_counters_.add(PortCounter::PortXmitPackets);
+  port_counters_.add(PortCounter::PortXmitData, built.size + ip_udp_overhead());
   if (meta.retransmission) {
     s.retransmitted_packets.add();
   }
   return true;
 }
 
-uint8_t Engine::traffic_class_for(const PeerPath& path) const noexcept {
+uint8_t Engine::traffic_class_for(const TxSlot& slot) const noexcept {
   const auto& override_tc = config().tc_override;
-  return override_tc ? *override_tc : path.traffic_class;
+  uint8_t tclass = override_tc ? *override_tc : slot.path->traffic_class;
+  // A CNP is sent not ECN-capable, so no switch marks (or drops it for) congestion.
+  return slot.meta.cnp ? static_cast<uint8_t>(tclass & ~wire::kEcnMask) : tclass;
+}
+
+void Engine::on_congestion_experienced(Qp& qp) {
+  Responder& s = qp.tp.resp;
+  if (s.cnp_sent && now_ - s.last_cnp < kCnpMinInterval) {
+    return;
+  }
+  s.cnp_sent = true;
+  s.last_cnp = now_;
+  TxMeta meta;
+  meta.dest_qpn = qp.tp.path.dest_qpn;
+  meta.cnp = true;
+  if (emit(qp, wire::make_cnp_headers(qp.tp.path.dest_qpn), {}, meta)) {
+    stats().cnps_sent.add();
+    port_counters_.add(PortCounter::NpCnpSent);
+  }
 }
 
 void Engine::flush_tx() {
@@ -653,6 +722,7 @@ void Engine::flush_tx() {
   }
   if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {  // no link: see receive_pass
     stats().drops[static_cast<size_t>(DropReason::LinkDown)].add(tx_count_);
+    port_counters_.add(PortCounter::PortXmitDiscards, tx_count_);
     tx_count_ = 0;
     return;
   }
@@ -665,12 +735,13 @@ void Engine::flush_tx() {
                             slot.length,
                             &slot.path->addr,
                             slot.path->addr_len,
-                            traffic_class_for(*slot.path),
+                            traffic_class_for(slot),
                             slot.path->hop_limit};
     }
     size_t refused = 0;
     port_.send(out_.data(), tx_count_, &refused);
     stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
+    port_counters_.add(PortCounter::PortXmitDiscards, refused);
   }
   tx_count_ = 0;
 }
@@ -687,8 +758,9 @@ void Engine::send_with_faults(size_t count) {
   std::vector<std::unique_ptr<Delayed>> released;  // held packets queued in out_, kept alive
   for (size_t i = 0; i < count; ++i) {
     TxSlot& slot = tx_[i];
-    FaultVerdict verdict = faults_.decide(slot.meta.dest_qpn, slot.meta.psn,
-                                          slot.meta.cls != PacketClass::Ack, slot.meta.request);
+    FaultVerdict verdict =
+        faults_.decide(slot.meta.dest_qpn, slot.meta.psn,
+                       slot.meta.cls != PacketClass::Ack && !slot.meta.cnp, slot.meta.request);
     if (verdict.drop) {
       s.count_fault(FaultKind::Drop);
       continue;
@@ -697,7 +769,17 @@ void Engine::send_with_faults(size_t count) {
       s.count_fault(FaultKind::Corrupt);
       slot.data[FaultInjector::corrupt_offset(slot.length)] ^= 0x5A;
     }
-    uint8_t tclass = traffic_class_for(*slot.path);
+    uint8_t tclass = traffic_class_for(slot);
+    if (verdict.ecn_mark) {
+      // A congested queue marks ECN-capable packets CE and leaves the others alone (it would
+      // drop them instead, which the drop faults model).
+      if (wire::ecn_bits(tclass) == wire::kEcnNotEct) {
+        s.count_fault(FaultKind::EcnNotEct);
+      } else {
+        s.count_fault(FaultKind::EcnMark);
+        tclass = static_cast<uint8_t>(tclass | wire::kEcnCe);
+      }
+    }
     if (faults_.delay_us() > 0 || (verdict.reorder && !held_)) {
       auto copy = std::make_unique<Delayed>();
       copy->data.assign(slot.data, slot.data + slot.length);
@@ -736,6 +818,7 @@ void Engine::send_with_faults(size_t count) {
   size_t refused = 0;
   port_.send(out_.data(), n, &refused);
   s.drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
+  port_counters_.add(PortCounter::PortXmitDiscards, refused);
 }
 
 bool Engine::ack_expired() const {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/port_counters.h"
 #include "core/stats.h"
 #include "transport/fault_injector.h"
 #include "transport/qp_transport.h"
@@ -39,6 +40,7 @@ struct TxMeta {
   PacketClass cls = PacketClass::Other;
   bool request = false;
   bool retransmission = false;
+  bool cnp = false;  // a congestion notification: never ECN-capable, never ECN-marked
   size_t payload = 0;
 };
 
@@ -53,6 +55,8 @@ class Engine {
   ~Engine();
 
   DeviceState& device() const noexcept { return device_; }
+  // The device's port counters (hw_counters and counters), counted next to the process Stats.
+  PortCounters& port_counters() const noexcept { return port_counters_; }
   int socket_family() const noexcept { return port_.family(); }
 
   // ---- any thread, without the mutex -------------------------------------------------------
@@ -128,7 +132,7 @@ class Engine {
   void take_kicks();
   void receive_pass(bool* more_waiting);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
-                const sockaddr_storage& dst);
+                const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
   void flush_tx();
   void send_with_faults(size_t count);
@@ -136,9 +140,18 @@ class Engine {
   void timer_pass(bool timeouts);
   Clock::time_point next_deadline(bool* any) const;
   void arm_timerfd(Clock::time_point deadline, bool any);
-  uint8_t traffic_class_for(const PeerPath& path) const noexcept;
+  uint8_t traffic_class_for(const TxSlot& slot) const noexcept;
+  // A received packet carried ECN CE: count it and answer the sender's QP with a CNP, at most
+  // one per QP every kCnpMinInterval (ConnectX's np_min_time_between_cnps).
+  void on_congestion_experienced(Qp& qp);
+  static constexpr std::chrono::microseconds kCnpMinInterval{4};
+  // IP and UDP header octets of every datagram, for the port's data counters.
+  size_t ip_udp_overhead() const noexcept;
+  // The progress thread publishes the port counters once due (VROCE_SYSFS_ROOT).
+  void publish_counters_if_due();
 
   DeviceState& device_;
+  PortCounters& port_counters_;
   UdpPort port_;
   FaultInjector faults_;
   int epoll_fd_ = -1;
@@ -163,6 +176,8 @@ class Engine {
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> eventfd_signalled_{false};
+  // The progress thread sleeps with no port counter publication pending (VROCE_SYSFS_ROOT).
+  std::atomic<bool> counters_unwatched_{false};
   std::mutex inbox_mutex_;
   std::vector<Qp*> kicked_;  // guarded by inbox_mutex_
 

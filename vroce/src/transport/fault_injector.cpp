@@ -45,6 +45,7 @@ FaultVerdict FaultInjector::decide(uint32_t dest_qpn, uint32_t psn, bool data, b
   verdict.duplicate = chance(spec_.duplicate_probability);
   verdict.corrupt = chance(spec_.corrupt_probability);
   verdict.reorder = chance(spec_.reorder_probability);
+  verdict.ecn_mark = data && chance(spec_.ecn_mark_probability);
   return verdict;
 }
 

@@ -1,7 +1,8 @@
 // The faults VROCE_FAULTS asks for, decided per transmitted packet: drop (with a probability,
 // every k-th data packet, or the first transmission of given PSNs), duplicate, corrupt (a byte
 // flipped after the ICRC was computed, so the receiver's ICRC check drops it), reorder (held back
-// behind the next packet) and a fixed delay. Deterministic for a given seed.
+// behind the next packet), ECN CE marks (as a congested switch queue) and a fixed delay.
+// Deterministic for a given seed.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@ struct FaultVerdict {
   bool duplicate = false;
   bool corrupt = false;
   bool reorder = false;
+  bool ecn_mark = false;  // mark it ECN CE if it is ECN-capable (data packets only)
 };
 
 class FaultInjector {

@@ -5,6 +5,7 @@
 #include "core/async_events.h"
 #include "core/context.h"
 #include "core/cq.h"
+#include "core/device_state.h"
 #include "core/qp.h"
 #include "core/stats.h"
 #include "transport/device_copies.h"
@@ -144,6 +145,7 @@ void flush_queues(Qp& qp) {
 }
 
 void enter_error(Engine& engine, Qp& qp) {
+  engine.device().publish_port_counters();  // before any completion of the error is seen
   qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
   flush_queues(qp);
   engine.activate(&qp);

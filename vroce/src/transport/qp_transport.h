@@ -103,6 +103,9 @@ struct Responder {
   std::array<ReadResponse, kMaxReads> reads{};
   uint32_t reads_head = 0;
   uint32_t reads_count = 0;
+  // The last CNP this QP sent, for the minimum interval between CNPs.
+  bool cnp_sent = false;
+  Clock::time_point last_cnp{};
 };
 
 struct QpTransport {

@@ -159,6 +159,8 @@ void fail_head(Engine& engine, Qp& qp, ibv_wc_status status) {
   Requester& r = qp.tp.req;
   VROCE_LOG(Info, "qp 0x%x: send WQE completes with %s; the QP enters the error state",
             qp.ibv.qp_num, ibv_wc_status_str(status));
+  // The port counters that explain the failure are published before its completion is seen.
+  engine.device().publish_port_counters();
   complete_send(qp, r.sq_head, status);
   enter_error(engine, qp);
 }
@@ -441,6 +443,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
           }
         } else if (wire::psn_after(psn, expected)) {
           stats().implied_naks.add();
+          engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
           if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
             rewind(engine, qp, expected);
           }
@@ -450,6 +453,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
       if (wire::psn_after(psn, last_psn(w))) {
         // Responses of a later READ while this one misses some: those were lost.
         stats().implied_naks.add();
+        engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
         if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
           rewind(engine, qp, expected);
         }
@@ -471,6 +475,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   if (type == wire::AethType::Ack) {
     if (process_ack(engine, qp, psn)) {
       stats().implied_naks.add();
+      engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
       rewind(engine, qp, r.una);
     }
     return;
@@ -481,6 +486,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   }
   if (process_ack(engine, qp, wire::psn_add(psn, -1))) {
     stats().implied_naks.add();
+    engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
     rewind(engine, qp, r.una);
     return;
   }
@@ -490,6 +496,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   uint8_t value = wire::aeth_value(syndrome);
   if (type == wire::AethType::RnrNak) {
     stats().rnr_naks_received.add();
+    engine.port_counters().add(PortCounter::RnrNakRetryErr);
     if (r.rnr_retry != 7) {
       if (r.rnr_left == 0) {
         fail_head(engine, qp, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -508,6 +515,7 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
   switch (code) {
     case wire::NakCode::PsnSequenceError:
       stats().naks_received[static_cast<size_t>(NakKind::Sequence)].add();
+      engine.port_counters().add(PortCounter::PacketSeqErr);
       // A second NAK for a gap already being resent changes nothing.
       if (!(r.rewound && r.last_rewind_psn == psn && wire::psn_after(r.psn, psn))) {
         rewind(engine, qp, psn);
@@ -548,6 +556,7 @@ void requester_on_timer(Engine& engine, Qp& qp, bool timeouts) {
     return;
   }
   stats().ack_timeouts.add();
+  engine.port_counters().add(PortCounter::LocalAckTimeoutErr);
   if (r.retry_left == 0) {
     VROCE_LOG(Info, "qp 0x%x: no ACK for PSN 0x%06x after %u retries; RETRY_EXC_ERR", qp.ibv.qp_num,
               r.una, r.retry_cnt);

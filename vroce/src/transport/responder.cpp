@@ -314,6 +314,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
   switch (wire::classify_psn(bth.psn, s.epsn)) {
     case wire::PsnClass::Duplicate:
       stats().duplicate_requests.add();
+      engine.port_counters().add(PortCounter::DuplicateRequest);
       if (packet.traits->kind == wire::OpKind::ReadRequest) {
         reserve_read(engine, qp, packet, true);
       } else {
@@ -321,6 +322,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
       }
       return;
     case wire::PsnClass::Ahead:
+      engine.port_counters().add(PortCounter::OutOfSequence);
       if (!s.gap_nak_sent) {
         s.gap_nak_sent = true;
         s.nak_owed = true;

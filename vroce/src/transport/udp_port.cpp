@@ -67,11 +67,13 @@ int UdpPort::open(const sockaddr_storage& local, const std::string& device_name,
   if (family_ == AF_INET) {
     rc |= set_int(fd_, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
     rc |= set_int(fd_, IPPROTO_IP, IP_PKTINFO, 1);
+    rc |= set_int(fd_, IPPROTO_IP, IP_RECVTOS, 1);  // the ECN bits of what arrives
   } else {
     rc |= set_int(fd_, IPPROTO_IPV6, IPV6_V6ONLY, 1);
     rc |= set_int(fd_, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO);
     rc |= set_int(fd_, IPPROTO_IPV6, IPV6_DONTFRAG, 1);
     rc |= set_int(fd_, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+    rc |= set_int(fd_, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
   }
   if (rc != 0) {
     int err = errno;
@@ -188,6 +190,7 @@ size_t UdpPort::receive(InDatagram* datagrams, size_t count) {
     d.length = rx_msgs_[i].msg_len;
     d.truncated = (h.msg_flags & MSG_TRUNC) != 0;
     d.dst_known = false;
+    d.traffic_class = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
       if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
         in_pktinfo info;
@@ -207,6 +210,12 @@ size_t UdpPort::receive(InDatagram* datagrams, size_t count) {
         dst->sin6_port = htons(kRocePort);
         dst->sin6_addr = info.ipi6_addr;
         d.dst_known = true;
+      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+        d.traffic_class = *CMSG_DATA(c);  // one byte
+      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+        int tclass = 0;
+        std::memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
+        d.traffic_class = static_cast<uint8_t>(tclass);
       }
     }
   }

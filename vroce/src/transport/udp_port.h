@@ -1,6 +1,7 @@
 // The UDP socket of one emulated device: bound to the device's address and port 4791,
 // unconnected, DF set (IPv4 ID 0, so the ICRC is exact), traffic class and hop limit per packet
-// through cmsgs, the destination address of received packets through IP_PKTINFO. Sends and
+// through cmsgs, the destination address and traffic class of received packets through
+// IP_PKTINFO and IP_RECVTOS (IPv6: IPV6_RECVPKTINFO, IPV6_RECVTCLASS). Sends and
 // receives go in batches (sendmmsg/recvmmsg) over caller-owned buffers: no allocation per packet.
 #pragma once
 
@@ -33,6 +34,7 @@ struct InDatagram {
   sockaddr_storage src{};  // sender address and port
   sockaddr_storage dst{};  // our address the datagram was sent to (port 4791)
   bool dst_known = false;
+  uint8_t traffic_class = 0;  // IPv4 TOS / IPv6 traffic class it arrived with (DSCP and ECN)
 };
 
 class UdpPort {
