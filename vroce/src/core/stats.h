@@ -83,10 +83,10 @@ struct Stats {
   Counter scheduling_stalls;       // times a progress thread found it had not been scheduled
   Counter spin_backoffs;           // spins given up because the progress thread was preempted
   Counter progress_thread_cpu_us;  // CPU time of progress threads that have stopped
-  Counter cuda_copies_to_device;    // driver copies into CUDA memory (each with its synchronisation)
+  Counter cuda_copies_to_device;   // driver copies into CUDA memory (each with its synchronisation)
   Counter cuda_copies_from_device;  // driver copies out of CUDA memory
   Counter cuda_copy_bytes;          // bytes those copies moved
-  Counter implied_naks;            // READ responses or ACKs that revealed lost responses
+  Counter implied_naks;             // READ responses or ACKs that revealed lost responses
   Counter naks_sent[static_cast<size_t>(NakKind::kCount)];
   Counter naks_received[static_cast<size_t>(NakKind::kCount)];
   Counter rnr_naks_sent;
