@@ -20,6 +20,7 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.flush = !cfg.gdr_flush_disable;
   s.use_inline = cfg.use_inline;
   s.split_data = cfg.split_data_on_qps;
+  s.fifo_traffic_class = cfg.fifo_traffic_class;
   return s;
 }
 

@@ -27,6 +27,9 @@ struct ConnectionSettings {
   // off, the data QPs get max_inline_data 0.
   bool use_inline = true;
   bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (the sender's is sent to the receiver)
+  // NCCL_IB_FIFO_TC: the class of a receiver's data QPs (its clear-to-send writes and the ACKs
+  // of the data), as net_ib applies it; nullopt: the agreed traffic class.
+  std::optional<int> fifo_traffic_class;
   static ConnectionSettings from_config();
 };
 

@@ -41,10 +41,14 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
       case State::Done:
         setup_.peer = peer_text_;
         *comm = new RecvComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}, inline {}{}", device_->name(),
-                  peer_text_, (*comm)->qp_count(), (*comm)->qp_count() == 1 ? "" : "s",
-                  (*comm)->traffic_class(), (*comm)->max_inline(),
-                  (*comm)->flush_enabled() ? ", gpudirect flush" : "");
+        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}{}",
+                  device_->name(), peer_text_, (*comm)->qp_count(),
+                  (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
+                  (*comm)->fifo_traffic_class() != (*comm)->traffic_class()
+                      ? fmt::format(" (clear-to-send path tc {}, NCCL_IB_FIFO_TC)",
+                                    (*comm)->fifo_traffic_class())
+                      : "",
+                  (*comm)->max_inline(), (*comm)->flush_enabled() ? ", gpudirect flush" : "");
         return Status::Connected;
       case State::Dropped:
         return Status::Dropped;
@@ -154,6 +158,9 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   const bool flush = settings_.flush && device_->gdr().usable();
   setup_.cq = create_comm_cq(*device_, static_cast<int>(nqps));
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, request.endpoint.mtu);
+  // As net_ib: the receiver's data QPs carry the clear-to-send writes and the ACKs of the data,
+  // so NCCL_IB_FIFO_TC (when set) is their class; the flush QP keeps the agreed one.
+  const int qp_class = settings_.fifo_traffic_class.value_or(agreed.traffic_class);
   for (size_t q = 0; q < nqps; ++q) {
     setup_.qps.push_back(
         create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
@@ -164,7 +171,7 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
     link.peer_psn = request.endpoint.qps[q].psn;
     link.local_psn = psns_.back();
     link.mtu = mtu;
-    link.traffic_class = static_cast<uint8_t>(agreed.traffic_class);
+    link.traffic_class = static_cast<uint8_t>(qp_class);
     link.service_level = static_cast<uint8_t>(agreed.service_level);
     link.timeout = settings_.timeout;
     link.retry_count = settings_.retry_count;
@@ -180,6 +187,7 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   setup_.remote_ring_addr = request.cts_ring.address;
   setup_.remote_ring_rkey = request.cts_ring.rkey;
   setup_.traffic_class = agreed.traffic_class;
+  setup_.fifo_traffic_class = qp_class;
   setup_.split_data = request.split_data != 0;
   if (flush) {
     // A QP connected to itself, on the comm's class, reads back one byte of GPU memory.

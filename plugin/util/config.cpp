@@ -211,15 +211,6 @@ bool read_traffic_class(Reader& reader, Config* config) {
                             (roce_tc ? "NCCL_ROCE_TC" : "NCCL_ROCE_DSCP") + ": traffic class " +
                             std::to_string(*config->traffic_class) + " applies");
   }
-  if (config->fifo_traffic_class && config->traffic_class &&
-      *config->fifo_traffic_class != *config->traffic_class) {
-    return reader.fail_with(
-        "NCCL_IB_FIFO_TC=" + std::to_string(*config->fifo_traffic_class) +
-        " differs from the traffic class in force (" + std::to_string(*config->traffic_class) +
-        "); this plugin enforces one class on every QP, the clear-to-send path included; unset "
-        "NCCL_IB_FIFO_TC or set it to " +
-        std::to_string(*config->traffic_class));
-  }
   return true;
 }
 

@@ -34,8 +34,8 @@ struct Config {
   std::optional<int> traffic_class;
   TrafficClassSource traffic_class_source = TrafficClassSource::Default;
   std::optional<int> service_level;  // NCCL_IB_SL (0..15)
-  // NCCL_IB_FIFO_TC: we apply one class to every QP, so when set it must equal the class in
-  // force; core/traffic_class.h checks it once the communicator's class is known.
+  // NCCL_IB_FIFO_TC: the class of the receiver's data QPs (clear-to-send writes and the ACKs
+  // of the data), as in NCCL; unset, they take the traffic class.
   std::optional<int> fifo_traffic_class;
 
   // Queue pairs

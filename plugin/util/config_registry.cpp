@@ -45,6 +45,19 @@ constexpr Setting kRegistry[] = {
      15,
      true},
 
+    {{"NCCL_IB_FIFO_TC", "unset (-1): the traffic class", "0..255, or -1 for unset",
+      "Traffic class of the receiver's data QPs, as in NCCL: their packets are the "
+      "clear-to-send writes and the ACKs of the data; the sender's QPs (data, and the ACKs of "
+      "the clear-to-send writes) and the flush QP keep the traffic class. Read back from every "
+      "QP like the traffic class; a host override that would rewrite it is an error.",
+      "integer", "NCCL_IB_FIFO_TC",
+      "Only the receiving side's setting counts; it is not compared in the handshake (the "
+      "sender never sees it)."},
+     K::Integer,
+     0,
+     255,
+     true},
+
     // Device and GID selection.
     {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port[:rail[:plane]]][,...]",
       "Which devices and ports to use: '^' excludes, '=' asks for exact names (otherwise "
@@ -216,14 +229,6 @@ constexpr Setting kRegistry[] = {
      0,
      86400000},
     // Recognised NCCL settings that this plugin does not apply.
-    {{"NCCL_IB_FIFO_TC", "unset (-1)", "0..255, or -1 for unset",
-      "Not applied separately: one traffic class is enforced on every QP, including the "
-      "clear-to-send path. Set to a different class than the one in force, it is an init error.",
-      "integer", "NCCL_IB_FIFO_TC", "Must equal the traffic class in force when set.", false},
-     K::Integer,
-     0,
-     255,
-     true},
     {{"NCCL_SOCKET_IFNAME", "", "",
       "Not applied to the plugin: its handshake listener binds to the address of the device's "
       "RoCE GID, so connection setup follows the RoCE interface. NCCL's own bootstrap still "

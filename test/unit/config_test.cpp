@@ -241,15 +241,14 @@ TEST_CASE("NCCL_IB_ROCE_VERSION_NUM=1 is refused with a hint", "[config][gid]") 
   CHECK_THAT(error_of({{"NCCL_IB_ROCE_VERSION_NUM", "3"}}), Catch::Contains("accepted: 2"));
 }
 
-TEST_CASE("NCCL_IB_FIFO_TC equal to the class in force is accepted, a different one refused",
-          "[config][tc]") {
+TEST_CASE("NCCL_IB_FIFO_TC is its own class, independent of the traffic class", "[config][tc]") {
   CHECK(parse({{"NCCL_IB_TC", "104"}, {"NCCL_IB_FIFO_TC", "104"}}).fifo_traffic_class == 104);
-  CHECK(error_of({{"NCCL_IB_TC", "104"}, {"NCCL_IB_FIFO_TC", "96"}}) ==
-        "NCCL_IB_FIFO_TC=96 differs from the traffic class in force (104); this plugin enforces "
-        "one class on every QP, the clear-to-send path included; unset NCCL_IB_FIFO_TC or set it "
-        "to 104");
-  // Without an environment class it is kept for the check against the communicator's class.
+  const roce::Config both = parse({{"NCCL_IB_TC", "104"}, {"NCCL_IB_FIFO_TC", "184"}});
+  CHECK(both.traffic_class == 104);
+  CHECK(both.fifo_traffic_class == 184);
   CHECK(parse({{"NCCL_IB_FIFO_TC", "96"}}).fifo_traffic_class == 96);
+  CHECK_FALSE(parse({{"NCCL_IB_FIFO_TC", "-1"}}).fifo_traffic_class.has_value());
+  CHECK_FALSE(parse({}).fifo_traffic_class.has_value());
 }
 
 TEST_CASE("recognised NCCL settings that are not applied are reported with what happens instead",

@@ -441,6 +441,42 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
   CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }
 
+TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails init, naming both",
+          "[fabric][tc][quick]") {
+  TempDir sysfs;
+  use_devices("pca=127.0.10.1");
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("VROCE_TC_OVERRIDE", "104", 1);
+  setenv("NCCL_ROCE_TC", "104", 1);  // the data class agrees with the override
+  setenv("NCCL_IB_FIFO_TC", "184", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V8);
+  reset_warn_count();
+  CHECK(plugin.init() != ncclSuccess);
+  CHECK(warn_count() == 1);
+  CHECK(any_warn_contains({"Global tclass=104", "184", "NCCL_IB_FIFO_TC=104"}));
+}
+
+TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is intact",
+          "[fabric][tc][quick]") {
+  use_devices("pca=127.0.10.2,pcb=127.0.10.3");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_ROCE_TC", "106", 1);
+  setenv("NCCL_IB_FIFO_TC", "186", 1);
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "2", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  // The class is read back from every QP after RTR, so a wrong class would fail the connect;
+  // the accept line names the clear-to-send class.
+  CHECK(any_line_contains(info_lines(), {"accepted on", "tc 106", "clear-to-send path tc 186"}));
+  run_two_threads(plugin, send_comm, recv_comm, 11, PlanShape{}, TrafficOptions{});
+}
+
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",
           "[fabric][gid][quick]") {
   use_devices("pca=127.0.4.44");

@@ -3,9 +3,13 @@
 # each namespace runs one fabric_peer (one vroce device on its veth address), the receiver's
 # handle goes to the sender, and both verify their traffic. With --capture, tshark records the
 # veth and every RoCE packet must carry the configured class (NCCL_ROCE_TC=106: DSCP 26 +
-# ECT(0)).
+# ECT(0)). With --fifo-capture, NCCL_IB_FIFO_TC=186 (DSCP 46 + ECT(0)) is set too, and as in
+# NCCL's IB transport the receiver's QPs carry it: every packet the receiver sends (its
+# clear-to-send RDMA WRITEs and the ACKs of the data) is on DSCP 46, every packet the sender
+# sends (the data, and the ACKs of the clear-to-send writes) on DSCP 26.
 #
-# Usage: netns_run.sh <fabric_peer> <libnccl-net-roce.so> <vroce libibverbs.so.1> [--capture]
+# Usage: netns_run.sh <fabric_peer> <libnccl-net-roce.so> <vroce libibverbs.so.1>
+#        [--capture | --fifo-capture]
 # Namespaces are named pc-<pid>-a/b and removed on exit, whatever happens. Exits 77 (skipped)
 # when network namespaces cannot be created here.
 set -euo pipefail
@@ -14,7 +18,9 @@ peer=${1:?usage: netns_run.sh <fabric_peer> <plugin.so> <libibverbs.so.1> [--cap
 plugin=${2:?plugin path}
 verbs=${3:?vroce library path}
 capture=0
+fifo=0
 [[ ${4:-} == --capture ]] && capture=1
+[[ ${4:-} == --fifo-capture ]] && capture=1 && fifo=1
 
 id=$$
 ns_a="pc-$id-a"
@@ -63,6 +69,7 @@ ip -n "$ns_b" link set "$veth_b" up
 common_env=(NCCL_IBVERBS_LIB="$verbs" ROCE_PLUGIN_PATH="$plugin" NCCL_DEBUG=INFO)
 if ((capture)); then
   common_env+=(NCCL_ROCE_TC=106)
+  ((fifo)) && common_env+=(NCCL_IB_FIFO_TC=186)
   ip netns exec "$ns_a" tshark -i "$veth_a" -f "udp port 4791" -w "$tmp/roce.pcap" \
     >"$tmp/tshark.out" 2>&1 &
   pids+=($!)
@@ -113,12 +120,34 @@ if ((capture)); then
   kill -INT "${pids[0]}" 2>/dev/null || true
   wait "${pids[0]}" 2>/dev/null || true
   fields=$(tshark -r "$tmp/roce.pcap" -Y "udp.dstport == 4791" -T fields \
-    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode 2>/dev/null)
+    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode -e ip.src 2>/dev/null)
   total=$(grep -c . <<<"$fields" || true)
   ((total > 100)) || fail "only $total RoCE packets captured"
-  wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$fields" | head -n5)
-  [[ -z $wrong ]] || fail "packets without DSCP 26 / ECT(0): $wrong"
   decoded=$(awk -F'\t' '$3 != ""' <<<"$fields" | grep -c . || true)
   ((decoded == total)) || fail "$((total - decoded)) of $total packets did not decode as RoCE"
-  echo "capture: all $total RoCE packets carry DSCP 26 + ECT(0) (tc 106)"
+  if ((fifo)); then
+    # RC opcodes: 10 RDMA WRITE Only, 11 RDMA WRITE Only with Immediate, 9 RDMA WRITE Last with
+    # Immediate, 17 Acknowledge.
+    from_recv=$(awk -F'\t' -v a="$addr_a" '$4 == a' <<<"$fields")
+    from_send=$(awk -F'\t' -v b="$addr_b" '$4 == b' <<<"$fields")
+    wrong=$(awk -F'\t' '$1 != 46 || $2 != 2' <<<"$from_recv" | head -n5)
+    [[ -z $wrong ]] || fail "receiver packets off the FIFO class (DSCP 46 / ECT(0)): $wrong"
+    wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$from_send" | head -n5)
+    [[ -z $wrong ]] || fail "sender packets off the data class (DSCP 26 / ECT(0)): $wrong"
+    count() { awk -F'\t' -v op="$2" '$3 == op' <<<"$1" | grep -c . || true; }
+    cts=$(count "$from_recv" 10)
+    data_acks=$(count "$from_recv" 17)
+    data=$(($(count "$from_send" 11) + $(count "$from_send" 9)))
+    cts_acks=$(count "$from_send" 17)
+    ((cts > 0 && data_acks > 0)) ||
+      fail "receiver sent $cts clear-to-send writes and $data_acks ACKs (both must be > 0)"
+    ((data > 0 && cts_acks > 0)) ||
+      fail "sender sent $data data writes with immediate and $cts_acks ACKs (both must be > 0)"
+    echo "capture: receiver's $cts clear-to-send writes and $data_acks ACKs on DSCP 46 (tc 186);" \
+      "sender's $data data writes and $cts_acks ACKs on DSCP 26 (tc 106)"
+  else
+    wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$fields" | head -n5)
+    [[ -z $wrong ]] || fail "packets without DSCP 26 / ECT(0): $wrong"
+    echo "capture: all $total RoCE packets carry DSCP 26 + ECT(0) (tc 106)"
+  fi
 fi
