@@ -8,6 +8,7 @@
 
 #include "core/async_events.h"
 #include "core/context.h"
+#include "device/device_netns.h"
 #include "device/limits.h"
 #include "device/netdev.h"
 #include "device/port_rules.h"
@@ -37,6 +38,7 @@ struct Registry {
 Registry& registry() {
   static Registry* instance = [] {
     auto* built = new Registry;
+    remember_device_netns();  // the devices' addresses are this namespace's
     const Config& cfg = config();
     InterfaceTable table = read_interface_table();
     std::set<std::string> addresses;
@@ -179,6 +181,10 @@ ibv_port_attr Device::port_attr() const noexcept {
 
 void Device::refresh_netdev_mtu() noexcept {
   try {
+    const InDeviceNetns in_netns;  // the netdev is in the devices' namespace
+    if (!in_netns.ok()) {
+      return;
+    }
     std::string error;
     std::optional<uint32_t> mtu = read_netdev_mtu(netdev_, &error);
     if (mtu) {
