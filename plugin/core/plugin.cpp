@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/gdr_probe.h"
+#include "core/hca_filter.h"
 #include "core/init_banner.h"
 #include "core/traffic_class.h"
 #include "telemetry/stats_writer.h"
@@ -90,6 +91,12 @@ ncclResult_t Plugin::start_locked() {
     return ncclInvalidUsage;  // load_config logged the setting at fault
   }
   const Config& cfg = config();
+  if (std::string error; !parse_hca_filter(cfg.socket_ifname, &error)) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET,
+              "RoCE plugin disabled: NCCL_SOCKET_IFNAME='{}' is malformed: {}", cfg.socket_ifname,
+              error);
+    return ncclInvalidUsage;
+  }
   try {
     library_ = ibv::Library::open(cfg.ibverbs_lib);
   } catch (const ibv::LoadError& e) {

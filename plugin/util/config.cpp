@@ -340,11 +340,10 @@ bool read_plumbing(Reader& reader, Config* config) {
     return false;
   }
   assign(timeout, &config->connect_timeout_ms);
-  // Kept in the Config for the bootstrap's use, but reported as not applied (see the registry).
-  if (const auto ifname = reader.raw("NCCL_SOCKET_IFNAME")) {
+  // The listener's interface when the GID's address is not one of this namespace (core/
+  // listen_address.h); its syntax is checked at init.
+  if (const auto ifname = reader.text("NCCL_SOCKET_IFNAME")) {
     config->socket_ifname = *ifname;
-    config->notes.push_back("NCCL_SOCKET_IFNAME=" + *ifname + ": " +
-                            std::string(find_setting("NCCL_SOCKET_IFNAME").info.description));
   }
   return true;
 }

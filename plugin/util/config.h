@@ -63,7 +63,7 @@ struct Config {
   std::string ibverbs_lib;          // NCCL_IBVERBS_LIB; empty = "libibverbs.so.1"
   std::string sysfs_root = "/sys";  // NCCL_ROCE_SYSFS_ROOT (tests, containers)
   int connect_timeout_ms = 30000;   // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
-  std::string socket_ifname;        // NCCL_SOCKET_IFNAME for the bootstrap listener
+  std::string socket_ifname;        // NCCL_SOCKET_IFNAME: the listener's fallback interface
 
   // Telemetry (plugin/telemetry/)
   bool stats_summary = false;     // NCCL_ROCE_STATS: one INFO line per comm at close

@@ -197,6 +197,15 @@ constexpr Setting kRegistry[] = {
       "(containers, tests).",
       "path", "", ""},
      K::Text},
+    {{"NCCL_SOCKET_IFNAME", "unset: the default route's interface", "[^][=]name[,...]",
+      "The handshake listener binds the address of the device's RoCE GID. When that address "
+      "is not an address of the process's network namespace (a Kubernetes pod sharing the "
+      "host's RDMA device), it binds the first address of the first interface this selects "
+      "instead, as NCCL's IB transport does; unset, the default route's interface. The "
+      "handshake carries the GIDs either way. NCCL's syntax: '^' excludes, '=' exact names, "
+      "otherwise prefixes.",
+      "list", "NCCL_SOCKET_IFNAME", "Used only when the GID's address is not local."},
+     K::Text},
     {{"NCCL_ROCE_CONNECT_TIMEOUT_MS", "30000", "10..3600000",
       "Deadline for one connection's handshake, from connect or accept to ready.", "integer", "",
       ""},
@@ -229,12 +238,6 @@ constexpr Setting kRegistry[] = {
      0,
      86400000},
     // Recognised NCCL settings that this plugin does not apply.
-    {{"NCCL_SOCKET_IFNAME", "", "",
-      "Not applied to the plugin: its handshake listener binds to the address of the device's "
-      "RoCE GID, so connection setup follows the RoCE interface. NCCL's own bootstrap still "
-      "uses it.",
-      "list", "NCCL_SOCKET_IFNAME", "", false},
-     K::Text},
     {{"NCCL_IB_ADAPTIVE_ROUTING", "", "",
       "Ignored: no adaptive-routing mode; every message ends in one RDMA WRITE WITH IMMEDIATE.", "",
       "NCCL_IB_ADAPTIVE_ROUTING", "", false},
