@@ -63,6 +63,12 @@ struct Config {
   // keeps plugins off mlx5-only paths (DEVX, mlx5dv) that vroce lacks; connectx7 presents
   // Mellanox's 0x02c9 / 4129 so that tools take their ConnectX paths (perftest's inline data).
   bool connectx7_identity = false;
+  // VROCE_ECE: the ECE options (ibv_query_ece) every QP supports, as a hex bitmask, or "off"
+  // for a device without ECE (ibv_query_ece and ibv_set_ece answer EOPNOTSUPP). The default
+  // resembles what ConnectX firmware reports; the bits mean nothing to vroce beyond the
+  // negotiation (core/ece.h).
+  bool ece_enabled = true;
+  uint32_t ece_options = 0x30000002;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.

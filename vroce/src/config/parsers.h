@@ -25,6 +25,12 @@ std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* erro
 // "vroce" -> false, "connectx7" -> true.
 std::optional<bool> parse_identity(const std::string& text, std::string* error);
 std::optional<std::string> parse_path(const std::string& text, std::string* error);
+// "off" -> {false, 0}; "0x30000002" (hex, 0x optional) -> {true, options}.
+struct EceSetting {
+  bool enabled = true;
+  uint32_t options = 0;
+};
+std::optional<EceSetting> parse_ece(const std::string& text, std::string* error);
 
 // The default device list used when VROCE_DEVICES is unset.
 std::vector<DeviceSpec> default_device_specs();
