@@ -21,6 +21,7 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.use_inline = cfg.use_inline;
   s.split_data = cfg.split_data_on_qps;
   s.fifo_traffic_class = cfg.fifo_traffic_class;
+  s.ece_enable = cfg.ece_enable;
   return s;
 }
 

@@ -30,6 +30,7 @@ struct ConnectionSettings {
   // NCCL_IB_FIFO_TC: the class of a receiver's data QPs (its clear-to-send writes and the ACKs
   // of the data), as net_ib applies it; nullopt: the agreed traffic class.
   std::optional<int> fifo_traffic_class;
+  bool ece_enable = true;  // NCCL_IB_ECE_ENABLE: the sender offers its ECE
   static ConnectionSettings from_config();
 };
 

@@ -41,14 +41,15 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
       case State::Done:
         setup_.peer = peer_text_;
         *comm = new RecvComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}{}",
+        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}, {}{}",
                   device_->name(), peer_text_, (*comm)->qp_count(),
                   (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
                   (*comm)->fifo_traffic_class() != (*comm)->traffic_class()
                       ? fmt::format(" (clear-to-send path tc {}, NCCL_IB_FIFO_TC)",
                                     (*comm)->fifo_traffic_class())
                       : "",
-                  (*comm)->max_inline(), (*comm)->flush_enabled() ? ", gpudirect flush" : "");
+                  (*comm)->max_inline(), describe_ece(ece_in_force_),
+                  (*comm)->flush_enabled() ? ", gpudirect flush" : "");
         return Status::Connected;
       case State::Dropped:
         return Status::Dropped;
@@ -144,6 +145,7 @@ PendingAccept::Step PendingAccept::on_await_request() {
   reply.endpoint =
       local_endpoint(*device_, agreed->traffic_class, agreed->service_level, setup_.qps, psns_);
   reply.sizes_area = sizes_area_geometry(setup_.sizes_area.addr(), setup_.sizes_area.rkey());
+  reply.ece = ece_to_wire(ece_in_force_);
   auto bytes = net::encode_message(reply, &error);
   if (!bytes || !channel_.queue(*bytes)) {
     return reject(net::RejectReason::Internal, "cannot encode the reply: " + error);
@@ -161,6 +163,10 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   // As net_ib: the receiver's data QPs carry the clear-to-send writes and the ACKs of the data,
   // so NCCL_IB_FIFO_TC (when set) is their class; the flush QP keeps the agreed one.
   const int qp_class = settings_.fifo_traffic_class.value_or(agreed.traffic_class);
+  // As net_ib: the sender's ECE is set on every QP before RTR, and QP 0's reduced ECE is the
+  // reply (a device without ECE answers none).
+  const std::optional<ibv_ece> peer_ece = ece_from_wire(request.ece);
+  bool ece_set = peer_ece.has_value();
   for (size_t q = 0; q < nqps; ++q) {
     setup_.qps.push_back(
         create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
@@ -177,8 +183,10 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
     link.retry_count = settings_.retry_count;
     link.pkey_index = settings_.pkey_index;
     link.access = IBV_ACCESS_REMOTE_WRITE;  // the sender writes data and sizes
-    connect_qp(*setup_.qps.back(), *device_, link);
+    link.ece = peer_ece;
+    ece_set = connect_qp(*setup_.qps.back(), *device_, link) && ece_set;
   }
+  ece_in_force_ = ece_set ? setup_.qps.front()->query_ece() : std::nullopt;
   setup_.cts_staging =
       RegisteredBuffer(device_->pd(), size_t{kMaxRequests} * kCtsSlotBytes, IBV_ACCESS_LOCAL_WRITE);
   setup_.sizes_area =

@@ -68,6 +68,7 @@ class PendingAccept {
 
   RecvCommSetup setup_;
   std::vector<uint32_t> psns_;
+  std::optional<ibv_ece> ece_in_force_;  // the sender's ECE as this device reduced it
 };
 
 }  // namespace roce

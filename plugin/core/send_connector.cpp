@@ -80,6 +80,9 @@ void SendConnector::create_resources() {
                        IBV_ACCESS_LOCAL_WRITE);
   setup_.traffic_class = offer_.traffic_class;
   setup_.split_data = settings_.split_data;
+  if (settings_.ece_enable) {
+    local_ece_ = setup_.qps.front()->query_ece();  // as net_ib: what this device supports
+  }
 }
 
 ncclResult_t SendConnector::step(SendComm** comm) {
@@ -102,10 +105,11 @@ ncclResult_t SendConnector::step(SendComm** comm) {
       case State::Done: {
         setup_.peer = peer_text_;
         *comm = new SendComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}",
+        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}",
                   device_->name(), peer_text_, (*comm)->qp_count(),
                   (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
-                  offer_.service_level, (*comm)->max_inline());
+                  offer_.service_level, (*comm)->max_inline(), describe_ece(ece_in_force_),
+                  settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)");
         return ncclSuccess;
       }
       case State::Failed:
@@ -153,6 +157,7 @@ SendConnector::Step SendConnector::on_tcp_connect() {
   request.cts_ring = cts_ring_geometry(setup_.ring.addr(), setup_.ring.rkey());
   request.max_recvs = kMaxRecvs;
   request.split_data = settings_.split_data ? 1 : 0;
+  request.ece = ece_to_wire(local_ece_);
   std::string encode_error;
   auto bytes = net::encode_message(request, &encode_error);
   if (!bytes || !channel_->queue(*bytes)) {
@@ -216,6 +221,9 @@ SendConnector::Step SendConnector::on_await_reply() {
     return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, error);
   }
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, reply->endpoint.mtu);
+  // The receiver's device reduced our ECE; set that on our QPs (neither side supporting: none).
+  const std::optional<ibv_ece> reduced = local_ece_ ? ece_from_wire(reply->ece) : std::nullopt;
+  bool ece_set = reduced.has_value();
   try {
     for (size_t q = 0; q < setup_.qps.size(); ++q) {
       QpLink link;
@@ -230,11 +238,13 @@ SendConnector::Step SendConnector::on_await_reply() {
       link.retry_count = settings_.retry_count;
       link.pkey_index = settings_.pkey_index;
       link.access = IBV_ACCESS_REMOTE_WRITE;  // the receiver writes clear-to-send slots
-      connect_qp(*setup_.qps[q], *device_, link);
+      link.ece = reduced;
+      ece_set = connect_qp(*setup_.qps[q], *device_, link) && ece_set;
     }
   } catch (const std::exception& e) {
     return fail(ncclSystemError, net::RejectReason::ResourceFailure, e.what());
   }
+  ece_in_force_ = ece_set ? reduced : std::nullopt;
   setup_.remote_sizes_addr = reply->sizes_area.address;
   setup_.remote_sizes_rkey = reply->sizes_area.rkey;
   setup_.traffic_class = agreed->traffic_class;

@@ -277,6 +277,7 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   std::optional<bool> roce_inline;
   std::optional<bool> ib_inline;
   std::optional<bool> split;
+  std::optional<bool> ece;
   std::optional<bool> retry_all;
   std::optional<int> retry_count;
   std::optional<int> retry_sleep;
@@ -286,6 +287,7 @@ bool read_queue_pairs(Reader& reader, Config* config) {
       !reader.integer("NCCL_IB_PKEY", &pkey) || !reader.boolean("NCCL_ROCE_INLINE", &roce_inline) ||
       !reader.boolean("NCCL_IB_USE_INLINE", &ib_inline) ||
       !reader.boolean("NCCL_IB_SPLIT_DATA_ON_QPS", &split) ||
+      !reader.boolean("NCCL_IB_ECE_ENABLE", &ece) ||
       !reader.boolean("NCCL_IB_MQP_RETRY_ALL", &retry_all) ||
       !reader.integer("NCCL_IB_MQP_RETRY_CNT", &retry_count) ||
       !reader.integer("NCCL_IB_MQP_RETRY_SLEEP_MSEC", &retry_sleep)) {
@@ -295,6 +297,7 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   assign(retry_count, &config->mqp_retry_count);
   assign(retry_sleep, &config->mqp_retry_sleep_ms);
   assign(split, &config->split_data_on_qps);
+  assign(ece, &config->ece_enable);
   assign(timeout, &config->ib_timeout);
   assign(retry, &config->retry_count);
   assign(qps, &config->qps_per_connection);

@@ -44,6 +44,7 @@ struct Config {
   int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..128)
   int pkey_index = 0;          // NCCL_IB_PKEY
   bool split_data_on_qps = false;
+  bool ece_enable = true;  // NCCL_IB_ECE_ENABLE: the sender offers its QP's ECE
   // NCCL_IB_MQP_RETRY_ALL / _CNT / _SLEEP_MSEC: a failed ibv_modify_qp is retried (ETIMEDOUT
   // only, unless all) this many times, this far apart.
   bool mqp_retry_all = false;

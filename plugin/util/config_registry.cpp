@@ -132,6 +132,14 @@ constexpr Setting kRegistry[] = {
       "The sender's setting is sent in the handshake and the receiver follows it.",
       "boolean", "NCCL_IB_SPLIT_DATA_ON_QPS", "The sender's setting decides for the connection."},
      K::Boolean},
+    {{"NCCL_IB_ECE_ENABLE", "1", "0, 1",
+      "1 (NCCL's default): Enhanced Connection Establishment is negotiated as NCCL does where "
+      "the library has ibv_query_ece/ibv_set_ece: the sender sends its QP's ECE, the receiver "
+      "sets it on its QPs and replies with what its device reduced it to, which the sender sets "
+      "on its own QPs before RTR. A device without ECE (EOPNOTSUPP) connects without it. 0: the "
+      "sender offers none and the connection runs without ECE.",
+      "boolean", "NCCL_IB_ECE_ENABLE", "The sender's setting decides for the connection."},
+     K::Boolean},
     {{"NCCL_IB_MQP_RETRY_ALL", "0", "0, 1",
       "1: a failed ibv_modify_qp is retried whatever the error; 0: only on ETIMEDOUT (RoCE "
       "address resolution at RTR that has not finished), as in NCCL.",
@@ -244,10 +252,6 @@ constexpr Setting kRegistry[] = {
      K::Recognised},
     {{"NCCL_IB_AR_THRESHOLD", "", "", "Ignored: there is no adaptive-routing mode.", "",
       "NCCL_IB_AR_THRESHOLD", "", false},
-     K::Recognised},
-    {{"NCCL_IB_ECE_ENABLE", "", "",
-      "Ignored: ECE is not negotiated; the NIC's default congestion control applies.", "",
-      "NCCL_IB_ECE_ENABLE", "", false},
      K::Recognised},
     {{"NCCL_IB_MERGE_NICS", "", "",
       "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "
