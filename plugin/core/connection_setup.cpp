@@ -22,6 +22,8 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.split_data = cfg.split_data_on_qps;
   s.fifo_traffic_class = cfg.fifo_traffic_class;
   s.ece_enable = cfg.ece_enable;
+  s.adaptive_routing = cfg.adaptive_routing;
+  s.ar_threshold = static_cast<uint32_t>(cfg.ar_threshold);
   return s;
 }
 

@@ -30,7 +30,9 @@ struct ConnectionSettings {
   // NCCL_IB_FIFO_TC: the class of a receiver's data QPs (its clear-to-send writes and the ACKs
   // of the data), as net_ib applies it; nullopt: the agreed traffic class.
   std::optional<int> fifo_traffic_class;
-  bool ece_enable = true;  // NCCL_IB_ECE_ENABLE: the sender offers its ECE
+  bool ece_enable = true;         // NCCL_IB_ECE_ENABLE: the sender offers its ECE
+  bool adaptive_routing = false;  // NCCL_IB_ADAPTIVE_ROUTING (sender only)
+  uint32_t ar_threshold = 8192;   // NCCL_IB_AR_THRESHOLD
   static ConnectionSettings from_config();
 };
 

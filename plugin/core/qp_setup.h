@@ -22,9 +22,10 @@ namespace roce {
 
 // Send-queue depth of a data QP. A sender's unretired work requests are bounded by its send
 // requests (NCCL must test each to free it): at most kMaxSendRequests groups of n requests, each
-// taking n + 1 WRs per QP, which peaks at n = 2 (3/2 WR per request); plus the drain marker.
-inline constexpr uint32_t kSendQueueDepth = 512;
-static_assert(kSendQueueDepth >= kMaxSendRequests + kMaxSendRequests / 2 + 1,
+// taking n + 1 WRs per QP, which peaks at n = 1 with adaptive routing (a WRITE and a zero-length
+// WRITE WITH IMMEDIATE: 2 WRs per request); plus the drain marker.
+inline constexpr uint32_t kSendQueueDepth = 1024;
+static_assert(kSendQueueDepth >= 2 * kMaxSendRequests + 1,
               "a sender could run out of send-queue entries");
 // Receives posted per QP: one per outstanding irecv, plus the drain marker.
 inline constexpr uint32_t kRecvQueueDepth = kMaxRequests + 1;

@@ -80,6 +80,9 @@ void SendConnector::create_resources() {
                        IBV_ACCESS_LOCAL_WRITE);
   setup_.traffic_class = offer_.traffic_class;
   setup_.split_data = settings_.split_data;
+  if (settings_.adaptive_routing) {
+    setup_.ar_threshold = settings_.ar_threshold;
+  }
   if (settings_.ece_enable) {
     local_ece_ = setup_.qps.front()->query_ece();  // as net_ib: what this device supports
   }
@@ -105,11 +108,14 @@ ncclResult_t SendConnector::step(SendComm** comm) {
       case State::Done: {
         setup_.peer = peer_text_;
         *comm = new SendComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}",
+        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
                   device_->name(), peer_text_, (*comm)->qp_count(),
                   (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
                   offer_.service_level, (*comm)->max_inline(), describe_ece(ece_in_force_),
-                  settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)");
+                  settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)",
+                  settings_.adaptive_routing
+                      ? fmt::format(", adaptive routing above {} bytes", settings_.ar_threshold)
+                      : "");
         return ncclSuccess;
       }
       case State::Failed:

@@ -278,6 +278,8 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   std::optional<bool> ib_inline;
   std::optional<bool> split;
   std::optional<bool> ece;
+  std::optional<bool> adaptive_routing;
+  std::optional<int> ar_threshold;
   std::optional<bool> retry_all;
   std::optional<int> retry_count;
   std::optional<int> retry_sleep;
@@ -288,6 +290,8 @@ bool read_queue_pairs(Reader& reader, Config* config) {
       !reader.boolean("NCCL_IB_USE_INLINE", &ib_inline) ||
       !reader.boolean("NCCL_IB_SPLIT_DATA_ON_QPS", &split) ||
       !reader.boolean("NCCL_IB_ECE_ENABLE", &ece) ||
+      !reader.boolean("NCCL_IB_ADAPTIVE_ROUTING", &adaptive_routing) ||
+      !reader.integer("NCCL_IB_AR_THRESHOLD", &ar_threshold) ||
       !reader.boolean("NCCL_IB_MQP_RETRY_ALL", &retry_all) ||
       !reader.integer("NCCL_IB_MQP_RETRY_CNT", &retry_count) ||
       !reader.integer("NCCL_IB_MQP_RETRY_SLEEP_MSEC", &retry_sleep)) {
@@ -298,6 +302,8 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   assign(retry_sleep, &config->mqp_retry_sleep_ms);
   assign(split, &config->split_data_on_qps);
   assign(ece, &config->ece_enable);
+  assign(adaptive_routing, &config->adaptive_routing);
+  assign(ar_threshold, &config->ar_threshold);
   assign(timeout, &config->ib_timeout);
   assign(retry, &config->retry_count);
   assign(qps, &config->qps_per_connection);

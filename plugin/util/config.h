@@ -45,6 +45,10 @@ struct Config {
   int pkey_index = 0;          // NCCL_IB_PKEY
   bool split_data_on_qps = false;
   bool ece_enable = true;  // NCCL_IB_ECE_ENABLE: the sender offers its QP's ECE
+  // NCCL_IB_ADAPTIVE_ROUTING (net_ib's default on RoCE: off) and NCCL_IB_AR_THRESHOLD: a single
+  // send larger than the threshold goes as RDMA WRITE plus a zero-length WRITE WITH IMMEDIATE.
+  bool adaptive_routing = false;
+  int ar_threshold = 8192;
   // NCCL_IB_MQP_RETRY_ALL / _CNT / _SLEEP_MSEC: a failed ibv_modify_qp is retried (ETIMEDOUT
   // only, unless all) this many times, this far apart.
   bool mqp_retry_all = false;

@@ -140,6 +140,22 @@ constexpr Setting kRegistry[] = {
       "sender offers none and the connection runs without ECE.",
       "boolean", "NCCL_IB_ECE_ENABLE", "The sender's setting decides for the connection."},
      K::Boolean},
+    {{"NCCL_IB_ADAPTIVE_ROUTING", "0 (net_ib's default on RoCE)", "0, 1",
+      "1: a single send larger than NCCL_IB_AR_THRESHOLD goes as an RDMA WRITE of the data "
+      "followed by a separate zero-length RDMA WRITE WITH IMMEDIATE carrying the completion, as "
+      "NCCL does for adaptive-routing fabrics (packets may arrive out of order; the immediate "
+      "must come after all the data). 0: the data travels in the WRITE WITH IMMEDIATE itself. "
+      "Multi-receives always end in a separate WRITE WITH IMMEDIATE (the sizes).",
+      "boolean", "NCCL_IB_ADAPTIVE_ROUTING",
+      "NCCL enables it by default on InfiniBand only; this plugin drives RoCE ports."},
+     K::Boolean},
+    {{"NCCL_IB_AR_THRESHOLD", "8192", "0..1073741824",
+      "Bytes: with NCCL_IB_ADAPTIVE_ROUTING=1, sends larger than this are split into the "
+      "data WRITE and the completion WRITE WITH IMMEDIATE.",
+      "integer", "NCCL_IB_AR_THRESHOLD", "Only with NCCL_IB_ADAPTIVE_ROUTING=1."},
+     K::Integer,
+     0,
+     1073741824},
     {{"NCCL_IB_MQP_RETRY_ALL", "0", "0, 1",
       "1: a failed ibv_modify_qp is retried whatever the error; 0: only on ETIMEDOUT (RoCE "
       "address resolution at RTR that has not finished), as in NCCL.",
@@ -246,13 +262,6 @@ constexpr Setting kRegistry[] = {
      0,
      86400000},
     // Recognised NCCL settings that this plugin does not apply.
-    {{"NCCL_IB_ADAPTIVE_ROUTING", "", "",
-      "Ignored: no adaptive-routing mode; every message ends in one RDMA WRITE WITH IMMEDIATE.", "",
-      "NCCL_IB_ADAPTIVE_ROUTING", "", false},
-     K::Recognised},
-    {{"NCCL_IB_AR_THRESHOLD", "", "", "Ignored: there is no adaptive-routing mode.", "",
-      "NCCL_IB_AR_THRESHOLD", "", false},
-     K::Recognised},
     {{"NCCL_IB_MERGE_NICS", "", "",
       "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "
       "device.",

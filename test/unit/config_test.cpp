@@ -253,15 +253,26 @@ TEST_CASE("NCCL_IB_FIFO_TC is its own class, independent of the traffic class", 
 
 TEST_CASE("recognised NCCL settings that are not applied are reported with what happens instead",
           "[config]") {
-  const roce::Config config = parse({{"NCCL_IB_ADAPTIVE_ROUTING", "1"},
-                                     {"NCCL_IB_ECE_ENABLE", "0"},
-                                     {"NCCL_IB_DATA_DIRECT", "0"},
-                                     {"NCCL_IB_MERGE_NICS", "0"}});
-  CHECK(has_note(config, "NCCL_IB_ADAPTIVE_ROUTING=1: Ignored: no adaptive-routing mode"));
-  CHECK(has_note(config, "NCCL_IB_ECE_ENABLE=0: Ignored: ECE is not negotiated"));
+  const roce::Config config = parse({{"NCCL_IB_DATA_DIRECT", "0"}, {"NCCL_IB_MERGE_NICS", "0"}});
   CHECK(has_note(config, "NCCL_IB_DATA_DIRECT=0: Ignored: mlx5 Data-Direct is not used"));
   CHECK(has_note(config, "NCCL_IB_MERGE_NICS=0: Ignored"));
-  CHECK(config.notes.size() == 4);
+  CHECK(config.notes.size() == 2);
+}
+
+TEST_CASE("ECE and adaptive routing take NCCL's settings and defaults", "[config]") {
+  const roce::Config defaults = parse({});
+  CHECK(defaults.ece_enable);
+  CHECK_FALSE(defaults.adaptive_routing);  // net_ib's default on RoCE
+  CHECK(defaults.ar_threshold == 8192);
+  const roce::Config set = parse({{"NCCL_IB_ECE_ENABLE", "0"},
+                                  {"NCCL_IB_ADAPTIVE_ROUTING", "1"},
+                                  {"NCCL_IB_AR_THRESHOLD", "65536"}});
+  CHECK_FALSE(set.ece_enable);
+  CHECK(set.adaptive_routing);
+  CHECK(set.ar_threshold == 65536);
+  CHECK_THAT(error_of({{"NCCL_IB_AR_THRESHOLD", "-5"}}), Catch::Contains("NCCL_IB_AR_THRESHOLD"));
+  CHECK_THAT(error_of({{"NCCL_IB_ADAPTIVE_ROUTING", "2"}}),
+             Catch::Contains("NCCL_IB_ADAPTIVE_ROUTING"));
 }
 
 TEST_CASE("plumbing settings are taken as given, the sysfs root must be absolute", "[config]") {
@@ -274,7 +285,7 @@ TEST_CASE("plumbing settings are taken as given, the sysfs root must be absolute
   CHECK(config.sysfs_root == "/tmp/pb-sysfs");
   CHECK(config.connect_timeout_ms == 500);
   CHECK(config.socket_ifname == "=eth0");
-  CHECK(has_note(config, "NCCL_SOCKET_IFNAME==eth0: Not applied to the plugin"));
+  CHECK(has_note(config, "NCCL_SOCKET_IFNAME set by environment to =eth0"));
   CHECK(config.ib_hca == "^mlx5_1");
   CHECK_THAT(error_of({{"NCCL_ROCE_SYSFS_ROOT", "sys"}}),
              Catch::StartsWith("NCCL_ROCE_SYSFS_ROOT=sys is not an absolute path"));

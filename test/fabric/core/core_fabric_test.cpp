@@ -477,6 +477,27 @@ TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is inta
   run_two_threads(plugin, send_comm, recv_comm, 11, PlanShape{}, TrafficOptions{});
 }
 
+TEST_CASE("adaptive routing over four split QPs: every message intact, zero threshold included",
+          "[fabric][ar][quick]") {
+  use_devices("pca=127.0.10.4,pcb=127.0.10.5");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_IB_ADAPTIVE_ROUTING", "1", 1);
+  setenv("NCCL_IB_AR_THRESHOLD", "0", 1);  // every non-empty send: WRITE + zero-length immediate
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
+  setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  CHECK(any_line_contains(info_lines(), {"connected on pca", "adaptive routing above 0 bytes"}));
+  PlanShape shape;
+  shape.groups = 120;
+  run_two_threads(plugin, send_comm, recv_comm, 17, shape, TrafficOptions{});
+}
+
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",
           "[fabric][gid][quick]") {
   use_devices("pca=127.0.4.44");

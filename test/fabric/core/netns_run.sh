@@ -6,10 +6,14 @@
 # ECT(0)). With --fifo-capture, NCCL_IB_FIFO_TC=186 (DSCP 46 + ECT(0)) is set too, and as in
 # NCCL's IB transport the receiver's QPs carry it: every packet the receiver sends (its
 # clear-to-send RDMA WRITEs and the ACKs of the data) is on DSCP 46, every packet the sender
-# sends (the data, and the ACKs of the clear-to-send writes) on DSCP 26.
+# sends (the data, and the ACKs of the clear-to-send writes) on DSCP 26. With --ar-capture the
+# sender sets NCCL_IB_ADAPTIVE_ROUTING=1 and every receive takes one message (--max-recvs 1): as
+# in NCCL's IB transport, a message above NCCL_IB_AR_THRESHOLD (8192) goes as plain RDMA WRITE
+# packets followed by a zero-length WRITE Only with Immediate, and one at or below it ends in a
+# WRITE with Immediate that carries data.
 #
 # Usage: netns_run.sh <fabric_peer> <libnccl-net-roce.so> <vroce libibverbs.so.1>
-#        [--capture | --fifo-capture]
+#        [--capture | --fifo-capture | --ar-capture]
 # Namespaces are named pc-<pid>-a/b and removed on exit, whatever happens. Exits 77 (skipped)
 # when network namespaces cannot be created here.
 set -euo pipefail
@@ -19,8 +23,10 @@ plugin=${2:?plugin path}
 verbs=${3:?vroce library path}
 capture=0
 fifo=0
+ar=0
 [[ ${4:-} == --capture ]] && capture=1
 [[ ${4:-} == --fifo-capture ]] && capture=1 && fifo=1
+[[ ${4:-} == --ar-capture ]] && capture=1 && ar=1
 
 id=$$
 ns_a="pc-$id-a"
@@ -70,6 +76,14 @@ common_env=(NCCL_IBVERBS_LIB="$verbs" ROCE_PLUGIN_PATH="$plugin" NCCL_DEBUG=INFO
 if ((capture)); then
   common_env+=(NCCL_ROCE_TC=106)
   ((fifo)) && common_env+=(NCCL_IB_FIFO_TC=186)
+fi
+shape=(--groups 80)
+send_env=()
+if ((ar)); then
+  shape+=(--max-recvs 1)
+  send_env+=(NCCL_IB_ADAPTIVE_ROUTING=1)
+fi
+if ((capture)); then
   ip netns exec "$ns_a" tshark -i "$veth_a" -f "udp port 4791" -w "$tmp/roce.pcap" \
     >"$tmp/tshark.out" 2>&1 &
   pids+=($!)
@@ -82,7 +96,7 @@ fi
 
 mkfifo "$tmp/recv.in"
 ip netns exec "$ns_a" env "${common_env[@]}" VROCE_DEVICES="pcb=$addr_a" \
-  "$peer" recv --device pcb --api v11 --seed 21 --groups 80 --wait-before-close \
+  "$peer" recv --device pcb --api v11 --seed 21 "${shape[@]}" --wait-before-close \
   <"$tmp/recv.in" >"$tmp/recv.out" 2>&1 &
 pids+=($!)
 recv_pid=$!
@@ -97,8 +111,8 @@ for _ in $(seq 300); do
 done
 [[ -n $handle ]] || fail "no handle from the receiver"
 
-ip netns exec "$ns_b" env "${common_env[@]}" VROCE_DEVICES="pca=$addr_b" \
-  "$peer" send --device pca --api v11 --seed 21 --groups 80 --handle "$handle" \
+ip netns exec "$ns_b" env "${common_env[@]}" "${send_env[@]}" VROCE_DEVICES="pca=$addr_b" \
+  "$peer" send --device pca --api v11 --seed 21 "${shape[@]}" --handle "$handle" \
   >"$tmp/send.out" 2>&1 &
 send_pid=$!
 pids+=("$send_pid")
@@ -120,12 +134,32 @@ if ((capture)); then
   kill -INT "${pids[0]}" 2>/dev/null || true
   wait "${pids[0]}" 2>/dev/null || true
   fields=$(tshark -r "$tmp/roce.pcap" -Y "udp.dstport == 4791" -T fields \
-    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode -e ip.src 2>/dev/null)
+    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode -e ip.src \
+    -e infiniband.bth.destqp -e infiniband.reth.dmalen 2>/dev/null)
   total=$(grep -c . <<<"$fields" || true)
   ((total > 100)) || fail "only $total RoCE packets captured"
   decoded=$(awk -F'\t' '$3 != ""' <<<"$fields" | grep -c . || true)
   ((decoded == total)) || fail "$((total - decoded)) of $total packets did not decode as RoCE"
-  if ((fifo)); then
+  if ((ar)); then
+    # RC opcodes: 6 WRITE First, 8 WRITE Last, 9 WRITE Last with Immediate, 10 WRITE Only,
+    # 11 WRITE Only with Immediate. Per destination QP, the message a packet belongs to is the
+    # length in the RETH of its First or Only packet.
+    verdict=$(awk -F'\t' -v b="$addr_b" -v t=8192 '
+      $4 != b { next }
+      $3 == 6 || $3 == 10 { len[$5] = $6 + 0; if ($6 + 0 > t) big++ }
+      $3 == 9 && len[$5] > t { bad++ }
+      $3 == 11 && $6 + 0 == 0 { zero_imm++ }
+      ($3 == 11 && $6 + 0 > 0) || ($3 == 9 && len[$5] <= t) { small_imm++ }
+      END { printf "%d %d %d %d\n", big, zero_imm, small_imm, bad }' <<<"$fields")
+    read -r big zero_imm small_imm bad <<<"$verdict"
+    ((bad == 0)) || fail "$bad messages above 8192 bytes ended in a WRITE with Immediate carrying data"
+    ((big > 0)) || fail "no message above the 8192-byte threshold was captured"
+    ((zero_imm >= big)) ||
+      fail "$big messages above the threshold but only $zero_imm zero-length WRITE Only with Immediate"
+    ((small_imm > 0)) || fail "no message at or below the threshold ended in a WRITE with Immediate"
+    echo "capture: $big messages above 8192 bytes as RDMA WRITE + $zero_imm zero-length WRITE" \
+      "with Immediate; $small_imm smaller ones in one WRITE with Immediate each"
+  elif ((fifo)); then
     # RC opcodes: 10 RDMA WRITE Only, 11 RDMA WRITE Only with Immediate, 9 RDMA WRITE Last with
     # Immediate, 17 Acknowledge.
     from_recv=$(awk -F'\t' -v a="$addr_a" '$4 == a' <<<"$fields")
