@@ -338,7 +338,8 @@ namespace {
 
 // vroce writes its fake sysfs tree when the device list is first read (once per process, so one
 // list per test case); the test reads it through the library the plugin loads next, then moves
-// both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device.
+// both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device that share one
+// sys_image_guid (VROCE_SYS_IMAGE_GUID), as the physical functions of a dual-port card do.
 void check_two_functions(const char* list) {
   {
     INFO("VROCE_DEVICES=" << list);
@@ -346,6 +347,7 @@ void check_two_functions(const char* list) {
     use_devices(list);
     setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
     setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+    setenv("VROCE_SYS_IMAGE_GUID", "0x0002c90300a1b2c3", 1);  // one adapter, as two PFs share
     void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW);
     REQUIRE(verbs != nullptr);
     using ListFn = ibv_device** (*)(int*);
@@ -379,6 +381,9 @@ void check_two_functions(const char* list) {
       CHECK(second.pci_path.ends_with("0000:3b:00.1"));
       CHECK(first.port == 1);   // verbs port 1
       CHECK(second.port == 2);  // verbs port 1 + realPort 1, as net_ib reports it
+      // The same guid (sys_image_guid, NCCL's asic), so only the port tells them apart.
+      CHECK(first.guid != 0);
+      CHECK(first.guid == second.guid);
       // The connection still uses the verbs port: traffic between the two works.
       void* send_comm = nullptr;
       void* recv_comm = nullptr;

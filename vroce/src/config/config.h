@@ -67,6 +67,10 @@ struct Config {
   // for a device without ECE (ibv_query_ece and ibv_set_ece answer EOPNOTSUPP). The default
   // resembles what ConnectX firmware reports; the bits mean nothing to vroce beyond the
   // negotiation (core/ece.h).
+  // VROCE_SYS_IMAGE_GUID: one sys_image_guid (hex) for every device, as the physical functions
+  // of one adapter share it (each keeps its own node_guid); unset, each device's is its
+  // node_guid.
+  std::optional<uint64_t> sys_image_guid;
   bool ece_enabled = true;
   uint32_t ece_options = 0x30000002;
 };

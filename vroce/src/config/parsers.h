@@ -31,6 +31,8 @@ struct EceSetting {
   uint32_t options = 0;
 };
 std::optional<EceSetting> parse_ece(const std::string& text, std::string* error);
+// "0x0002c90300a1b2c3" (hex, 0x optional, non-zero).
+std::optional<uint64_t> parse_guid(const std::string& text, std::string* error);
 
 // The default device list used when VROCE_DEVICES is unset.
 std::vector<DeviceSpec> default_device_specs();

@@ -1,6 +1,8 @@
 // The Device class and the process-wide device registry built from config().devices.
 #include "device/device.h"
 
+#include <endian.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -109,6 +111,9 @@ std::unique_ptr<Device> Device::create(const DeviceSpec& spec, int index, uint32
   device->netdev_mtu_.store(*mtu);
   device->node_guid_ = guid_from_mac(device->mac_);
   device->device_attr_ = make_device_attr(device->node_guid_);
+  if (const auto& shared = config().sys_image_guid) {
+    device->device_attr_.sys_image_guid = htobe64(*shared);  // functions of one adapter
+  }
   device->gids_ = build_gid_table(device->mac_, device->address_, device->ifindex_,
                                   static_cast<size_t>(limits::kGidTableLength));
 
