@@ -68,9 +68,10 @@ std::string describe_peer(const net::SocketAddress& address, const net::Endpoint
 }
 
 void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
-                             const std::string& text) {
+                             const std::string& text, uint64_t nonce) {
   net::Reject reject;
   reject.reason = static_cast<uint16_t>(reason);
+  reject.nonce = nonce;
   // Only printable ASCII travels; the peer logs it.
   for (char c : text.substr(0, net::kMaxRejectTextLength)) {
     reject.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');

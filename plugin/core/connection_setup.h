@@ -53,7 +53,8 @@ net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class,
 std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint);
 
 // Queues a Reject and tries once to send it; never blocks (the peer may not read it).
+// `nonce`: the listen handle's, which the sender knows (0: do not claim one).
 void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
-                             const std::string& text);
+                             const std::string& text, uint64_t nonce);
 
 }  // namespace roce

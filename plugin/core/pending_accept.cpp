@@ -75,6 +75,7 @@ PendingAccept::Step PendingAccept::reject(net::RejectReason reason, const std::s
   drop_reason_ = fmt::format("refused ({}): {}", net::reject_reason_name(reason), message);
   net::Reject r;
   r.reason = static_cast<uint16_t>(reason);
+  r.nonce = authenticated_ ? nonce_ : 0;  // never shown to a peer that did not show it
   for (char c : message.substr(0, net::kMaxRejectTextLength)) {
     r.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
@@ -114,12 +115,22 @@ PendingAccept::Step PendingAccept::on_await_request() {
   if (!decoded.ok()) {
     return reject(decoded.reason, decoded.detail);
   }
+  if (const auto* r = std::get_if<net::Reject>(&*decoded.message); r != nullptr && r->nonce != 0) {
+    // The sender for this handle refused before sending a request (its class cannot run here,
+    // for example): accept fails too instead of waiting for it (net_ib parity F12).
+    if (r->reason == static_cast<uint16_t>(net::RejectReason::TrafficClassMismatch)) {
+      listener_failure_ = ncclRemoteError;
+    }
+    return drop(fmt::format("the sender refused before connecting ({}): {}",
+                            net::reject_reason_name(r->reason), r->text));
+  }
   const auto* request = std::get_if<net::ConnectRequest>(&*decoded.message);
   if (request == nullptr) {
     return reject(net::RejectReason::UnknownKind,
                   fmt::format("expected a connect request, got {}",
                               net::message_kind_name(net::kind_of(*decoded.message))));
   }
+  authenticated_ = true;  // decode checked the nonce
   peer_text_ = describe_peer(channel_.peer(), &request->endpoint);
   if (auto refusal = check_connect_request(*request)) {
     return reject(refusal->reason, refusal->text);

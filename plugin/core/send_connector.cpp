@@ -3,11 +3,46 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "core/handshake_checks.h"
 #include "core/qp_setup.h"
 #include "util/log.h"
 
 namespace roce {
+namespace {
+
+// A refusal before any QP exists still reaches the listener, so the receiver's accept ends too
+// instead of waiting for a request (net_ib parity F12): connect, send a Reject carrying the
+// handle's nonce, close. Best effort, on the error path only, bounded by the handshake timeout
+// (at most 5 s: the connect fails either way).
+void tell_listener_refused(const net::ListenHandle& handle, const std::string& text,
+                           std::chrono::milliseconds timeout) {
+  const auto deadline = net::Clock::now() + timeout;
+  std::string error;
+  auto connector = net::Connector::start(handle.address, deadline, &error);
+  if (!connector) {
+    return;
+  }
+  net::Socket socket;
+  net::SocketError socket_error;
+  net::IoStatus status = net::IoStatus::InProgress;
+  while ((status = connector->progress(&socket, &socket_error)) == net::IoStatus::InProgress) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (status != net::IoStatus::Done) {
+    return;
+  }
+  net::FramedChannel channel(std::move(socket), deadline, kMaxHandshakeFrame);
+  send_reject_best_effort(channel, net::RejectReason::TrafficClassMismatch, text, handle.nonce);
+  while (channel.flush() == net::IoStatus::InProgress) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
 
 std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntime> device,
                                                     int comm_traffic_class,
@@ -29,6 +64,9 @@ std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntim
   if (!offer) {
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device->name(), handle.address.to_string(),
               error);
+    tell_listener_refused(handle, error,
+                          std::min(ConnectionSettings::from_config().handshake_timeout,
+                                   std::chrono::milliseconds(5000)));
     *result = ncclInvalidUsage;
     return nullptr;
   }
@@ -135,7 +173,7 @@ SendConnector::Step SendConnector::fail(ncclResult_t result, net::RejectReason r
   if (state_ != State::Failed) {
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device_->name(), peer_text_, message);
     if (channel_ && reason != net::RejectReason::None) {
-      send_reject_best_effort(*channel_, reason, message);
+      send_reject_best_effort(*channel_, reason, message, nonce_);
     }
     state_ = State::Failed;
     result_ = result;

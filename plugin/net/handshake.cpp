@@ -234,7 +234,7 @@ bool read_body(ByteReader& reader, MessageKind kind, HandshakeMessage* message) 
       Reject reject;
       uint16_t length = 0;
       if (!reader.u16(&reject.reason) || !reader.u16(&length) ||
-          !reader.text(length, &reject.text)) {
+          !reader.text(length, &reject.text) || !reader.u64(&reject.nonce)) {
         return false;
       }
       *message = std::move(reject);
@@ -396,6 +396,9 @@ RejectReason validate_message(const HandshakeMessage& message, const DecodeExpec
               std::to_string(kMaxRejectTextLength) + " printable ASCII characters";
     return RejectReason::BadRejectText;
   }
+  if (reject.nonce != 0) {
+    return check_nonce(reject.nonce, expect, detail);
+  }
   return RejectReason::None;
 }
 
@@ -490,6 +493,7 @@ std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& messa
     writer.u16(reject.reason);
     writer.u16(static_cast<uint16_t>(reject.text.size()));
     writer.text(reject.text);
+    writer.u64(reject.nonce);
   }
   std::vector<uint8_t> out;
   out.reserve(kHandshakeHeaderSize + body.size());

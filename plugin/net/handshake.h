@@ -23,7 +23,8 @@
 namespace roce::net {
 
 inline constexpr uint32_t kHandshakeMagic = 0x53484352;  // "RCHS"
-// 2: ConnectRequest.split_data; 3: ECE at the end of the request and the reply.
+// 2: ConnectRequest.split_data; 3: ECE at the end of the request and the reply, and the listen
+// nonce at the end of a Reject.
 inline constexpr uint16_t kHandshakeVersion = 3;
 inline constexpr size_t kHandshakeHeaderSize = 12;
 
@@ -149,10 +150,15 @@ struct Ready {
   bool operator==(const Ready&) const = default;
 };
 
-// Body: reason u16, text length u16, text (printable ASCII, at most kMaxRejectTextLength).
+// Body: reason u16, text length u16, text (printable ASCII, at most kMaxRejectTextLength), nonce
+// u64.
 struct Reject {
   uint16_t reason = 0;  // a RejectReason value; unknown values from newer peers are kept
   std::string text;
+  // The listen handle's nonce when the sender of the Reject knows it (a refusing sender, or a
+  // receiver answering a request that carried it), so the peer may act on it; 0 otherwise. A
+  // receiver never echoes its nonce to a peer that did not show it.
+  uint64_t nonce = 0;
   bool operator==(const Reject&) const = default;
 };
 

@@ -44,7 +44,9 @@ write("handshake", "reply",
               struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32) + ece))
 write("handshake", "ready", message(3, struct.pack("<Q", nonce)))
 text = b"traffic class mismatch: 106 vs 0"
-write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + text))
+# A Reject ends with the listen nonce (version 3; 0 when the sender of the Reject does not know it).
+write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + text +
+                                     struct.pack("<Q", nonce)))
 write("handshake", "future_version", message(1, request[12:], version=4))
 
 # Listen handle: 48 bytes.

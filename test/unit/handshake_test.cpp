@@ -176,6 +176,18 @@ TEST_CASE("the request carries the sender's split mode, 0 or 1", "[handshake]") 
   CHECK(refusal_of(bad).reason == RejectReason::BadSplitMode);
 }
 
+TEST_CASE("a Reject carries the listen nonce or 0, never another", "[handshake]") {
+  Reject refusal{static_cast<uint16_t>(RejectReason::TrafficClassMismatch), "tc 104 vs 96", kNonce};
+  CHECK(std::get<Reject>(round_trip(refusal)).nonce == kNonce);
+  DecodeExpectations expect;
+  expect.nonce = kNonce;
+  CHECK(decode_message(encode(refusal), expect).ok());
+  refusal.nonce = 0;  // an unauthenticated refusal is still a refusal, with nothing to act on
+  CHECK(decode_message(encode(refusal), expect).ok());
+  refusal.nonce = kNonce + 1;
+  CHECK(decode_message(encode(refusal), expect).reason == RejectReason::WrongNonce);
+}
+
 TEST_CASE("the request and the reply carry ECE, all zero when unsupported", "[handshake]") {
   ConnectRequest message = request();
   message.ece = {1, 0x15b3, 0x30000002, 0};

@@ -443,6 +443,13 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
         ncclSuccess);
   CHECK(send_comm == nullptr);
   CHECK(any_warn_contains({"96", "104", "traffic_class"}));
+  // The sender refused before creating anything, and told the listener (with the handle's
+  // nonce): the receiver's accept ends with the error too instead of waiting (F12).
+  void* recv_comm = nullptr;
+  const ncclResult_t accepted = accept_until_ready(plugin, listen_comm, &recv_comm, 30000);
+  CHECK(accepted == ncclRemoteError);
+  CHECK(recv_comm == nullptr);
+  CHECK(any_warn_contains({"listener on pcb", "the sender refused before connecting"}));
   CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }
 
