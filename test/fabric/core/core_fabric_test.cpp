@@ -332,6 +332,23 @@ struct TempDir {
   ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
 };
 
+// vroce devices with a fake sysfs in `sysfs` that shows mlx5's host-wide class override.
+void use_devices_with_tc_override(const std::string& devices, const TempDir& sysfs,
+                                  const char* override_class) {
+  use_devices(devices);
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("VROCE_TC_OVERRIDE", override_class, 1);
+}
+
+// Init fails with exactly one WARN, which names every needle.
+void check_init_refused(PluginDriver& plugin, const std::vector<std::string>& needles) {
+  reset_warn_count();
+  CHECK(plugin.init() != ncclSuccess);
+  CHECK(warn_count() == 1);
+  CHECK(any_warn_contains(needles));
+}
+
 }  // namespace
 
 namespace {
@@ -412,25 +429,16 @@ TEST_CASE("two functions of one PCI device get distinct ports, the .0 function l
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices("pca=127.0.4.41");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("VROCE_TC_OVERRIDE", "96", 1);
+  use_devices_with_tc_override("pca=127.0.4.41", sysfs, "96");
   setenv("NCCL_ROCE_TC", "104", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
-  reset_warn_count();
-  CHECK(plugin.init() != ncclSuccess);
-  CHECK(warn_count() == 1);
-  CHECK(any_warn_contains({"96", "104", "traffic_class"}));
+  check_init_refused(plugin, {"96", "104", "traffic_class"});
 }
 
 TEST_CASE("a host-wide class override that differs from the communicator's class fails connect",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices("pca=127.0.4.42,pcb=127.0.4.43");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("VROCE_TC_OVERRIDE", "96", 1);
+  use_devices_with_tc_override("pca=127.0.4.42,pcb=127.0.4.43", sysfs, "96");
   unsetenv("NCCL_ROCE_TC");
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init(104) == ncclSuccess);  // nothing configured in the environment
@@ -456,17 +464,11 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
 TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails init, naming both",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices("pca=127.0.10.1");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("VROCE_TC_OVERRIDE", "104", 1);
+  use_devices_with_tc_override("pca=127.0.10.1", sysfs, "104");
   setenv("NCCL_ROCE_TC", "104", 1);  // the data class agrees with the override
   setenv("NCCL_IB_FIFO_TC", "184", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
-  reset_warn_count();
-  CHECK(plugin.init() != ncclSuccess);
-  CHECK(warn_count() == 1);
-  CHECK(any_warn_contains({"Global tclass=104", "184", "NCCL_IB_FIFO_TC=104"}));
+  check_init_refused(plugin, {"Global tclass=104", "184", "NCCL_IB_FIFO_TC=104"});
 }
 
 TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is intact",
