@@ -28,47 +28,18 @@ ar=0
 [[ ${4:-} == --fifo-capture ]] && capture=1 && fifo=1
 [[ ${4:-} == --ar-capture ]] && capture=1 && ar=1
 
-id=$$
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
+netns_setup pc a b
 ns_a="pc-$id-a"
 ns_b="pc-$id-b"
 veth_a="pc${id}a"
 veth_b="pc${id}b"
 addr_a=10.84.0.1
 addr_b=10.84.0.2
-tmp=$(mktemp -d /tmp/pc-netns-XXXXXX)
-pids=()
-
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  ip netns del "$ns_a" 2>/dev/null || true
-  ip netns del "$ns_b" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAILED: $*" >&2
-  for f in "$tmp"/*.out; do
-    [[ -f $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
-  done
-  exit 1
-}
-
-if ! ip netns add "$ns_a" 2>/dev/null; then
-  echo "SKIPPED: cannot create network namespaces here (needs root and CONFIG_NET_NS)" >&2
-  exit 77
-fi
-ip netns add "$ns_b"
 ip link add "$veth_a" netns "$ns_a" type veth peer name "$veth_b" netns "$ns_b"
 ip -n "$ns_a" addr add "$addr_a/24" dev "$veth_a"
 ip -n "$ns_b" addr add "$addr_b/24" dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do
-  ip -n "$ns" link set lo up
-done
 ip -n "$ns_a" link set "$veth_a" up
 ip -n "$ns_b" link set "$veth_b" up
 
@@ -102,31 +73,15 @@ pids+=($!)
 recv_pid=$!
 exec 3>"$tmp/recv.in"
 
-handle=""
-for _ in $(seq 300); do
-  handle=$(sed -n 's/^HANDLE //p' "$tmp/recv.out" | head -n1)
-  [[ -n $handle ]] && break
-  kill -0 "$recv_pid" 2>/dev/null || fail "the receiver exited before listening"
-  sleep 0.1
-done
-[[ -n $handle ]] || fail "no handle from the receiver"
+handle=$(wait_for_handle "$recv_pid")
 
 ip netns exec "$ns_b" env "${common_env[@]}" "${send_env[@]}" VROCE_DEVICES="pca=$addr_b" \
   "$peer" send --device pca --api v11 --seed 21 "${shape[@]}" --handle "$handle" \
   >"$tmp/send.out" 2>&1 &
 send_pid=$!
 pids+=("$send_pid")
-wait "$send_pid" || fail "the sender failed"
-grep -q '^OK' "$tmp/send.out" || fail "the sender did not report OK"
-
-for _ in $(seq 300); do
-  grep -q READY_TO_CLOSE "$tmp/recv.out" && break
-  sleep 0.1
-done
-echo close >&3
-exec 3>&-
-wait "$recv_pid" || fail "the receiver failed"
-grep -q '^OK' "$tmp/recv.out" || fail "the receiver did not report OK"
+verify_sender "$send_pid"
+close_receiver "$recv_pid"
 echo "two namespaces: $(grep '^OK' "$tmp/send.out") / $(grep '^OK' "$tmp/recv.out")"
 
 if ((capture)); then

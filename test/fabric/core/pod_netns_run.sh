@@ -23,7 +23,9 @@ plugin=${2:?plugin path}
 verbs=${3:?vroce library path}
 mode=${4:?--socket-ifname or --default-route}
 
-id=$$
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
+netns_setup pp host pod peer
 ns_host="pp-$id-host"
 ns_pod="pp-$id-pod"
 ns_peer="pp-$id-peer"
@@ -31,45 +33,12 @@ roce_host=10.91.0.1
 roce_peer=10.91.0.2
 pod_addr=10.92.0.1
 pod_peer=10.92.0.2
-tmp=$(mktemp -d /tmp/pp-netns-XXXXXX)
-pids=()
-
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  ip netns del "$ns_host" 2>/dev/null || true
-  ip netns del "$ns_pod" 2>/dev/null || true
-  ip netns del "$ns_peer" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAILED: $*" >&2
-  for f in "$tmp"/*.out; do
-    [[ -f $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
-  done
-  exit 1
-}
-
-if ! ip netns add "$ns_host" 2>/dev/null; then
-  echo "SKIPPED: cannot create network namespaces here (needs root and CONFIG_NET_NS)" >&2
-  exit 77
-fi
-ip netns add "$ns_pod"
-ip netns add "$ns_peer"
 ip link add "ppH$id" netns "$ns_host" type veth peer name "ppS$id" netns "$ns_peer"
 ip link add "ppP$id" netns "$ns_pod" type veth peer name "ppQ$id" netns "$ns_peer"
 ip -n "$ns_host" addr add "$roce_host/24" dev "ppH$id"
 ip -n "$ns_peer" addr add "$roce_peer/24" dev "ppS$id"
 ip -n "$ns_pod" addr add "$pod_addr/24" dev "ppP$id"
 ip -n "$ns_peer" addr add "$pod_peer/24" dev "ppQ$id"
-for ns in "$ns_host" "$ns_pod" "$ns_peer"; do
-  ip -n "$ns" link set lo up
-done
 ip -n "$ns_host" link set "ppH$id" up
 ip -n "$ns_peer" link set "ppS$id" up
 ip -n "$ns_pod" link set "ppP$id" up
@@ -97,14 +66,7 @@ pids+=($!)
 recv_pid=$!
 exec 3>"$tmp/recv.in"
 
-handle=""
-for _ in $(seq 300); do
-  handle=$(sed -n 's/^HANDLE //p' "$tmp/recv.out" | head -n1)
-  [[ -n $handle ]] && break
-  kill -0 "$recv_pid" 2>/dev/null || fail "the receiver exited before listening"
-  sleep 0.1
-done
-[[ -n $handle ]] || fail "no handle from the receiver"
+handle=$(wait_for_handle "$recv_pid")
 listening=$(grep -m1 "listening on pph at" "$tmp/recv.out" || true)
 [[ $listening == *"at $pod_addr:"* ]] || fail "the listener is not on the pod's $pod_addr: $listening"
 [[ $listening == *"GID address $roce_host is not an address of this network namespace"* ]] ||
@@ -117,17 +79,8 @@ ip netns exec "$ns_peer" env NCCL_IBVERBS_LIB="$verbs" ROCE_PLUGIN_PATH="$plugin
   >"$tmp/send.out" 2>&1 &
 send_pid=$!
 pids+=("$send_pid")
-wait "$send_pid" || fail "the sender failed"
-grep -q '^OK' "$tmp/send.out" || fail "the sender did not report OK"
-
-for _ in $(seq 300); do
-  grep -q READY_TO_CLOSE "$tmp/recv.out" && break
-  sleep 0.1
-done
-echo close >&3
-exec 3>&-
-wait "$recv_pid" || fail "the receiver failed"
-grep -q '^OK' "$tmp/recv.out" || fail "the receiver did not report OK"
+verify_sender "$send_pid"
+close_receiver "$recv_pid"
 grep -q "accepted on pph from .*gid ::ffff:$roce_peer" "$tmp/recv.out" ||
   fail "the receiver's accept line does not name the sender's RoCE GID $roce_peer"
 echo "pod listener: $listening"
