@@ -9,10 +9,13 @@
 
 #include "core/api.h"
 #include "core/handshake_checks.h"
+#include "core/hca_filter.h"
+#include "core/listen_address.h"
 #include "core/listen_comm.h"
 #include "core/plugin.h"
 #include "core/send_connector.h"
 #include "net/listen_handle.h"
+#include "util/config.h"
 #include "util/log.h"
 
 namespace roce::api {
@@ -37,6 +40,31 @@ std::shared_ptr<DeviceRuntime> device_or_warn(const char* entry, int dev) {
   return device;
 }
 
+// The GID's address, or (not an address of this namespace) NCCL_SOCKET_IFNAME's / the default
+// route's, as net_ib does.
+std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& device,
+                                                      std::string* error) {
+  ListenAddressInputs in;
+  in.gid_address = bind_address_for_gid(device.info().gid.entry.gid);
+  in.gid_address_is_local = address_is_local(in.gid_address);
+  std::optional<HcaFilter> ifname;
+  if (!in.gid_address_is_local) {
+    const std::string& text = config().socket_ifname;
+    if (!text.empty()) {
+      ifname = parse_hca_filter(text, error);
+      if (!ifname) {
+        *error = "NCCL_SOCKET_IFNAME=" + text + ": " + *error;
+        return std::nullopt;
+      }
+      in.socket_ifname = &*ifname;
+      in.socket_ifname_text = text;
+    }
+    in.interfaces = namespace_interface_addresses();
+    in.default_interface = default_route_interface();
+  }
+  return choose_listen_address(in, error);
+}
+
 }  // namespace
 
 ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm) {
@@ -50,8 +78,13 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
     ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
     return ncclInvalidUsage;
   }
-  const BindAddress bind = bind_address_for_gid(device->info().gid.entry.gid);
-  const net::SocketAddress address = net::SocketAddress::from_bytes(bind.family, bind.bytes, 0);
+  const auto bind = listen_address_for(*device, &error);
+  if (!bind) {
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    return ncclSystemError;
+  }
+  const net::SocketAddress address =
+      net::SocketAddress::from_bytes(bind->address.family, bind->address.bytes, 0);
   auto listener = net::Listener::open(address, &error);
   if (!listener) {
     ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
@@ -69,7 +102,8 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
   net::encode_listen_handle(
       out, std::span<uint8_t>(static_cast<uint8_t*>(handle), NCCL_NET_HANDLE_MAXSIZE));
   auto* comm = new ListenComm(device, std::move(*listener), *nonce, *offer);
-  ROCE_INFO(NCCL_NET, "listening on {} at {}", device->name(), comm->address().to_string());
+  ROCE_INFO(NCCL_NET, "listening on {} at {} ({})", device->name(), comm->address().to_string(),
+            bind->why);
   *listen_comm = static_cast<Comm*>(comm);
   return ncclSuccess;
 }

@@ -20,6 +20,10 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.flush = !cfg.gdr_flush_disable;
   s.use_inline = cfg.use_inline;
   s.split_data = cfg.split_data_on_qps;
+  s.fifo_traffic_class = cfg.fifo_traffic_class;
+  s.ece_enable = cfg.ece_enable;
+  s.adaptive_routing = cfg.adaptive_routing;
+  s.ar_threshold = static_cast<uint32_t>(cfg.ar_threshold);
   return s;
 }
 
@@ -64,9 +68,10 @@ std::string describe_peer(const net::SocketAddress& address, const net::Endpoint
 }
 
 void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
-                             const std::string& text) {
+                             const std::string& text, uint64_t nonce) {
   net::Reject reject;
   reject.reason = static_cast<uint16_t>(reason);
+  reject.nonce = nonce;
   // Only printable ASCII travels; the peer logs it.
   for (char c : text.substr(0, net::kMaxRejectTextLength)) {
     reject.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');

@@ -27,6 +27,12 @@ struct ConnectionSettings {
   // off, the data QPs get max_inline_data 0.
   bool use_inline = true;
   bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (the sender's is sent to the receiver)
+  // NCCL_IB_FIFO_TC: the class of a receiver's data QPs (its clear-to-send writes and the ACKs
+  // of the data), as net_ib applies it; nullopt: the agreed traffic class.
+  std::optional<int> fifo_traffic_class;
+  bool ece_enable = true;         // NCCL_IB_ECE_ENABLE: the sender offers its ECE
+  bool adaptive_routing = false;  // NCCL_IB_ADAPTIVE_ROUTING (sender only)
+  uint32_t ar_threshold = 8192;   // NCCL_IB_AR_THRESHOLD
   static ConnectionSettings from_config();
 };
 
@@ -47,7 +53,8 @@ net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class,
 std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint);
 
 // Queues a Reject and tries once to send it; never blocks (the peer may not read it).
+// `nonce`: the listen handle's, which the sender knows (0: do not claim one).
 void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
-                             const std::string& text);
+                             const std::string& text, uint64_t nonce);
 
 }  // namespace roce

@@ -87,19 +87,32 @@ std::optional<HcaEntry> parse_entry(std::string_view text, std::string_view whol
 
 }  // namespace
 
-bool HcaFilter::matches(std::string_view name, int port) const {
-  if (entries.empty()) {
+namespace {
+
+// port nullopt: any port.
+bool filter_matches(const HcaFilter& filter, std::string_view name, std::optional<int> port) {
+  if (filter.entries.empty()) {
     return true;
   }
   bool found = false;
-  for (const HcaEntry& entry : entries) {
-    const bool name_matches = exact ? name == entry.name : name.starts_with(entry.name);
-    if (name_matches && (!entry.port || *entry.port == port)) {
+  for (const HcaEntry& entry : filter.entries) {
+    const bool name_matches = filter.exact ? name == entry.name : name.starts_with(entry.name);
+    if (name_matches && (!port || !entry.port || *entry.port == *port)) {
       found = true;
       break;
     }
   }
-  return exclude ? !found : found;
+  return filter.exclude ? !found : found;
+}
+
+}  // namespace
+
+bool HcaFilter::matches(std::string_view name, int port) const {
+  return filter_matches(*this, name, port);
+}
+
+bool HcaFilter::matches_name(std::string_view name) const {
+  return filter_matches(*this, name, std::nullopt);
 }
 
 std::optional<HcaFilter> parse_hca_filter(std::string_view text, std::string* error) {

@@ -27,6 +27,8 @@ struct HcaFilter {
 
   // True when device `name`, port `port` may be used.
   bool matches(std::string_view name, int port) const;
+  // True when `name` may be used on any port (NCCL_SOCKET_IFNAME: interfaces have no ports).
+  bool matches_name(std::string_view name) const;
 };
 
 // Parses the variable's value. Malformed input (empty entry, bad port number) returns

@@ -15,6 +15,10 @@ std::string format_init_banner(const BannerFacts& f) {
   } else {
     tc = "per communicator (0 when none is set)";
   }
+  if (f.fifo_traffic_class) {
+    tc += fmt::format(", clear-to-send path {} from NCCL_IB_FIFO_TC",
+                      describe_traffic_class(*f.fifo_traffic_class));
+  }
   if (f.host_override) {
     tc += fmt::format(", host override tc {}", *f.host_override);
   }

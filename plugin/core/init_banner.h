@@ -20,7 +20,8 @@ struct BannerFacts {
   std::optional<int> traffic_class;  // configured in the environment; nullopt: per communicator
   std::string traffic_class_source;  // "NCCL_ROCE_TC", "NCCL_IB_TC", ...
   std::optional<int> service_level;  // NCCL_IB_SL; nullopt: 0 unless a peer configures one
-  std::optional<int> host_override;  // the port's global tc override
+  std::optional<int> fifo_traffic_class;  // NCCL_IB_FIFO_TC: the receiver's data QPs
+  std::optional<int> host_override;       // the port's global tc override
   int mtu_bytes = 1024;
   std::string gdr_mode;  // "peermem", "dma-buf", "none", ...
   bool relaxed_ordering = false;

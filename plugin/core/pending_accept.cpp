@@ -41,9 +41,14 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
       case State::Done:
         setup_.peer = peer_text_;
         *comm = new RecvComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}, inline {}{}", device_->name(),
-                  peer_text_, (*comm)->qp_count(), (*comm)->qp_count() == 1 ? "" : "s",
-                  (*comm)->traffic_class(), (*comm)->max_inline(),
+        ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}, {}{}",
+                  device_->name(), peer_text_, (*comm)->qp_count(),
+                  (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
+                  (*comm)->fifo_traffic_class() != (*comm)->traffic_class()
+                      ? fmt::format(" (clear-to-send path tc {}, NCCL_IB_FIFO_TC)",
+                                    (*comm)->fifo_traffic_class())
+                      : "",
+                  (*comm)->max_inline(), describe_ece(ece_in_force_),
                   (*comm)->flush_enabled() ? ", gpudirect flush" : "");
         return Status::Connected;
       case State::Dropped:
@@ -70,6 +75,7 @@ PendingAccept::Step PendingAccept::reject(net::RejectReason reason, const std::s
   drop_reason_ = fmt::format("refused ({}): {}", net::reject_reason_name(reason), message);
   net::Reject r;
   r.reason = static_cast<uint16_t>(reason);
+  r.nonce = authenticated_ ? nonce_ : 0;  // never shown to a peer that did not show it
   for (char c : message.substr(0, net::kMaxRejectTextLength)) {
     r.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
@@ -109,12 +115,22 @@ PendingAccept::Step PendingAccept::on_await_request() {
   if (!decoded.ok()) {
     return reject(decoded.reason, decoded.detail);
   }
+  if (const auto* r = std::get_if<net::Reject>(&*decoded.message); r != nullptr && r->nonce != 0) {
+    // The sender for this handle refused before sending a request (its class cannot run here,
+    // for example): accept fails too instead of waiting for it (net_ib parity F12).
+    if (r->reason == static_cast<uint16_t>(net::RejectReason::TrafficClassMismatch)) {
+      listener_failure_ = ncclRemoteError;
+    }
+    return drop(fmt::format("the sender refused before connecting ({}): {}",
+                            net::reject_reason_name(r->reason), r->text));
+  }
   const auto* request = std::get_if<net::ConnectRequest>(&*decoded.message);
   if (request == nullptr) {
     return reject(net::RejectReason::UnknownKind,
                   fmt::format("expected a connect request, got {}",
                               net::message_kind_name(net::kind_of(*decoded.message))));
   }
+  authenticated_ = true;  // decode checked the nonce
   peer_text_ = describe_peer(channel_.peer(), &request->endpoint);
   if (auto refusal = check_connect_request(*request)) {
     return reject(refusal->reason, refusal->text);
@@ -140,6 +156,7 @@ PendingAccept::Step PendingAccept::on_await_request() {
   reply.endpoint =
       local_endpoint(*device_, agreed->traffic_class, agreed->service_level, setup_.qps, psns_);
   reply.sizes_area = sizes_area_geometry(setup_.sizes_area.addr(), setup_.sizes_area.rkey());
+  reply.ece = ece_to_wire(ece_in_force_);
   auto bytes = net::encode_message(reply, &error);
   if (!bytes || !channel_.queue(*bytes)) {
     return reject(net::RejectReason::Internal, "cannot encode the reply: " + error);
@@ -154,6 +171,13 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   const bool flush = settings_.flush && device_->gdr().usable();
   setup_.cq = create_comm_cq(*device_, static_cast<int>(nqps));
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, request.endpoint.mtu);
+  // As net_ib: the receiver's data QPs carry the clear-to-send writes and the ACKs of the data,
+  // so NCCL_IB_FIFO_TC (when set) is their class; the flush QP keeps the agreed one.
+  const int qp_class = settings_.fifo_traffic_class.value_or(agreed.traffic_class);
+  // As net_ib: the sender's ECE is set on every QP before RTR, and QP 0's reduced ECE is the
+  // reply (a device without ECE answers none).
+  const std::optional<ibv_ece> peer_ece = ece_from_wire(request.ece);
+  bool ece_set = peer_ece.has_value();
   for (size_t q = 0; q < nqps; ++q) {
     setup_.qps.push_back(
         create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
@@ -164,14 +188,16 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
     link.peer_psn = request.endpoint.qps[q].psn;
     link.local_psn = psns_.back();
     link.mtu = mtu;
-    link.traffic_class = static_cast<uint8_t>(agreed.traffic_class);
+    link.traffic_class = static_cast<uint8_t>(qp_class);
     link.service_level = static_cast<uint8_t>(agreed.service_level);
     link.timeout = settings_.timeout;
     link.retry_count = settings_.retry_count;
     link.pkey_index = settings_.pkey_index;
     link.access = IBV_ACCESS_REMOTE_WRITE;  // the sender writes data and sizes
-    connect_qp(*setup_.qps.back(), *device_, link);
+    link.ece = peer_ece;
+    ece_set = connect_qp(*setup_.qps.back(), *device_, link) && ece_set;
   }
+  ece_in_force_ = ece_set ? setup_.qps.front()->query_ece() : std::nullopt;
   setup_.cts_staging =
       RegisteredBuffer(device_->pd(), size_t{kMaxRequests} * kCtsSlotBytes, IBV_ACCESS_LOCAL_WRITE);
   setup_.sizes_area =
@@ -180,6 +206,7 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   setup_.remote_ring_addr = request.cts_ring.address;
   setup_.remote_ring_rkey = request.cts_ring.rkey;
   setup_.traffic_class = agreed.traffic_class;
+  setup_.fifo_traffic_class = qp_class;
   setup_.split_data = request.split_data != 0;
   if (flush) {
     // A QP connected to itself, on the comm's class, reads back one byte of GPU memory.

@@ -68,6 +68,9 @@ class PendingAccept {
 
   RecvCommSetup setup_;
   std::vector<uint32_t> psns_;
+  std::optional<ibv_ece> ece_in_force_;
+  bool authenticated_ =
+      false;  // the request carried the listen nonce  // the sender's ECE as this device reduced it
 };
 
 }  // namespace roce

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/gdr_probe.h"
+#include "core/hca_filter.h"
 #include "core/init_banner.h"
 #include "core/traffic_class.h"
 #include "telemetry/stats_writer.h"
@@ -92,6 +93,12 @@ ncclResult_t Plugin::start_locked() {
     return ncclInvalidUsage;  // load_config logged the setting at fault
   }
   const Config& cfg = config();
+  if (std::string error; !parse_hca_filter(cfg.socket_ifname, &error)) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET,
+              "RoCE plugin disabled: NCCL_SOCKET_IFNAME='{}' is malformed: {}", cfg.socket_ifname,
+              error);
+    return ncclInvalidUsage;
+  }
   try {
     library_ = ibv::Library::open(cfg.ibverbs_lib);
   } catch (const ibv::LoadError& e) {
@@ -114,15 +121,22 @@ ncclResult_t Plugin::start_locked() {
     return ncclSystemError;
   }
 
-  // A configured class that a host-wide override would rewrite: refuse now, before any comm.
-  if (cfg.traffic_class) {
-    for (const PluginDevice& dev : found.devices) {
-      if (dev.tc_override) {
-        if (auto conflict = tc_override_conflict(*dev.tc_override, *cfg.traffic_class)) {
-          ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {} port {}: {}", dev.name,
-                    dev.port, *conflict);
-          return ncclInvalidUsage;
-        }
+  // A configured class (or clear-to-send class) that a host-wide override would rewrite: refuse
+  // now, before any comm.
+  for (const PluginDevice& dev : found.devices) {
+    if (!dev.tc_override) {
+      continue;
+    }
+    for (const auto& [setting, requested] :
+         {std::pair{"NCCL_ROCE_TC", cfg.traffic_class},
+          std::pair{"NCCL_IB_FIFO_TC", cfg.fifo_traffic_class}}) {
+      if (!requested) {
+        continue;
+      }
+      if (auto conflict = tc_override_conflict(*dev.tc_override, *requested, setting)) {
+        ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {} port {}: {}", dev.name,
+                  dev.port, *conflict);
+        return ncclInvalidUsage;
       }
     }
   }
@@ -180,6 +194,7 @@ ncclResult_t Plugin::start_locked() {
     facts.traffic_class = cfg.traffic_class;
     facts.traffic_class_source = traffic_class_source_name(cfg.traffic_class_source);
     facts.service_level = cfg.service_level;
+    facts.fifo_traffic_class = cfg.fifo_traffic_class;
     facts.host_override = dev->global_class_override();
     facts.mtu_bytes = verbs::mtu_bytes(info.active_mtu);
     facts.gdr_mode = dev->gdr().mode;

@@ -1,6 +1,7 @@
 // Connection building blocks: see qp_setup.h.
 #include "core/qp_setup.h"
 
+#include <fmt/format.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -89,12 +90,13 @@ std::unique_ptr<verbs::QueuePair> create_data_qp(DeviceRuntime& device,
   }
 }
 
-void connect_qp(verbs::QueuePair& qp, DeviceRuntime& device, const QpLink& link) {
+bool connect_qp(verbs::QueuePair& qp, DeviceRuntime& device, const QpLink& link) {
   verbs::InitAttributes init;
   init.pkey_index = link.pkey_index;
   init.port = device.port();
   init.access_flags = link.access;
   qp.to_init(init);
+  const bool ece_set = link.ece && qp.set_ece(*link.ece);
 
   verbs::RtrAttributes rtr;
   std::memcpy(rtr.dgid.raw, link.peer_gid.data(), 16);
@@ -116,6 +118,36 @@ void connect_qp(verbs::QueuePair& qp, DeviceRuntime& device, const QpLink& link)
   rts.sq_psn = link.local_psn;
   rts.max_rd_atomic = 1;
   qp.to_rts(rts);
+  return ece_set;
+}
+
+net::Ece ece_to_wire(const std::optional<ibv_ece>& ece) {
+  net::Ece out;
+  if (ece) {
+    out.supported = 1;
+    out.vendor_id = ece->vendor_id;
+    out.options = ece->options;
+    out.comp_mask = ece->comp_mask;
+  }
+  return out;
+}
+
+std::optional<ibv_ece> ece_from_wire(const net::Ece& ece) {
+  if (ece.supported == 0) {
+    return std::nullopt;
+  }
+  ibv_ece out{};
+  out.vendor_id = ece.vendor_id;
+  out.options = ece.options;
+  out.comp_mask = ece.comp_mask;
+  return out;
+}
+
+std::string describe_ece(const std::optional<ibv_ece>& ece) {
+  if (!ece) {
+    return "no ece";
+  }
+  return fmt::format("ece vendor 0x{:x} options 0x{:x}", ece->vendor_id, ece->options);
 }
 
 uint32_t random_psn() {

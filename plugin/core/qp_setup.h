@@ -8,9 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "core/data_path_limits.h"
 #include "core/device_runtime.h"
+#include "net/handshake.h"
 #include "verbs/completion_queue.h"
 #include "verbs/memory_region.h"
 #include "verbs/queue_pair.h"
@@ -19,9 +22,10 @@ namespace roce {
 
 // Send-queue depth of a data QP. A sender's unretired work requests are bounded by its send
 // requests (NCCL must test each to free it): at most kMaxSendRequests groups of n requests, each
-// taking n + 1 WRs per QP, which peaks at n = 2 (3/2 WR per request); plus the drain marker.
-inline constexpr uint32_t kSendQueueDepth = 512;
-static_assert(kSendQueueDepth >= kMaxSendRequests + kMaxSendRequests / 2 + 1,
+// taking n + 1 WRs per QP, which peaks at n = 1 with adaptive routing (a WRITE and a zero-length
+// WRITE WITH IMMEDIATE: 2 WRs per request); plus the drain marker.
+inline constexpr uint32_t kSendQueueDepth = 1024;
+static_assert(kSendQueueDepth >= 2 * kMaxSendRequests + 1,
               "a sender could run out of send-queue entries");
 // Receives posted per QP: one per outstanding irecv, plus the drain marker.
 inline constexpr uint32_t kRecvQueueDepth = kMaxRequests + 1;
@@ -76,11 +80,22 @@ struct QpLink {
   uint8_t retry_count = 7;
   uint16_t pkey_index = 0;
   unsigned access = IBV_ACCESS_REMOTE_WRITE;
+  // ECE to set between INIT and RTR (the peer's, or what the peer's device reduced ours to);
+  // nullopt: none. connect_qp reports whether the device took it.
+  std::optional<ibv_ece> ece;
 };
 
-// RESET -> INIT -> RTR -> RTS; the traffic class is read back after RTR (verbs layer) and a
-// difference is an error. Throws verbs::VerbsError naming the QP, the step and the fix.
-void connect_qp(verbs::QueuePair& qp, DeviceRuntime& device, const QpLink& link);
+// RESET -> INIT -> (set ECE) -> RTR -> RTS; the traffic class is read back after RTR (verbs
+// layer) and a difference is an error. Throws verbs::VerbsError naming the QP, the step and the
+// fix. Returns true when link.ece was set (false: none asked, or the device has no ECE).
+bool connect_qp(verbs::QueuePair& qp, DeviceRuntime& device, const QpLink& link);
+
+// The wire form of an ECE (all zero: not supported) and back.
+net::Ece ece_to_wire(const std::optional<ibv_ece>& ece);
+std::optional<ibv_ece> ece_from_wire(const net::Ece& ece);
+
+// "ece vendor 0x15b3 options 0x30000002" or "no ece", for the connect and accept lines.
+std::string describe_ece(const std::optional<ibv_ece>& ece);
 
 // A random starting PSN (24 bits), so a stale packet of an earlier connection is not taken for
 // one of this connection.

@@ -31,6 +31,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       qps_(std::move(setup.qps)),
       flush_qp_(std::move(setup.flush_qp)),
       traffic_class_(setup.traffic_class),
+      fifo_traffic_class_(setup.fifo_traffic_class),
       peer_(std::move(setup.peer)),
       telemetry_({telemetry::Direction::Recv, this->device().name(), peer_, nqps_, traffic_class_},
                  telemetry_settings(), this->device().fabric()) {

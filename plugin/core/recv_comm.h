@@ -36,7 +36,8 @@ struct RecvCommSetup {
   uint64_t remote_ring_addr = 0;
   uint32_t remote_ring_rkey = 0;
   int traffic_class = 0;
-  bool split_data = false;  // the sender's NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
+  int fifo_traffic_class = 0;  // the data QPs' class (NCCL_IB_FIFO_TC, else traffic_class)
+  bool split_data = false;     // the sender's NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
   std::string peer;
 };
 
@@ -57,6 +58,7 @@ class RecvComm final : public Comm {
   uint32_t max_inline() const noexcept { return max_inline_; }
   int qp_count() const noexcept { return nqps_; }
   int traffic_class() const noexcept { return traffic_class_; }
+  int fifo_traffic_class() const noexcept { return fifo_traffic_class_; }
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
   const std::string& peer() const noexcept { return peer_; }
 
@@ -114,6 +116,7 @@ class RecvComm final : public Comm {
   std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
   std::unique_ptr<verbs::QueuePair> flush_qp_;
   int traffic_class_;
+  int fifo_traffic_class_;
   std::string peer_;
   telemetry::ConnectionTelemetry telemetry_;
 };

@@ -19,6 +19,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
       remote_sizes_rkey_(setup.remote_sizes_rkey),
       nqps_(static_cast<int>(setup.qps.size())),
       split_data_(setup.split_data),
+      ar_threshold_(setup.ar_threshold ? *setup.ar_threshold : UINT64_MAX),
       monitor_(this->device().monitor().get()),
       max_inline_(UINT32_MAX),
       ring_(std::move(setup.ring)),
@@ -194,13 +195,25 @@ ncclResult_t SendComm::post_group() noexcept {
       }
       ++w;
     };
-    if (n == 1) {
+    if (n == 1 && lead.size <= ar_threshold_) {
       const SendRequest& r = lead;
       const CtsEntry& e = pending_.entry(0);
       const Chunk c = part(r.size);
       add(IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
           e.addr + c.offset, e.rkey, r.host_memory);
       wrs_[0].imm_data = r.size;
+    } else if (n == 1) {
+      // Adaptive routing (net_ib's rule): the data as a plain RDMA WRITE, then the completion as
+      // a zero-length WRITE WITH IMMEDIATE, which RC delivers after all the data.
+      const SendRequest& r = lead;
+      const CtsEntry& e = pending_.entry(0);
+      const Chunk c = part(r.size);
+      if (c.length > 0) {
+        add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+            e.addr + c.offset, e.rkey, r.host_memory);
+      }
+      add(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r.lkey, e.addr, e.rkey, false);
+      wrs_[static_cast<size_t>(w - 1)].imm_data = r.size;
     } else {
       for (int i = 0; i < n; ++i) {
         const SendRequest& r = requests_[pending_.send_request(i)];

@@ -38,7 +38,10 @@ struct SendCommSetup {
   uint32_t remote_sizes_rkey = 0;
   int traffic_class = 0;
   bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
-  std::string peer;         // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
+  // NCCL_IB_ADAPTIVE_ROUTING: a single send above ar_threshold bytes goes as RDMA WRITE and a
+  // separate zero-length WRITE WITH IMMEDIATE; nullopt: off.
+  std::optional<uint32_t> ar_threshold;
+  std::string peer;  // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
 };
 
 class SendComm final : public Comm {
@@ -94,6 +97,9 @@ class SendComm final : public Comm {
   uint32_t remote_sizes_rkey_;
   int nqps_;
   bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
+  // Sends above this go as WRITE + zero-length WRITE WITH IMMEDIATE (adaptive routing); off:
+  // UINT64_MAX, so the data path compares without a branch on the mode.
+  uint64_t ar_threshold_;
   const AsyncEventMonitor* monitor_;
   uint64_t events_checked_ = 0;
   uint32_t max_inline_;

@@ -3,11 +3,46 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "core/handshake_checks.h"
 #include "core/qp_setup.h"
 #include "util/log.h"
 
 namespace roce {
+namespace {
+
+// A refusal before any QP exists still reaches the listener, so the receiver's accept ends too
+// instead of waiting for a request (net_ib parity F12): connect, send a Reject carrying the
+// handle's nonce, close. Best effort, on the error path only, bounded by the handshake timeout
+// (at most 5 s: the connect fails either way).
+void tell_listener_refused(const net::ListenHandle& handle, const std::string& text,
+                           std::chrono::milliseconds timeout) {
+  const auto deadline = net::Clock::now() + timeout;
+  std::string error;
+  auto connector = net::Connector::start(handle.address, deadline, &error);
+  if (!connector) {
+    return;
+  }
+  net::Socket socket;
+  net::SocketError socket_error;
+  net::IoStatus status = net::IoStatus::InProgress;
+  while ((status = connector->progress(&socket, &socket_error)) == net::IoStatus::InProgress) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (status != net::IoStatus::Done) {
+    return;
+  }
+  net::FramedChannel channel(std::move(socket), deadline, kMaxHandshakeFrame);
+  send_reject_best_effort(channel, net::RejectReason::TrafficClassMismatch, text, handle.nonce);
+  while (channel.flush() == net::IoStatus::InProgress) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
 
 std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntime> device,
                                                     int comm_traffic_class,
@@ -29,6 +64,9 @@ std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntim
   if (!offer) {
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device->name(), handle.address.to_string(),
               error);
+    tell_listener_refused(handle, error,
+                          std::min(ConnectionSettings::from_config().handshake_timeout,
+                                   std::chrono::milliseconds(5000)));
     *result = ncclInvalidUsage;
     return nullptr;
   }
@@ -80,6 +118,12 @@ void SendConnector::create_resources() {
                        IBV_ACCESS_LOCAL_WRITE);
   setup_.traffic_class = offer_.traffic_class;
   setup_.split_data = settings_.split_data;
+  if (settings_.adaptive_routing) {
+    setup_.ar_threshold = settings_.ar_threshold;
+  }
+  if (settings_.ece_enable) {
+    local_ece_ = setup_.qps.front()->query_ece();  // as net_ib: what this device supports
+  }
 }
 
 ncclResult_t SendConnector::step(SendComm** comm) {
@@ -102,10 +146,14 @@ ncclResult_t SendConnector::step(SendComm** comm) {
       case State::Done: {
         setup_.peer = peer_text_;
         *comm = new SendComm(device_, std::move(setup_));
-        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}",
+        ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
                   device_->name(), peer_text_, (*comm)->qp_count(),
                   (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
-                  offer_.service_level, (*comm)->max_inline());
+                  offer_.service_level, (*comm)->max_inline(), describe_ece(ece_in_force_),
+                  settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)",
+                  settings_.adaptive_routing
+                      ? fmt::format(", adaptive routing above {} bytes", settings_.ar_threshold)
+                      : "");
         return ncclSuccess;
       }
       case State::Failed:
@@ -125,7 +173,7 @@ SendConnector::Step SendConnector::fail(ncclResult_t result, net::RejectReason r
   if (state_ != State::Failed) {
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device_->name(), peer_text_, message);
     if (channel_ && reason != net::RejectReason::None) {
-      send_reject_best_effort(*channel_, reason, message);
+      send_reject_best_effort(*channel_, reason, message, nonce_);
     }
     state_ = State::Failed;
     result_ = result;
@@ -153,6 +201,7 @@ SendConnector::Step SendConnector::on_tcp_connect() {
   request.cts_ring = cts_ring_geometry(setup_.ring.addr(), setup_.ring.rkey());
   request.max_recvs = kMaxRecvs;
   request.split_data = settings_.split_data ? 1 : 0;
+  request.ece = ece_to_wire(local_ece_);
   std::string encode_error;
   auto bytes = net::encode_message(request, &encode_error);
   if (!bytes || !channel_->queue(*bytes)) {
@@ -216,6 +265,9 @@ SendConnector::Step SendConnector::on_await_reply() {
     return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, error);
   }
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, reply->endpoint.mtu);
+  // The receiver's device reduced our ECE; set that on our QPs (neither side supporting: none).
+  const std::optional<ibv_ece> reduced = local_ece_ ? ece_from_wire(reply->ece) : std::nullopt;
+  bool ece_set = reduced.has_value();
   try {
     for (size_t q = 0; q < setup_.qps.size(); ++q) {
       QpLink link;
@@ -230,11 +282,13 @@ SendConnector::Step SendConnector::on_await_reply() {
       link.retry_count = settings_.retry_count;
       link.pkey_index = settings_.pkey_index;
       link.access = IBV_ACCESS_REMOTE_WRITE;  // the receiver writes clear-to-send slots
-      connect_qp(*setup_.qps[q], *device_, link);
+      link.ece = reduced;
+      ece_set = connect_qp(*setup_.qps[q], *device_, link) && ece_set;
     }
   } catch (const std::exception& e) {
     return fail(ncclSystemError, net::RejectReason::ResourceFailure, e.what());
   }
+  ece_in_force_ = ece_set ? reduced : std::nullopt;
   setup_.remote_sizes_addr = reply->sizes_area.address;
   setup_.remote_sizes_rkey = reply->sizes_area.rkey;
   setup_.traffic_class = agreed->traffic_class;

@@ -63,6 +63,8 @@ class SendConnector {
   std::optional<net::FramedChannel> channel_;
   SendCommSetup setup_;
   std::vector<uint32_t> psns_;
+  std::optional<ibv_ece> local_ece_;     // offered in the request (NCCL_IB_ECE_ENABLE)
+  std::optional<ibv_ece> ece_in_force_;  // the reduced ECE set on every QP
   std::optional<net::EndpointInfo> peer_endpoint_;
   std::string peer_text_;
 };

@@ -101,7 +101,8 @@ std::optional<TcOverride> read_tc_override(const std::string& root, const std::s
   return parsed;
 }
 
-std::optional<std::string> tc_override_conflict(const TcOverride& override_info, int requested) {
+std::optional<std::string> tc_override_conflict(const TcOverride& override_info, int requested,
+                                                std::string_view setting) {
   if (override_info.global_class) {
     if (*override_info.global_class == requested) {
       return std::nullopt;
@@ -109,9 +110,10 @@ std::optional<std::string> tc_override_conflict(const TcOverride& override_info,
     return fmt::format(
         "{} holds 'Global tclass={}' (dscp {}), which the driver applies to every QP of this "
         "port, but traffic class {} (dscp {}) is configured; make them agree: echo {} > {} (as "
-        "root), or configure NCCL_ROCE_TC={}",
+        "root), or configure {}={}",
         override_info.file, *override_info.global_class, *override_info.global_class >> 2,
-        requested, requested >> 2, requested, override_info.file, *override_info.global_class);
+        requested, requested >> 2, requested, override_info.file, setting,
+        *override_info.global_class);
   }
   for (const auto& rule : override_info.rules) {
     if (rule.traffic_class != requested) {

@@ -42,6 +42,8 @@ std::optional<TcOverride> read_tc_override(const std::string& root, const std::s
 // When the override would make packets leave with a class other than `requested`: one line
 // naming the file, its class and the requested one, and how to fix it. A global class decides
 // for every QP; rules only for matching addresses, so they are reported as a possible rewrite.
-std::optional<std::string> tc_override_conflict(const TcOverride& override_info, int requested);
+// `setting` is what the fix suggests configuring instead (NCCL_IB_FIFO_TC for that class).
+std::optional<std::string> tc_override_conflict(const TcOverride& override_info, int requested,
+                                                std::string_view setting = "NCCL_ROCE_TC");
 
 }  // namespace roce

@@ -29,16 +29,6 @@ std::optional<TrafficClassChoice> resolve_traffic_class(const Config& config,
              std::to_string(choice.traffic_class) + ", outside 0..255";
     return std::nullopt;
   }
-  if (config.fifo_traffic_class && *config.fifo_traffic_class != choice.traffic_class) {
-    *error = "NCCL_IB_FIFO_TC=" + std::to_string(*config.fifo_traffic_class) +
-             " differs from the traffic class in force (" +
-             describe_traffic_class(choice.traffic_class) + ", from " +
-             traffic_class_source_name(choice.source) +
-             "); this plugin enforces one class on every QP, the clear-to-send path included; "
-             "unset NCCL_IB_FIFO_TC or set it to " +
-             std::to_string(choice.traffic_class);
-    return std::nullopt;
-  }
   choice.service_level = config.service_level.value_or(0);
   if (!valid_service_level(choice.service_level)) {
     *error = "NCCL_IB_SL=" + std::to_string(choice.service_level) + " is outside 0..15";

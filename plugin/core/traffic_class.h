@@ -26,8 +26,8 @@ struct TrafficClassChoice {
 };
 
 // comm_traffic_class: the communicator's class, or kTrafficClassUndefined. Returns std::nullopt
-// with *error set when the communicator's class is out of range, or when NCCL_IB_FIFO_TC is set
-// to a class other than the one in force.
+// with *error set when the communicator's class is out of range. NCCL_IB_FIFO_TC is not part of
+// the choice: it applies to the receiver's data QPs only (ConnectionSettings).
 std::optional<TrafficClassChoice> resolve_traffic_class(const Config& config,
                                                         int comm_traffic_class, std::string* error);
 

@@ -171,6 +171,31 @@ bool read_endpoint(ByteReader& reader, EndpointInfo* endpoint) {
   return true;
 }
 
+void write_ece(ByteWriter& writer, const Ece& ece) {
+  writer.u8(ece.supported);
+  writer.u32(ece.vendor_id);
+  writer.u32(ece.options);
+  writer.u32(ece.comp_mask);
+}
+
+bool read_ece(ByteReader& reader, Ece* ece) {
+  return reader.u8(&ece->supported) && reader.u32(&ece->vendor_id) && reader.u32(&ece->options) &&
+         reader.u32(&ece->comp_mask);
+}
+
+RejectReason check_ece(const Ece& ece, std::string* detail) {
+  if (ece.supported > 1) {
+    *detail = "ECE supported flag " + std::to_string(ece.supported) + " is not 0 or 1";
+    return RejectReason::BadEce;
+  }
+  if (ece.supported == 0 && (ece.vendor_id != 0 || ece.options != 0 || ece.comp_mask != 0)) {
+    *detail = "ECE marked unsupported carries vendor id " + hex(ece.vendor_id) + ", options " +
+              hex(ece.options) + ", comp_mask " + hex(ece.comp_mask) + " (all must be 0)";
+    return RejectReason::BadEce;
+  }
+  return RejectReason::None;
+}
+
 bool read_ring(ByteReader& reader, RemoteRing* ring) {
   return reader.u64(&ring->address) && reader.u32(&ring->rkey) && reader.u32(&ring->slot_count) &&
          reader.u32(&ring->slot_size);
@@ -182,7 +207,7 @@ bool read_body(ByteReader& reader, MessageKind kind, HandshakeMessage* message) 
       ConnectRequest request;
       if (!reader.u64(&request.nonce) || !read_endpoint(reader, &request.endpoint) ||
           !read_ring(reader, &request.cts_ring) || !reader.u32(&request.max_recvs) ||
-          !reader.u8(&request.split_data)) {
+          !reader.u8(&request.split_data) || !read_ece(reader, &request.ece)) {
         return false;
       }
       *message = std::move(request);
@@ -191,7 +216,7 @@ bool read_body(ByteReader& reader, MessageKind kind, HandshakeMessage* message) 
     case MessageKind::ConnectReply: {
       ConnectReply reply;
       if (!reader.u64(&reply.nonce) || !read_endpoint(reader, &reply.endpoint) ||
-          !read_ring(reader, &reply.sizes_area)) {
+          !read_ring(reader, &reply.sizes_area) || !read_ece(reader, &reply.ece)) {
         return false;
       }
       *message = std::move(reply);
@@ -209,7 +234,7 @@ bool read_body(ByteReader& reader, MessageKind kind, HandshakeMessage* message) 
       Reject reject;
       uint16_t length = 0;
       if (!reader.u16(&reject.reason) || !reader.u16(&length) ||
-          !reader.text(length, &reject.text)) {
+          !reader.text(length, &reject.text) || !reader.u64(&reject.nonce)) {
         return false;
       }
       *message = std::move(reject);
@@ -270,6 +295,8 @@ const char* reject_reason_name(RejectReason reason) {
       return "invalid reject text";
     case RejectReason::BadSplitMode:
       return "invalid split mode";
+    case RejectReason::BadEce:
+      return "invalid ECE";
     case RejectReason::TrafficClassMismatch:
       return "traffic class mismatch";
     case RejectReason::QpCountMismatch:
@@ -342,6 +369,9 @@ RejectReason validate_message(const HandshakeMessage& message, const DecodeExpec
       *detail = "split mode " + std::to_string(request->split_data) + " is not 0 or 1";
       reason = RejectReason::BadSplitMode;
     }
+    if (reason == RejectReason::None) {
+      reason = check_ece(request->ece, detail);
+    }
     return reason;
   }
   if (const auto* reply = std::get_if<ConnectReply>(&message)) {
@@ -351,6 +381,9 @@ RejectReason validate_message(const HandshakeMessage& message, const DecodeExpec
     }
     if (reason == RejectReason::None) {
       reason = check_ring(reply->sizes_area, "sizes area", detail);
+    }
+    if (reason == RejectReason::None) {
+      reason = check_ece(reply->ece, detail);
     }
     return reason;
   }
@@ -362,6 +395,9 @@ RejectReason validate_message(const HandshakeMessage& message, const DecodeExpec
     *detail = "reject text '" + escaped(reject.text.substr(0, 64)) + "' must be at most " +
               std::to_string(kMaxRejectTextLength) + " printable ASCII characters";
     return RejectReason::BadRejectText;
+  }
+  if (reject.nonce != 0) {
+    return check_nonce(reject.nonce, expect, detail);
   }
   return RejectReason::None;
 }
@@ -444,10 +480,12 @@ std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& messa
     write_ring(writer, request->cts_ring);
     writer.u32(request->max_recvs);
     writer.u8(request->split_data);
+    write_ece(writer, request->ece);
   } else if (const auto* reply = std::get_if<ConnectReply>(&message)) {
     writer.u64(reply->nonce);
     write_endpoint(writer, reply->endpoint);
     write_ring(writer, reply->sizes_area);
+    write_ece(writer, reply->ece);
   } else if (const auto* ready = std::get_if<Ready>(&message)) {
     writer.u64(ready->nonce);
   } else {
@@ -455,6 +493,7 @@ std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& messa
     writer.u16(reject.reason);
     writer.u16(static_cast<uint16_t>(reject.text.size()));
     writer.text(reject.text);
+    writer.u64(reject.nonce);
   }
   std::vector<uint8_t> out;
   out.reserve(kHandshakeHeaderSize + body.size());

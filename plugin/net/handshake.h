@@ -23,7 +23,9 @@
 namespace roce::net {
 
 inline constexpr uint32_t kHandshakeMagic = 0x53484352;  // "RCHS"
-inline constexpr uint16_t kHandshakeVersion = 2;         // 2: ConnectRequest.split_data
+// 2: ConnectRequest.split_data; 3: ECE at the end of the request and the reply, and the listen
+// nonce at the end of a Reject.
+inline constexpr uint16_t kHandshakeVersion = 3;
 inline constexpr size_t kHandshakeHeaderSize = 12;
 
 inline constexpr size_t kMaxQpsPerConnection = 128;  // NCCL_IB_QPS_PER_CONNECTION's range
@@ -62,6 +64,7 @@ enum class RejectReason : uint16_t {
   BadMaxRecvs = 17,
   BadRejectText = 18,
   BadSplitMode = 19,
+  BadEce = 20,
   // Sent in a Reject by a peer whose decoder accepted the message but who cannot go on.
   TrafficClassMismatch = 100,
   QpCountMismatch = 101,
@@ -90,6 +93,18 @@ struct RemoteRing {
   bool operator==(const RemoteRing&) const = default;
 };
 
+// Enhanced Connection Establishment (ibv_ece), as NCCL's IB transport negotiates it: the sender
+// sends its QP's ECE, the receiver sets it on its QPs and replies with what the device reduced it
+// to, which the sender then sets on its own. Wire: supported u8 (0 or 1), vendor id u32, options
+// u32, comp_mask u32; all zero when not supported (NCCL_IB_ECE_ENABLE=0, or no ibv_query_ece).
+struct Ece {
+  uint8_t supported = 0;
+  uint32_t vendor_id = 0;
+  uint32_t options = 0;
+  uint32_t comp_mask = 0;
+  bool operator==(const Ece&) const = default;
+};
+
 // Fields shared by the request and the reply, in wire order: plugin version u32, device name
 // (length u8 + printable ASCII), GID [16], GID index u8, port MTU u8 (an ibv_mtu: 1=256 ..
 // 5=4096), traffic class u16, service level u8, QP count u8, then per QP qpn u32 and psn u32.
@@ -106,7 +121,7 @@ struct EndpointInfo {
 };
 
 // Body: nonce u64, EndpointInfo, then the clear-to-send ring (address u64, rkey u32, slot count
-// u32, slot size u32), max_recvs u32 and split_data u8.
+// u32, slot size u32), max_recvs u32, split_data u8 and the sender's Ece.
 struct ConnectRequest {
   uint64_t nonce = 0;  // the listen handle's nonce
   EndpointInfo endpoint;
@@ -115,15 +130,17 @@ struct ConnectRequest {
   // The sender's NCCL_IB_SPLIT_DATA_ON_QPS, which the receiver adopts (both sides must post on
   // the same QPs): 0 each message on one QP chosen by its sequence number, 1 split over all.
   uint8_t split_data = 0;
+  Ece ece;  // the sender QP's ECE (ibv_query_ece)
   bool operator==(const ConnectRequest&) const = default;
 };
 
 // Body: nonce u64 (echoed), EndpointInfo, then the sizes area (address u64, rkey u32, slot count
-// u32, slot size u32).
+// u32, slot size u32) and the receiver's Ece.
 struct ConnectReply {
   uint64_t nonce = 0;
   EndpointInfo endpoint;
   RemoteRing sizes_area;
+  Ece ece;  // what the receiver's device reduced the sender's ECE to; unsupported: all zero
   bool operator==(const ConnectReply&) const = default;
 };
 
@@ -133,10 +150,15 @@ struct Ready {
   bool operator==(const Ready&) const = default;
 };
 
-// Body: reason u16, text length u16, text (printable ASCII, at most kMaxRejectTextLength).
+// Body: reason u16, text length u16, text (printable ASCII, at most kMaxRejectTextLength), nonce
+// u64.
 struct Reject {
   uint16_t reason = 0;  // a RejectReason value; unknown values from newer peers are kept
   std::string text;
+  // The listen handle's nonce when the sender of the Reject knows it (a refusing sender, or a
+  // receiver answering a request that carried it), so the peer may act on it; 0 otherwise. A
+  // receiver never echoes its nonce to a peer that did not show it.
+  uint64_t nonce = 0;
   bool operator==(const Reject&) const = default;
 };
 

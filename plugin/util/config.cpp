@@ -211,15 +211,6 @@ bool read_traffic_class(Reader& reader, Config* config) {
                             (roce_tc ? "NCCL_ROCE_TC" : "NCCL_ROCE_DSCP") + ": traffic class " +
                             std::to_string(*config->traffic_class) + " applies");
   }
-  if (config->fifo_traffic_class && config->traffic_class &&
-      *config->fifo_traffic_class != *config->traffic_class) {
-    return reader.fail_with(
-        "NCCL_IB_FIFO_TC=" + std::to_string(*config->fifo_traffic_class) +
-        " differs from the traffic class in force (" + std::to_string(*config->traffic_class) +
-        "); this plugin enforces one class on every QP, the clear-to-send path included; unset "
-        "NCCL_IB_FIFO_TC or set it to " +
-        std::to_string(*config->traffic_class));
-  }
   return true;
 }
 
@@ -286,6 +277,9 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   std::optional<bool> roce_inline;
   std::optional<bool> ib_inline;
   std::optional<bool> split;
+  std::optional<bool> ece;
+  std::optional<bool> adaptive_routing;
+  std::optional<int> ar_threshold;
   std::optional<bool> retry_all;
   std::optional<int> retry_count;
   std::optional<int> retry_sleep;
@@ -295,6 +289,9 @@ bool read_queue_pairs(Reader& reader, Config* config) {
       !reader.integer("NCCL_IB_PKEY", &pkey) || !reader.boolean("NCCL_ROCE_INLINE", &roce_inline) ||
       !reader.boolean("NCCL_IB_USE_INLINE", &ib_inline) ||
       !reader.boolean("NCCL_IB_SPLIT_DATA_ON_QPS", &split) ||
+      !reader.boolean("NCCL_IB_ECE_ENABLE", &ece) ||
+      !reader.boolean("NCCL_IB_ADAPTIVE_ROUTING", &adaptive_routing) ||
+      !reader.integer("NCCL_IB_AR_THRESHOLD", &ar_threshold) ||
       !reader.boolean("NCCL_IB_MQP_RETRY_ALL", &retry_all) ||
       !reader.integer("NCCL_IB_MQP_RETRY_CNT", &retry_count) ||
       !reader.integer("NCCL_IB_MQP_RETRY_SLEEP_MSEC", &retry_sleep)) {
@@ -304,6 +301,9 @@ bool read_queue_pairs(Reader& reader, Config* config) {
   assign(retry_count, &config->mqp_retry_count);
   assign(retry_sleep, &config->mqp_retry_sleep_ms);
   assign(split, &config->split_data_on_qps);
+  assign(ece, &config->ece_enable);
+  assign(adaptive_routing, &config->adaptive_routing);
+  assign(ar_threshold, &config->ar_threshold);
   assign(timeout, &config->ib_timeout);
   assign(retry, &config->retry_count);
   assign(qps, &config->qps_per_connection);
@@ -349,11 +349,10 @@ bool read_plumbing(Reader& reader, Config* config) {
     return false;
   }
   assign(timeout, &config->connect_timeout_ms);
-  // Kept in the Config for the bootstrap's use, but reported as not applied (see the registry).
-  if (const auto ifname = reader.raw("NCCL_SOCKET_IFNAME")) {
+  // The listener's interface when the GID's address is not one of this namespace (core/
+  // listen_address.h); its syntax is checked at init.
+  if (const auto ifname = reader.text("NCCL_SOCKET_IFNAME")) {
     config->socket_ifname = *ifname;
-    config->notes.push_back("NCCL_SOCKET_IFNAME=" + *ifname + ": " +
-                            std::string(find_setting("NCCL_SOCKET_IFNAME").info.description));
   }
   return true;
 }

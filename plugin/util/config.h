@@ -34,8 +34,8 @@ struct Config {
   std::optional<int> traffic_class;
   TrafficClassSource traffic_class_source = TrafficClassSource::Default;
   std::optional<int> service_level;  // NCCL_IB_SL (0..15)
-  // NCCL_IB_FIFO_TC: we apply one class to every QP, so when set it must equal the class in
-  // force; core/traffic_class.h checks it once the communicator's class is known.
+  // NCCL_IB_FIFO_TC: the class of the receiver's data QPs (clear-to-send writes and the ACKs
+  // of the data), as in NCCL; unset, they take the traffic class.
   std::optional<int> fifo_traffic_class;
 
   // Queue pairs
@@ -44,6 +44,11 @@ struct Config {
   int qps_per_connection = 1;  // NCCL_IB_QPS_PER_CONNECTION (1..128)
   int pkey_index = 0;          // NCCL_IB_PKEY
   bool split_data_on_qps = false;
+  bool ece_enable = true;  // NCCL_IB_ECE_ENABLE: the sender offers its QP's ECE
+  // NCCL_IB_ADAPTIVE_ROUTING (net_ib's default on RoCE: off) and NCCL_IB_AR_THRESHOLD: a single
+  // send larger than the threshold goes as RDMA WRITE plus a zero-length WRITE WITH IMMEDIATE.
+  bool adaptive_routing = false;
+  int ar_threshold = 8192;
   // NCCL_IB_MQP_RETRY_ALL / _CNT / _SLEEP_MSEC: a failed ibv_modify_qp is retried (ETIMEDOUT
   // only, unless all) this many times, this far apart.
   bool mqp_retry_all = false;
@@ -63,7 +68,7 @@ struct Config {
   std::string ibverbs_lib;          // NCCL_IBVERBS_LIB; empty = "libibverbs.so.1"
   std::string sysfs_root = "/sys";  // NCCL_ROCE_SYSFS_ROOT (tests, containers)
   int connect_timeout_ms = 30000;   // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
-  std::string socket_ifname;        // NCCL_SOCKET_IFNAME for the bootstrap listener
+  std::string socket_ifname;        // NCCL_SOCKET_IFNAME: the listener's fallback interface
 
   // Telemetry (plugin/telemetry/)
   bool stats_summary = false;     // NCCL_ROCE_STATS: one INFO line per comm at close

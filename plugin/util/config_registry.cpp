@@ -45,6 +45,19 @@ constexpr Setting kRegistry[] = {
      15,
      true},
 
+    {{"NCCL_IB_FIFO_TC", "unset (-1): the traffic class", "0..255, or -1 for unset",
+      "Traffic class of the receiver's data QPs, as in NCCL: their packets are the "
+      "clear-to-send writes and the ACKs of the data; the sender's QPs (data, and the ACKs of "
+      "the clear-to-send writes) and the flush QP keep the traffic class. Read back from every "
+      "QP like the traffic class; a host override that would rewrite it is an error.",
+      "integer", "NCCL_IB_FIFO_TC",
+      "Only the receiving side's setting counts; it is not compared in the handshake (the "
+      "sender never sees it)."},
+     K::Integer,
+     0,
+     255,
+     true},
+
     // Device and GID selection.
     {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port[:rail[:plane]]][,...]",
       "Which devices and ports to use: '^' excludes, '=' asks for exact names (otherwise "
@@ -119,6 +132,30 @@ constexpr Setting kRegistry[] = {
       "The sender's setting is sent in the handshake and the receiver follows it.",
       "boolean", "NCCL_IB_SPLIT_DATA_ON_QPS", "The sender's setting decides for the connection."},
      K::Boolean},
+    {{"NCCL_IB_ECE_ENABLE", "1", "0, 1",
+      "1 (NCCL's default): Enhanced Connection Establishment is negotiated as NCCL does where "
+      "the library has ibv_query_ece/ibv_set_ece: the sender sends its QP's ECE, the receiver "
+      "sets it on its QPs and replies with what its device reduced it to, which the sender sets "
+      "on its own QPs before RTR. A device without ECE (EOPNOTSUPP) connects without it. 0: the "
+      "sender offers none and the connection runs without ECE.",
+      "boolean", "NCCL_IB_ECE_ENABLE", "The sender's setting decides for the connection."},
+     K::Boolean},
+    {{"NCCL_IB_ADAPTIVE_ROUTING", "0 (net_ib's default on RoCE)", "0, 1",
+      "1: a single send larger than NCCL_IB_AR_THRESHOLD goes as an RDMA WRITE of the data "
+      "followed by a separate zero-length RDMA WRITE WITH IMMEDIATE carrying the completion, as "
+      "NCCL does for adaptive-routing fabrics (packets may arrive out of order; the immediate "
+      "must come after all the data). 0: the data travels in the WRITE WITH IMMEDIATE itself. "
+      "Multi-receives always end in a separate WRITE WITH IMMEDIATE (the sizes).",
+      "boolean", "NCCL_IB_ADAPTIVE_ROUTING",
+      "NCCL enables it by default on InfiniBand only; this plugin drives RoCE ports."},
+     K::Boolean},
+    {{"NCCL_IB_AR_THRESHOLD", "8192", "0..1073741824",
+      "Bytes: with NCCL_IB_ADAPTIVE_ROUTING=1, sends larger than this are split into the "
+      "data WRITE and the completion WRITE WITH IMMEDIATE.",
+      "integer", "NCCL_IB_AR_THRESHOLD", "Only with NCCL_IB_ADAPTIVE_ROUTING=1."},
+     K::Integer,
+     0,
+     1073741824},
     {{"NCCL_IB_MQP_RETRY_ALL", "0", "0, 1",
       "1: a failed ibv_modify_qp is retried whatever the error; 0: only on ETIMEDOUT (RoCE "
       "address resolution at RTR that has not finished), as in NCCL.",
@@ -184,6 +221,15 @@ constexpr Setting kRegistry[] = {
       "ports' fabric counters (hw_counters, counters) (containers, tests).",
       "path", "", ""},
      K::Text},
+    {{"NCCL_SOCKET_IFNAME", "unset: the default route's interface", "[^][=]name[,...]",
+      "The handshake listener binds the address of the device's RoCE GID. When that address "
+      "is not an address of the process's network namespace (a Kubernetes pod sharing the "
+      "host's RDMA device), it binds the first address of the first interface this selects "
+      "instead, as NCCL's IB transport does; unset, the default route's interface. The "
+      "handshake carries the GIDs either way. NCCL's syntax: '^' excludes, '=' exact names, "
+      "otherwise prefixes.",
+      "list", "NCCL_SOCKET_IFNAME", "Used only when the GID's address is not local."},
+     K::Text},
     {{"NCCL_ROCE_CONNECT_TIMEOUT_MS", "30000", "10..3600000",
       "Deadline for one connection's handshake, from connect or accept to ready.", "integer", "",
       ""},
@@ -217,31 +263,6 @@ constexpr Setting kRegistry[] = {
      0,
      86400000},
     // Recognised NCCL settings that this plugin does not apply.
-    {{"NCCL_IB_FIFO_TC", "unset (-1)", "0..255, or -1 for unset",
-      "Not applied separately: one traffic class is enforced on every QP, including the "
-      "clear-to-send path. Set to a different class than the one in force, it is an init error.",
-      "integer", "NCCL_IB_FIFO_TC", "Must equal the traffic class in force when set.", false},
-     K::Integer,
-     0,
-     255,
-     true},
-    {{"NCCL_SOCKET_IFNAME", "", "",
-      "Not applied to the plugin: its handshake listener binds to the address of the device's "
-      "RoCE GID, so connection setup follows the RoCE interface. NCCL's own bootstrap still "
-      "uses it.",
-      "list", "NCCL_SOCKET_IFNAME", "", false},
-     K::Text},
-    {{"NCCL_IB_ADAPTIVE_ROUTING", "", "",
-      "Ignored: no adaptive-routing mode; every message ends in one RDMA WRITE WITH IMMEDIATE.", "",
-      "NCCL_IB_ADAPTIVE_ROUTING", "", false},
-     K::Recognised},
-    {{"NCCL_IB_AR_THRESHOLD", "", "", "Ignored: there is no adaptive-routing mode.", "",
-      "NCCL_IB_AR_THRESHOLD", "", false},
-     K::Recognised},
-    {{"NCCL_IB_ECE_ENABLE", "", "",
-      "Ignored: ECE is not negotiated; the NIC's default congestion control applies.", "",
-      "NCCL_IB_ECE_ENABLE", "", false},
-     K::Recognised},
     {{"NCCL_IB_MERGE_NICS", "", "",
       "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "
       "device.",

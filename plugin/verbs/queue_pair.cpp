@@ -233,6 +233,49 @@ void QueuePair::to_error() {
   modify(attr, IBV_QP_STATE, IBV_QPS_ERR, "state only");
 }
 
+std::optional<ibv_ece> QueuePair::query_ece() const {
+  const auto fn = pd_->context()->lib().fn().query_ece;
+  if (fn == nullptr) {
+    return std::nullopt;
+  }
+  ibv_ece ece{};
+  errno = 0;
+  const int err = verbs_errno(fn(qp_, &ece));
+  if (err == EOPNOTSUPP) {  // ENOTSUP is the same value on Linux
+    return std::nullopt;
+  }
+  if (err != 0) {
+    throw VerbsError(fmt::format("qp 0x{:x} on {} port {}: ibv_query_ece failed: {}; set "
+                                 "NCCL_IB_ECE_ENABLE=0 to connect without ECE",
+                                 qp_->qp_num, pd_->context()->name(), port_, errno_text(err)),
+                     err);
+  }
+  return ece;
+}
+
+bool QueuePair::set_ece(const ibv_ece& ece) {
+  const auto fn = pd_->context()->lib().fn().set_ece;
+  if (fn == nullptr) {
+    return false;
+  }
+  ibv_ece copy = ece;
+  errno = 0;
+  const int err = verbs_errno(fn(qp_, &copy));
+  if (err == EOPNOTSUPP) {  // ENOTSUP is the same value on Linux
+    return false;
+  }
+  if (err != 0) {
+    throw VerbsError(
+        fmt::format("qp 0x{:x} on {} port {}: ibv_set_ece(vendor 0x{:x}, options 0x{:x}, "
+                    "comp_mask 0x{:x}) failed: {}; set NCCL_IB_ECE_ENABLE=0 on the sender to "
+                    "connect without ECE",
+                    qp_->qp_num, pd_->context()->name(), port_, ece.vendor_id, ece.options,
+                    ece.comp_mask, errno_text(err)),
+        err);
+  }
+  return true;
+}
+
 uint8_t QueuePair::query_traffic_class() const {
   ibv_qp_attr attr{};
   ibv_qp_init_attr init{};

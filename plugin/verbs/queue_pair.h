@@ -62,6 +62,12 @@ class QueuePair {
   // The GRH traffic class the device holds for this QP (ibv_query_qp). Throws VerbsError.
   uint8_t query_traffic_class() const;
 
+  // ECE (ibv_query_ece / ibv_set_ece, IBVERBS_1.10), as NCCL's wrappers treat them: std::nullopt
+  // / false when the library lacks the entry point or the provider answers EOPNOTSUPP (ECE not
+  // supported); any other failure throws VerbsError.
+  std::optional<ibv_ece> query_ece() const;
+  bool set_ece(const ibv_ece& ece);
+
   // Data path: straight through the ops table. Return 0 or an errno value (*bad set).
   int post_send(ibv_send_wr* wr, ibv_send_wr** bad) noexcept {
     return qp_->context->ops.post_send(qp_, wr, bad);

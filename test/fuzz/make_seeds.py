@@ -15,7 +15,7 @@ def write(target, name, data):
 
 
 # Handshake: 12-byte header (magic, version, kind, body length), then the body.
-def message(kind, body, version=2):
+def message(kind, body, version=3):
     return struct.pack("<IHHI", 0x53484352, version, kind, len(body)) + body
 
 
@@ -30,19 +30,24 @@ def endpoint(name=b"vroce0", qps=((0x11, 0x100),), tc=106, sl=3, mtu=5):
 
 nonce = 0x0123456789ABCDEF
 ring = struct.pack("<QIII", 0x7F0000001000, 0x1234, 64, 256)
-# The request ends with max_recvs u32 and the split mode u8 (version 2).
-request = message(1, struct.pack("<Q", nonce) + endpoint() + ring + struct.pack("<IB", 8, 0))
+# The request ends with max_recvs u32, the split mode u8 (version 2) and the ECE (version 3:
+# supported u8, vendor id u32, options u32, comp_mask u32); the reply ends with its ECE.
+ece = struct.pack("<BIII", 1, 0x15B3, 0x30000002, 0)
+no_ece = bytes(13)
+request = message(1, struct.pack("<Q", nonce) + endpoint() + ring + struct.pack("<IB", 8, 0) + ece)
 write("handshake", "request", request)
 write("handshake", "request_4qps",
       message(1, struct.pack("<Q", nonce) + endpoint(qps=((1, 2), (3, 4), (5, 6), (7, 8))) + ring +
-              struct.pack("<IB", 1, 1)))
+              struct.pack("<IB", 1, 1) + no_ece))
 write("handshake", "reply",
       message(2, struct.pack("<Q", nonce) + endpoint(b"mlx5_0") +
-              struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32)))
+              struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32) + ece))
 write("handshake", "ready", message(3, struct.pack("<Q", nonce)))
 text = b"traffic class mismatch: 106 vs 0"
-write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + text))
-write("handshake", "future_version", message(1, request[12:], version=3))
+# A Reject ends with the listen nonce (version 3; 0 when the sender of the Reject does not know it).
+write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + text +
+                                     struct.pack("<Q", nonce)))
+write("handshake", "future_version", message(1, request[12:], version=4))
 
 # Listen handle: 48 bytes.
 def handle(family, port, addr, stage=0):

@@ -241,28 +241,38 @@ TEST_CASE("NCCL_IB_ROCE_VERSION_NUM=1 is refused with a hint", "[config][gid]") 
   CHECK_THAT(error_of({{"NCCL_IB_ROCE_VERSION_NUM", "3"}}), Catch::Contains("accepted: 2"));
 }
 
-TEST_CASE("NCCL_IB_FIFO_TC equal to the class in force is accepted, a different one refused",
-          "[config][tc]") {
+TEST_CASE("NCCL_IB_FIFO_TC is its own class, independent of the traffic class", "[config][tc]") {
   CHECK(parse({{"NCCL_IB_TC", "104"}, {"NCCL_IB_FIFO_TC", "104"}}).fifo_traffic_class == 104);
-  CHECK(error_of({{"NCCL_IB_TC", "104"}, {"NCCL_IB_FIFO_TC", "96"}}) ==
-        "NCCL_IB_FIFO_TC=96 differs from the traffic class in force (104); this plugin enforces "
-        "one class on every QP, the clear-to-send path included; unset NCCL_IB_FIFO_TC or set it "
-        "to 104");
-  // Without an environment class it is kept for the check against the communicator's class.
+  const roce::Config both = parse({{"NCCL_IB_TC", "104"}, {"NCCL_IB_FIFO_TC", "184"}});
+  CHECK(both.traffic_class == 104);
+  CHECK(both.fifo_traffic_class == 184);
   CHECK(parse({{"NCCL_IB_FIFO_TC", "96"}}).fifo_traffic_class == 96);
+  CHECK_FALSE(parse({{"NCCL_IB_FIFO_TC", "-1"}}).fifo_traffic_class.has_value());
+  CHECK_FALSE(parse({}).fifo_traffic_class.has_value());
 }
 
 TEST_CASE("recognised NCCL settings that are not applied are reported with what happens instead",
           "[config]") {
-  const roce::Config config = parse({{"NCCL_IB_ADAPTIVE_ROUTING", "1"},
-                                     {"NCCL_IB_ECE_ENABLE", "0"},
-                                     {"NCCL_IB_DATA_DIRECT", "0"},
-                                     {"NCCL_IB_MERGE_NICS", "0"}});
-  CHECK(has_note(config, "NCCL_IB_ADAPTIVE_ROUTING=1: Ignored: no adaptive-routing mode"));
-  CHECK(has_note(config, "NCCL_IB_ECE_ENABLE=0: Ignored: ECE is not negotiated"));
+  const roce::Config config = parse({{"NCCL_IB_DATA_DIRECT", "0"}, {"NCCL_IB_MERGE_NICS", "0"}});
   CHECK(has_note(config, "NCCL_IB_DATA_DIRECT=0: Ignored: mlx5 Data-Direct is not used"));
   CHECK(has_note(config, "NCCL_IB_MERGE_NICS=0: Ignored"));
-  CHECK(config.notes.size() == 4);
+  CHECK(config.notes.size() == 2);
+}
+
+TEST_CASE("ECE and adaptive routing take NCCL's settings and defaults", "[config]") {
+  const roce::Config defaults = parse({});
+  CHECK(defaults.ece_enable);
+  CHECK_FALSE(defaults.adaptive_routing);  // net_ib's default on RoCE
+  CHECK(defaults.ar_threshold == 8192);
+  const roce::Config set = parse({{"NCCL_IB_ECE_ENABLE", "0"},
+                                  {"NCCL_IB_ADAPTIVE_ROUTING", "1"},
+                                  {"NCCL_IB_AR_THRESHOLD", "65536"}});
+  CHECK_FALSE(set.ece_enable);
+  CHECK(set.adaptive_routing);
+  CHECK(set.ar_threshold == 65536);
+  CHECK_THAT(error_of({{"NCCL_IB_AR_THRESHOLD", "-5"}}), Catch::Contains("NCCL_IB_AR_THRESHOLD"));
+  CHECK_THAT(error_of({{"NCCL_IB_ADAPTIVE_ROUTING", "2"}}),
+             Catch::Contains("NCCL_IB_ADAPTIVE_ROUTING"));
 }
 
 TEST_CASE("plumbing settings are taken as given, the sysfs root must be absolute", "[config]") {
@@ -275,7 +285,7 @@ TEST_CASE("plumbing settings are taken as given, the sysfs root must be absolute
   CHECK(config.sysfs_root == "/tmp/pb-sysfs");
   CHECK(config.connect_timeout_ms == 500);
   CHECK(config.socket_ifname == "=eth0");
-  CHECK(has_note(config, "NCCL_SOCKET_IFNAME==eth0: Not applied to the plugin"));
+  CHECK(has_note(config, "NCCL_SOCKET_IFNAME set by environment to =eth0"));
   CHECK(config.ib_hca == "^mlx5_1");
   CHECK_THAT(error_of({{"NCCL_ROCE_SYSFS_ROOT", "sys"}}),
              Catch::StartsWith("NCCL_ROCE_SYSFS_ROOT=sys is not an absolute path"));

@@ -176,13 +176,47 @@ TEST_CASE("the request carries the sender's split mode, 0 or 1", "[handshake]") 
   CHECK(refusal_of(bad).reason == RejectReason::BadSplitMode);
 }
 
+TEST_CASE("a Reject carries the listen nonce or 0, never another", "[handshake]") {
+  Reject refusal{static_cast<uint16_t>(RejectReason::TrafficClassMismatch), "tc 104 vs 96", kNonce};
+  CHECK(std::get<Reject>(round_trip(refusal)).nonce == kNonce);
+  DecodeExpectations expect;
+  expect.nonce = kNonce;
+  CHECK(decode_message(encode(refusal), expect).ok());
+  refusal.nonce = 0;  // an unauthenticated refusal is still a refusal, with nothing to act on
+  CHECK(decode_message(encode(refusal), expect).ok());
+  refusal.nonce = kNonce + 1;
+  CHECK(decode_message(encode(refusal), expect).reason == RejectReason::WrongNonce);
+}
+
+TEST_CASE("the request and the reply carry ECE, all zero when unsupported", "[handshake]") {
+  ConnectRequest message = request();
+  message.ece = {1, 0x15b3, 0x30000002, 0};
+  CHECK(std::get<ConnectRequest>(round_trip(message)).ece == message.ece);
+  ConnectReply answer = reply();
+  answer.ece = {1, 0x15b3, 0x10000002, 0};
+  CHECK(std::get<ConnectReply>(round_trip(answer)).ece == answer.ece);
+  answer.ece = {};
+  CHECK(std::get<ConnectReply>(round_trip(answer)).ece == Ece{});
+
+  message.ece = {2, 0x15b3, 1, 0};
+  CHECK(refusal_of(message).reason == RejectReason::BadEce);
+  message.ece = {0, 0x15b3, 0, 0};
+  const DecodeResult result = refusal_of(message);
+  CHECK(result.reason == RejectReason::BadEce);
+  CHECK_THAT(result.detail, Catch::Contains("unsupported carries vendor id 0x15b3"));
+}
+
 TEST_CASE("another protocol version is refused naming both versions", "[handshake]") {
-  // Version 1 had no split mode in the request (before NCCL_IB_SPLIT_DATA_ON_QPS).
-  const DecodeResult result = decode_mutated(request(), [](auto& b) { b[4] = 1; });
-  CHECK(result.reason == RejectReason::UnsupportedVersion);
-  CHECK_THAT(result.detail, Catch::Contains("peer speaks handshake version 1") &&
-                                Catch::Contains("speaks version 2") &&
-                                Catch::Contains("nccl-net-roce " ROCE_VERSION));
+  // Version 1 had no split mode in the request (before NCCL_IB_SPLIT_DATA_ON_QPS), version 2 no
+  // ECE (before NCCL_IB_ECE_ENABLE).
+  for (const uint8_t older : {uint8_t{1}, uint8_t{2}}) {
+    const DecodeResult result = decode_mutated(request(), [&](auto& b) { b[4] = older; });
+    CHECK(result.reason == RejectReason::UnsupportedVersion);
+    CHECK_THAT(result.detail,
+               Catch::Contains("peer speaks handshake version " + std::to_string(older)) &&
+                   Catch::Contains("speaks version 3") &&
+                   Catch::Contains("nccl-net-roce " ROCE_VERSION));
+  }
 }
 
 TEST_CASE("an unknown message kind is refused", "[handshake]") {

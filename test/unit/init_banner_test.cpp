@@ -41,4 +41,17 @@ TEST_CASE("without a configured class the banner says the communicator decides",
   CHECK(line.find("per communicator") != std::string::npos);
   CHECK(line.find("host override tc 96") != std::string::npos);
   CHECK(line.find("1 qp per connection") != std::string::npos);
+  CHECK(line.find("NCCL_IB_FIFO_TC") == std::string::npos);
+}
+
+TEST_CASE("the banner names the clear-to-send class when NCCL_IB_FIFO_TC sets one", "[banner]") {
+  roce::BannerFacts f;
+  f.device = "vroce0";
+  f.traffic_class = 106;
+  f.traffic_class_source = "NCCL_ROCE_TC";
+  f.fifo_traffic_class = 184;
+  const std::string line = roce::format_init_banner(f);
+  INFO(line);
+  CHECK(line.find("clear-to-send path tc 184 = dscp 46 + not-ect from NCCL_IB_FIFO_TC") !=
+        std::string::npos);
 }

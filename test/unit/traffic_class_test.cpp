@@ -1,4 +1,4 @@
-// Traffic class in force: environment over communicator over 0, FIFO_TC consistency, SL, and
+// Traffic class in force: environment over communicator over 0, FIFO_TC kept apart, SL, and
 // the DSCP/ECN breakdown printed in logs.
 #include "core/traffic_class.h"
 
@@ -63,16 +63,11 @@ TEST_CASE("a communicator class outside 0..255 is an error naming the fix", "[tc
   CHECK_THAT(error_of({}, -2), Catch::Contains("trafficClass -2"));
 }
 
-TEST_CASE("NCCL_IB_FIFO_TC must equal the class that ends up in force", "[tc]") {
+TEST_CASE("NCCL_IB_FIFO_TC does not change the class in force", "[tc]") {
   roce::Config config;
   config.fifo_traffic_class = 96;
-  CHECK(resolve(config, 96).traffic_class == 96);
-  CHECK(error_of(config, 104) ==
-        "NCCL_IB_FIFO_TC=96 differs from the traffic class in force (tc 104 = dscp 26 + "
-        "not-ect, from communicator trafficClass); this plugin enforces one class on every QP, "
-        "the clear-to-send path included; unset NCCL_IB_FIFO_TC or set it to 104");
-  CHECK_THAT(error_of(config, roce::kTrafficClassUndefined),
-             Catch::Contains("(tc 0 = dscp 0 + not-ect, from default)"));
+  CHECK(resolve(config, 104).traffic_class == 104);
+  CHECK(resolve(config, roce::kTrafficClassUndefined).traffic_class == 0);
 }
 
 TEST_CASE("the service level is NCCL_IB_SL, else 0, never derived from the class", "[tc]") {

@@ -334,13 +334,31 @@ struct TempDir {
   ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
 };
 
+// vroce devices with a fake sysfs in `sysfs` that shows mlx5's host-wide class override.
+void use_devices_with_tc_override(const std::string& devices, const TempDir& sysfs,
+                                  const char* override_class) {
+  use_devices(devices);
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("VROCE_TC_OVERRIDE", override_class, 1);
+}
+
+// Init fails with exactly one WARN, which names every needle.
+void check_init_refused(PluginDriver& plugin, const std::vector<std::string>& needles) {
+  reset_warn_count();
+  CHECK(plugin.init() != ncclSuccess);
+  CHECK(warn_count() == 1);
+  CHECK(any_warn_contains(needles));
+}
+
 }  // namespace
 
 namespace {
 
 // vroce writes its fake sysfs tree when the device list is first read (once per process, so one
 // list per test case); the test reads it through the library the plugin loads next, then moves
-// both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device.
+// both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device that share one
+// sys_image_guid (VROCE_SYS_IMAGE_GUID), as the physical functions of a dual-port card do.
 void check_two_functions(const char* list) {
   {
     INFO("VROCE_DEVICES=" << list);
@@ -348,6 +366,7 @@ void check_two_functions(const char* list) {
     use_devices(list);
     setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
     setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+    setenv("VROCE_SYS_IMAGE_GUID", "0x0002c90300a1b2c3", 1);  // one adapter, as two PFs share
     void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW);
     REQUIRE(verbs != nullptr);
     using ListFn = ibv_device** (*)(int*);
@@ -381,6 +400,9 @@ void check_two_functions(const char* list) {
       CHECK(second.pci_path.ends_with("0000:3b:00.1"));
       CHECK(first.port == 1);   // verbs port 1
       CHECK(second.port == 2);  // verbs port 1 + realPort 1, as net_ib reports it
+      // The same guid (sys_image_guid, NCCL's asic), so only the port tells them apart.
+      CHECK(first.guid != 0);
+      CHECK(first.guid == second.guid);
       // The connection still uses the verbs port: traffic between the two works.
       void* send_comm = nullptr;
       void* recv_comm = nullptr;
@@ -409,25 +431,16 @@ TEST_CASE("two functions of one PCI device get distinct ports, the .0 function l
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices("pca=127.0.4.41");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("VROCE_TC_OVERRIDE", "96", 1);
+  use_devices_with_tc_override("pca=127.0.4.41", sysfs, "96");
   setenv("NCCL_ROCE_TC", "104", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
-  reset_warn_count();
-  CHECK(plugin.init() != ncclSuccess);
-  CHECK(warn_count() == 1);
-  CHECK(any_warn_contains({"96", "104", "traffic_class"}));
+  check_init_refused(plugin, {"96", "104", "traffic_class"});
 }
 
 TEST_CASE("a host-wide class override that differs from the communicator's class fails connect",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices("pca=127.0.4.42,pcb=127.0.4.43");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("VROCE_TC_OVERRIDE", "96", 1);
+  use_devices_with_tc_override("pca=127.0.4.42,pcb=127.0.4.43", sysfs, "96");
   unsetenv("NCCL_ROCE_TC");
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init(104) == ncclSuccess);  // nothing configured in the environment
@@ -440,7 +453,65 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
         ncclSuccess);
   CHECK(send_comm == nullptr);
   CHECK(any_warn_contains({"96", "104", "traffic_class"}));
+  // The sender refused before creating anything, and told the listener (with the handle's
+  // nonce): the receiver's accept ends with the error too instead of waiting (F12).
+  void* recv_comm = nullptr;
+  const ncclResult_t accepted = accept_until_ready(plugin, listen_comm, &recv_comm, 30000);
+  CHECK(accepted == ncclRemoteError);
+  CHECK(recv_comm == nullptr);
+  CHECK(any_warn_contains({"listener on pcb", "the sender refused before connecting"}));
   CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+}
+
+TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails init, naming both",
+          "[fabric][tc][quick]") {
+  TempDir sysfs;
+  use_devices_with_tc_override("pca=127.0.10.1", sysfs, "104");
+  setenv("NCCL_ROCE_TC", "104", 1);  // the data class agrees with the override
+  setenv("NCCL_IB_FIFO_TC", "184", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V8);
+  check_init_refused(plugin, {"Global tclass=104", "184", "NCCL_IB_FIFO_TC=104"});
+}
+
+TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is intact",
+          "[fabric][tc][quick]") {
+  use_devices("pca=127.0.10.2,pcb=127.0.10.3");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_ROCE_TC", "106", 1);
+  setenv("NCCL_IB_FIFO_TC", "186", 1);
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "2", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  // The class is read back from every QP after RTR, so a wrong class would fail the connect;
+  // the accept line names the clear-to-send class.
+  CHECK(any_line_contains(info_lines(), {"accepted on", "tc 106", "clear-to-send path tc 186"}));
+  run_two_threads(plugin, send_comm, recv_comm, 11, PlanShape{}, TrafficOptions{});
+}
+
+TEST_CASE("adaptive routing over four split QPs: every message intact, zero threshold included",
+          "[fabric][ar][quick]") {
+  use_devices("pca=127.0.10.4,pcb=127.0.10.5");
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_IB_ADAPTIVE_ROUTING", "1", 1);
+  setenv("NCCL_IB_AR_THRESHOLD", "0", 1);  // every non-empty send: WRITE + zero-length immediate
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
+  setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  CHECK(any_line_contains(info_lines(), {"connected on pca", "adaptive routing above 0 bytes"}));
+  PlanShape shape;
+  shape.groups = 120;
+  run_two_threads(plugin, send_comm, recv_comm, 17, shape, TrafficOptions{});
 }
 
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",

@@ -10,10 +10,17 @@
 // finish posting its in-flight tail first), --post-and-hang (recv: post one window of receives,
 // print POSTED and block on stdin without polling: a peer about to be killed), --wait-go (send:
 // read one line from stdin after connecting, before the first send), --wait-start (send: read one
-// line from stdin before connecting).
+// line from stdin before connecting), --enter-netns PATH (after init, before listen or connect:
+// move this thread into the network namespace at PATH, as a pod's process that shares the host's
+// RDMA device runs in another namespace than the device's netdev).
 // Prints "OK bytes=N flushes=N" or "FAIL <reason>" and exits 0 or 1. The environment
 // (VROCE_DEVICES, NCCL_IBVERBS_LIB, NCCL_*) comes from the caller.
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +49,7 @@ struct Options {
   bool post_and_hang = false;
   bool wait_go = false;
   bool wait_start = false;
+  std::string enter_netns;
 };
 
 int fail(const std::string& why) {
@@ -92,6 +100,8 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
       o->wait_go = true;
     } else if (arg == "--wait-start") {
       o->wait_start = true;
+    } else if (arg == "--enter-netns") {
+      o->enter_netns = value();
     } else {
       *error = "unknown option " + arg;
       return false;
@@ -157,6 +167,13 @@ int run(const Options& o) {
   const int dev = plugin.find_device(o.device);
   if (dev < 0) {
     return fail("device " + o.device + " not found");
+  }
+  if (!o.enter_netns.empty()) {
+    const int fd = ::open(o.enter_netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+      return fail("cannot enter " + o.enter_netns + ": " + std::strerror(errno));
+    }
+    ::close(fd);
   }
   TrafficOptions traffic;
   if (o.role == "recv") {

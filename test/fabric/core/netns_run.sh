@@ -3,9 +3,17 @@
 # each namespace runs one fabric_peer (one vroce device on its veth address), the receiver's
 # handle goes to the sender, and both verify their traffic. With --capture, tshark records the
 # veth and every RoCE packet must carry the configured class (NCCL_ROCE_TC=106: DSCP 26 +
-# ECT(0)).
+# ECT(0)). With --fifo-capture, NCCL_IB_FIFO_TC=186 (DSCP 46 + ECT(0)) is set too, and as in
+# NCCL's IB transport the receiver's QPs carry it: every packet the receiver sends (its
+# clear-to-send RDMA WRITEs and the ACKs of the data) is on DSCP 46, every packet the sender
+# sends (the data, and the ACKs of the clear-to-send writes) on DSCP 26. With --ar-capture the
+# sender sets NCCL_IB_ADAPTIVE_ROUTING=1 and every receive takes one message (--max-recvs 1): as
+# in NCCL's IB transport, a message above NCCL_IB_AR_THRESHOLD (8192) goes as plain RDMA WRITE
+# packets followed by a zero-length WRITE Only with Immediate, and one at or below it ends in a
+# WRITE with Immediate that carries data.
 #
-# Usage: netns_run.sh <fabric_peer> <libnccl-net-roce.so> <vroce libibverbs.so.1> [--capture]
+# Usage: netns_run.sh <fabric_peer> <libnccl-net-roce.so> <vroce libibverbs.so.1>
+#        [--capture | --fifo-capture | --ar-capture]
 # Namespaces are named pc-<pid>-a/b and removed on exit, whatever happens. Exits 77 (skipped)
 # when network namespaces cannot be created here.
 set -euo pipefail
@@ -14,55 +22,39 @@ peer=${1:?usage: netns_run.sh <fabric_peer> <plugin.so> <libibverbs.so.1> [--cap
 plugin=${2:?plugin path}
 verbs=${3:?vroce library path}
 capture=0
+fifo=0
+ar=0
 [[ ${4:-} == --capture ]] && capture=1
+[[ ${4:-} == --fifo-capture ]] && capture=1 && fifo=1
+[[ ${4:-} == --ar-capture ]] && capture=1 && ar=1
 
-id=$$
+# shellcheck source-path=SCRIPTDIR source=netns_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns_lib.sh"
+netns_setup pc a b
 ns_a="pc-$id-a"
 ns_b="pc-$id-b"
 veth_a="pc${id}a"
 veth_b="pc${id}b"
 addr_a=10.84.0.1
 addr_b=10.84.0.2
-tmp=$(mktemp -d /tmp/pc-netns-XXXXXX)
-pids=()
-
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
-  ip netns del "$ns_a" 2>/dev/null || true
-  ip netns del "$ns_b" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAILED: $*" >&2
-  for f in "$tmp"/*.out; do
-    [[ -f $f ]] && { echo "--- $f" >&2; cat "$f" >&2; }
-  done
-  exit 1
-}
-
-if ! ip netns add "$ns_a" 2>/dev/null; then
-  echo "SKIPPED: cannot create network namespaces here (needs root and CONFIG_NET_NS)" >&2
-  exit 77
-fi
-ip netns add "$ns_b"
 ip link add "$veth_a" netns "$ns_a" type veth peer name "$veth_b" netns "$ns_b"
 ip -n "$ns_a" addr add "$addr_a/24" dev "$veth_a"
 ip -n "$ns_b" addr add "$addr_b/24" dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do
-  ip -n "$ns" link set lo up
-done
 ip -n "$ns_a" link set "$veth_a" up
 ip -n "$ns_b" link set "$veth_b" up
 
 common_env=(NCCL_IBVERBS_LIB="$verbs" ROCE_PLUGIN_PATH="$plugin" NCCL_DEBUG=INFO)
 if ((capture)); then
   common_env+=(NCCL_ROCE_TC=106)
+  ((fifo)) && common_env+=(NCCL_IB_FIFO_TC=186)
+fi
+shape=(--groups 80)
+send_env=()
+if ((ar)); then
+  shape+=(--max-recvs 1)
+  send_env+=(NCCL_IB_ADAPTIVE_ROUTING=1)
+fi
+if ((capture)); then
   ip netns exec "$ns_a" tshark -i "$veth_a" -f "udp port 4791" -w "$tmp/roce.pcap" \
     >"$tmp/tshark.out" 2>&1 &
   pids+=($!)
@@ -75,37 +67,21 @@ fi
 
 mkfifo "$tmp/recv.in"
 ip netns exec "$ns_a" env "${common_env[@]}" VROCE_DEVICES="pcb=$addr_a" \
-  "$peer" recv --device pcb --api v11 --seed 21 --groups 80 --wait-before-close \
+  "$peer" recv --device pcb --api v11 --seed 21 "${shape[@]}" --wait-before-close \
   <"$tmp/recv.in" >"$tmp/recv.out" 2>&1 &
 pids+=($!)
 recv_pid=$!
 exec 3>"$tmp/recv.in"
 
-handle=""
-for _ in $(seq 300); do
-  handle=$(sed -n 's/^HANDLE //p' "$tmp/recv.out" | head -n1)
-  [[ -n $handle ]] && break
-  kill -0 "$recv_pid" 2>/dev/null || fail "the receiver exited before listening"
-  sleep 0.1
-done
-[[ -n $handle ]] || fail "no handle from the receiver"
+handle=$(wait_for_handle "$recv_pid")
 
-ip netns exec "$ns_b" env "${common_env[@]}" VROCE_DEVICES="pca=$addr_b" \
-  "$peer" send --device pca --api v11 --seed 21 --groups 80 --handle "$handle" \
+ip netns exec "$ns_b" env "${common_env[@]}" "${send_env[@]}" VROCE_DEVICES="pca=$addr_b" \
+  "$peer" send --device pca --api v11 --seed 21 "${shape[@]}" --handle "$handle" \
   >"$tmp/send.out" 2>&1 &
 send_pid=$!
 pids+=("$send_pid")
-wait "$send_pid" || fail "the sender failed"
-grep -q '^OK' "$tmp/send.out" || fail "the sender did not report OK"
-
-for _ in $(seq 300); do
-  grep -q READY_TO_CLOSE "$tmp/recv.out" && break
-  sleep 0.1
-done
-echo close >&3
-exec 3>&-
-wait "$recv_pid" || fail "the receiver failed"
-grep -q '^OK' "$tmp/recv.out" || fail "the receiver did not report OK"
+verify_sender "$send_pid"
+close_receiver "$recv_pid"
 echo "two namespaces: $(grep '^OK' "$tmp/send.out") / $(grep '^OK' "$tmp/recv.out")"
 
 if ((capture)); then
@@ -113,12 +89,54 @@ if ((capture)); then
   kill -INT "${pids[0]}" 2>/dev/null || true
   wait "${pids[0]}" 2>/dev/null || true
   fields=$(tshark -r "$tmp/roce.pcap" -Y "udp.dstport == 4791" -T fields \
-    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode 2>/dev/null)
+    -e ip.dsfield.dscp -e ip.dsfield.ecn -e infiniband.bth.opcode -e ip.src \
+    -e infiniband.bth.destqp -e infiniband.reth.dmalen 2>/dev/null)
   total=$(grep -c . <<<"$fields" || true)
   ((total > 100)) || fail "only $total RoCE packets captured"
-  wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$fields" | head -n5)
-  [[ -z $wrong ]] || fail "packets without DSCP 26 / ECT(0): $wrong"
   decoded=$(awk -F'\t' '$3 != ""' <<<"$fields" | grep -c . || true)
   ((decoded == total)) || fail "$((total - decoded)) of $total packets did not decode as RoCE"
-  echo "capture: all $total RoCE packets carry DSCP 26 + ECT(0) (tc 106)"
+  if ((ar)); then
+    # RC opcodes: 6 WRITE First, 8 WRITE Last, 9 WRITE Last with Immediate, 10 WRITE Only,
+    # 11 WRITE Only with Immediate. Per destination QP, the message a packet belongs to is the
+    # length in the RETH of its First or Only packet.
+    verdict=$(awk -F'\t' -v b="$addr_b" -v t=8192 '
+      $4 != b { next }
+      $3 == 6 || $3 == 10 { len[$5] = $6 + 0; if ($6 + 0 > t) big++ }
+      $3 == 9 && len[$5] > t { bad++ }
+      $3 == 11 && $6 + 0 == 0 { zero_imm++ }
+      ($3 == 11 && $6 + 0 > 0) || ($3 == 9 && len[$5] <= t) { small_imm++ }
+      END { printf "%d %d %d %d\n", big, zero_imm, small_imm, bad }' <<<"$fields")
+    read -r big zero_imm small_imm bad <<<"$verdict"
+    ((bad == 0)) || fail "$bad messages above 8192 bytes ended in a WRITE with Immediate carrying data"
+    ((big > 0)) || fail "no message above the 8192-byte threshold was captured"
+    ((zero_imm >= big)) ||
+      fail "$big messages above the threshold but only $zero_imm zero-length WRITE Only with Immediate"
+    ((small_imm > 0)) || fail "no message at or below the threshold ended in a WRITE with Immediate"
+    echo "capture: $big messages above 8192 bytes as RDMA WRITE + $zero_imm zero-length WRITE" \
+      "with Immediate; $small_imm smaller ones in one WRITE with Immediate each"
+  elif ((fifo)); then
+    # RC opcodes: 10 RDMA WRITE Only, 11 RDMA WRITE Only with Immediate, 9 RDMA WRITE Last with
+    # Immediate, 17 Acknowledge.
+    from_recv=$(awk -F'\t' -v a="$addr_a" '$4 == a' <<<"$fields")
+    from_send=$(awk -F'\t' -v b="$addr_b" '$4 == b' <<<"$fields")
+    wrong=$(awk -F'\t' '$1 != 46 || $2 != 2' <<<"$from_recv" | head -n5)
+    [[ -z $wrong ]] || fail "receiver packets off the FIFO class (DSCP 46 / ECT(0)): $wrong"
+    wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$from_send" | head -n5)
+    [[ -z $wrong ]] || fail "sender packets off the data class (DSCP 26 / ECT(0)): $wrong"
+    count() { awk -F'\t' -v op="$2" '$3 == op' <<<"$1" | grep -c . || true; }
+    cts=$(count "$from_recv" 10)
+    data_acks=$(count "$from_recv" 17)
+    data=$(($(count "$from_send" 11) + $(count "$from_send" 9)))
+    cts_acks=$(count "$from_send" 17)
+    ((cts > 0 && data_acks > 0)) ||
+      fail "receiver sent $cts clear-to-send writes and $data_acks ACKs (both must be > 0)"
+    ((data > 0 && cts_acks > 0)) ||
+      fail "sender sent $data data writes with immediate and $cts_acks ACKs (both must be > 0)"
+    echo "capture: receiver's $cts clear-to-send writes and $data_acks ACKs on DSCP 46 (tc 186);" \
+      "sender's $data data writes and $cts_acks ACKs on DSCP 26 (tc 106)"
+  else
+    wrong=$(awk -F'\t' '$1 != 26 || $2 != 2' <<<"$fields" | head -n5)
+    [[ -z $wrong ]] || fail "packets without DSCP 26 / ECT(0): $wrong"
+    echo "capture: all $total RoCE packets carry DSCP 26 + ECT(0) (tc 106)"
+  fi
 fi

@@ -43,15 +43,24 @@ std::string all_lines(const ChildProcess& child) {
   return all;
 }
 
-void two_process_traffic(const std::string& api, const std::string& a, const std::string& b) {
-  const std::string groups = "120";
+// One connection between two processes with per-side environments; returns both outputs.
+struct PairOutput {
+  std::string sender;
+  std::string receiver;
+};
+
+PairOutput two_process_pair(const std::string& api, const std::string& groups, const std::string& a,
+                            const std::string& b, std::map<std::string, std::string> send_env = {},
+                            std::map<std::string, std::string> recv_env = {}) {
+  send_env["VROCE_DEVICES"] = "pca=" + a;
+  recv_env["VROCE_DEVICES"] = "pcb=" + b;
   ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--api", api, "--seed", "9",
                          "--groups", groups, "--wait-before-close"},
-                        {{"VROCE_DEVICES", "pcb=" + b}});
+                        recv_env);
   const std::string handle = handle_from(receiver);
   ChildProcess sender({peer_binary(), "send", "--device", "pca", "--api", api, "--seed", "9",
                        "--groups", groups, "--handle", handle},
-                      {{"VROCE_DEVICES", "pca=" + a}});
+                      send_env);
   auto sent = sender.wait_for("OK", 180000);
   const int sender_status = sender.wait(kHangBoundMs);
   INFO("sender:\n" << all_lines(sender));
@@ -65,6 +74,18 @@ void two_process_traffic(const std::string& api, const std::string& a, const std
   INFO("receiver:\n" << all_lines(receiver));
   CHECK(received);
   CHECK(receiver_status == 0);
+  return {all_lines(sender), all_lines(receiver)};
+}
+
+void two_process_traffic(const std::string& api, const std::string& a, const std::string& b) {
+  two_process_pair(api, "120", a, b);
+}
+
+// `env` plus the NET subsystem's INFO lines (connect and accept name the ECE in force).
+std::map<std::string, std::string> net_info(std::map<std::string, std::string> env = {}) {
+  env["NCCL_DEBUG"] = "INFO";
+  env["NCCL_DEBUG_SUBSYS"] = "NET";
+  return env;
 }
 
 }  // namespace
@@ -117,4 +138,38 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   CHECK(out.find("NCCL_IB_TIMEOUT") != std::string::npos);
   CHECK(out.find("::ffff:127.0.4.37") != std::string::npos);
   CHECK(out.find("::ffff:127.0.4.38") != std::string::npos);
+}
+
+TEST_CASE("ECE is exchanged and both sides run on the options both devices support",
+          "[fabric][process][ece]") {
+  // vroce's ECE options per process: the receiver's device reduces the sender's to the common
+  // bits, and the sender sets that reduced ECE on its own QPs.
+  const PairOutput out = two_process_pair("v9", "40", "127.0.10.10", "127.0.10.11",
+                                          net_info({{"VROCE_ECE", "0x30000003"}}),
+                                          net_info({{"VROCE_ECE", "0x10000006"}}));
+  INFO(out.sender << out.receiver);
+  CHECK(out.sender.find("connected on pca") != std::string::npos);
+  CHECK(out.sender.find("ece vendor 0x15b3 options 0x10000002") != std::string::npos);
+  CHECK(out.receiver.find("ece vendor 0x15b3 options 0x10000002") != std::string::npos);
+}
+
+TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides",
+          "[fabric][process][ece]") {
+  const PairOutput out = two_process_pair("v9", "40", "127.0.10.12", "127.0.10.13",
+                                          net_info({{"NCCL_IB_ECE_ENABLE", "0"}}), net_info());
+  INFO(out.sender << out.receiver);
+  CHECK(out.sender.find("no ece (NCCL_IB_ECE_ENABLE=0)") != std::string::npos);
+  CHECK(out.receiver.find("accepted on pcb") != std::string::npos);
+  CHECK(out.receiver.find("no ece") != std::string::npos);
+  CHECK(out.receiver.find("ece vendor") == std::string::npos);
+}
+
+TEST_CASE("a receiver whose device has no ECE answers none and the sender runs without it",
+          "[fabric][process][ece]") {
+  const PairOutput out = two_process_pair("v9", "40", "127.0.10.14", "127.0.10.15", net_info(),
+                                          net_info({{"VROCE_ECE", "off"}}));
+  INFO(out.sender << out.receiver);
+  CHECK(out.sender.find("connected on pca") != std::string::npos);
+  CHECK(out.sender.find("ece vendor") == std::string::npos);
+  CHECK(out.receiver.find("ece vendor") == std::string::npos);
 }

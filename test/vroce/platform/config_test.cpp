@@ -202,6 +202,36 @@ TEST_CASE("device identity", "[config]") {
   }
 }
 
+TEST_CASE("ECE options and a shared sys_image_guid", "[config]") {
+  std::string error;
+  auto ece = vroce::parse_ece("0x10000006", &error);
+  REQUIRE(ece);
+  CHECK(ece->enabled);
+  CHECK(ece->options == 0x10000006U);
+  ece = vroce::parse_ece(" off ", &error);
+  REQUIRE(ece);
+  CHECK_FALSE(ece->enabled);
+  for (const char* bad : {"", "on", "0x1g", "0x123456789"}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_ece(bad, &error));
+    CHECK(contains(error, "VROCE_ECE"));
+  }
+  CHECK(vroce::parse_guid("0x0002c90300a1b2c3", &error) == 0x0002c90300a1b2c3ULL);
+  for (const char* bad : {"", "0", "0xzz", "0x10000000000000000"}) {
+    INFO(bad);
+    CHECK_FALSE(vroce::parse_guid(bad, &error));
+  }
+  std::vector<std::string> errors;
+  const Config defaults = parse({}, &errors);
+  CHECK(defaults.ece_enabled);
+  CHECK(defaults.ece_options == 0x30000002U);
+  CHECK_FALSE(defaults.sys_image_guid);
+  const Config set = parse({{"VROCE_ECE", "off"}, {"VROCE_SYS_IMAGE_GUID", "0xabc"}}, &errors);
+  CHECK(errors.empty());
+  CHECK_FALSE(set.ece_enabled);
+  CHECK(set.sys_image_guid == 0xabcU);
+}
+
 TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   std::vector<std::string> errors;
   Config config = parse({}, &errors);

@@ -272,10 +272,36 @@ TEST_CASE("ibv_create_qp: RC only, caps checked and rounded up, query reports th
   CHECK(ibv_create_srq(d.pd, &srq) == nullptr);
   CHECK(errno == EOPNOTSUPP);
   CHECK(ibv_qp_to_qp_ex(qp) == nullptr);
-  ibv_ece ece{};
-  CHECK(ibv_query_ece(qp, &ece) == EOPNOTSUPP);
-  CHECK(ibv_set_ece(qp, &ece) == EOPNOTSUPP);
   CHECK(ibv_query_qp_data_in_order(qp, IBV_WR_RDMA_WRITE, 0) == 1);
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+}
+
+TEST_CASE("ECE as on mlx5: supported options, set before RTR, reduced from RTR on",
+          "[objects][qp][ece]") {
+  Device d("vrO");
+  ibv_cq* cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
+  ibv_qp* qp = make_qp(d, cq);
+  REQUIRE(qp != nullptr);
+  ibv_ece ece{};
+  REQUIRE(ibv_query_ece(qp, &ece) == 0);
+  CHECK(ece.vendor_id == 0x15b3);
+  CHECK(ece.options == 0x30000002);  // VROCE_ECE's default
+  CHECK(ece.comp_mask == 0);
+  REQUIRE(to_init(qp) == 0);
+  ibv_ece other_vendor{0x10de, 0x30000002, 0};
+  CHECK(ibv_set_ece(qp, &other_vendor) == EINVAL);
+  ibv_ece with_mask{0x15b3, 0x30000002, 1};
+  CHECK(ibv_set_ece(qp, &with_mask) == EINVAL);
+  ibv_ece peer{0x15b3, 0x10000006, 0};
+  REQUIRE(ibv_set_ece(qp, &peer) == 0);
+  REQUIRE(ibv_query_ece(qp, &ece) == 0);
+  CHECK(ece.options == 0x30000002);  // applied at RTR
+  ibv_qp_attr a = rtr_attr(d, qp->qp_num);
+  REQUIRE(ibv_modify_qp(qp, &a, kRtrMask) == 0);
+  REQUIRE(ibv_query_ece(qp, &ece) == 0);
+  CHECK(ece.options == 0x10000002);         // what both support
+  CHECK(ibv_set_ece(qp, &peer) == EINVAL);  // too late
   CHECK(ibv_destroy_qp(qp) == 0);
   CHECK(ibv_destroy_cq(cq) == 0);
 }

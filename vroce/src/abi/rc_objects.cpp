@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "abi/export.h"
+#include "core/ece.h"
 #include "core/verbs.h"
 
 // ---- protection domains ----------------------------------------------------------------------
@@ -126,14 +127,13 @@ VROCE_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32
   }
 }
 
-// Enhanced connection establishment is a Mellanox vendor negotiation; NCCL treats EOPNOTSUPP as
-// "not supported" and goes on without it.
-VROCE_EXPORT int ibv_query_ece(ibv_qp* /*qp*/, ibv_ece* /*ece*/) {
-  return EOPNOTSUPP;
+// Enhanced connection establishment, with mlx5's semantics (core/ece.h).
+VROCE_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) {
+  return vroce::query_ece(qp, ece);
 }
 
-VROCE_EXPORT int ibv_set_ece(ibv_qp* /*qp*/, ibv_ece* /*ece*/) {
-  return EOPNOTSUPP;
+VROCE_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
+  return vroce::set_ece(qp, ece);
 }
 
 // vroce QPs are created by ibv_create_qp and have no ibv_qp_ex (no work-request builder API);

@@ -66,6 +66,16 @@ struct Config {
   // keeps plugins off mlx5-only paths (DEVX, mlx5dv) that vroce lacks; connectx7 presents
   // Mellanox's 0x02c9 / 4129 so that tools take their ConnectX paths (perftest's inline data).
   bool connectx7_identity = false;
+  // VROCE_ECE: the ECE options (ibv_query_ece) every QP supports, as a hex bitmask, or "off"
+  // for a device without ECE (ibv_query_ece and ibv_set_ece answer EOPNOTSUPP). The default
+  // resembles what ConnectX firmware reports; the bits mean nothing to vroce beyond the
+  // negotiation (core/ece.h).
+  // VROCE_SYS_IMAGE_GUID: one sys_image_guid (hex) for every device, as the physical functions
+  // of one adapter share it (each keeps its own node_guid); unset, each device's is its
+  // node_guid.
+  std::optional<uint64_t> sys_image_guid;
+  bool ece_enabled = true;
+  uint32_t ece_options = 0x30000002;
 };
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.

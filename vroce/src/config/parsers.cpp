@@ -310,6 +310,38 @@ std::optional<std::string> parse_path(const std::string& text, std::string* erro
   return text;
 }
 
+std::optional<EceSetting> parse_ece(const std::string& text, std::string* error) {
+  std::string_view value = trim(text);
+  if (value == "off") {
+    return EceSetting{false, 0};
+  }
+  if (value.starts_with("0x") || value.starts_with("0X")) {
+    value.remove_prefix(2);
+  }
+  uint32_t options = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), options, 16);
+  if (!value.empty() && ec == std::errc() && end == value.data() + value.size()) {
+    return EceSetting{true, options};
+  }
+  *error = "VROCE_ECE is off or the supported ECE options as a 32-bit hex mask (0x30000002), got " +
+           quoted(text);
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_guid(const std::string& text, std::string* error) {
+  std::string_view value = trim(text);
+  if (value.starts_with("0x") || value.starts_with("0X")) {
+    value.remove_prefix(2);
+  }
+  uint64_t guid = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), guid, 16);
+  if (!value.empty() && ec == std::errc() && end == value.data() + value.size() && guid != 0) {
+    return guid;
+  }
+  *error = "a GUID is a non-zero 64-bit hex number (0x0002c90300a1b2c3), got " + quoted(text);
+  return std::nullopt;
+}
+
 Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
   Config config;
   config.devices = default_device_specs();
@@ -348,6 +380,12 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
   apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
         [&](uint32_t v) { config.spin_us = v; });
   apply("VROCE_IDENTITY", "vroce", parse_identity, [&](bool v) { config.connectx7_identity = v; });
+  apply("VROCE_SYS_IMAGE_GUID", "each device's node_guid", parse_guid,
+        [&](uint64_t v) { config.sys_image_guid = v; });
+  apply("VROCE_ECE", "0x30000002", parse_ece, [&](EceSetting v) {
+    config.ece_enabled = v.enabled;
+    config.ece_options = v.options;
+  });
   return config;
 }
 

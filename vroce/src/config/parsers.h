@@ -25,6 +25,14 @@ std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* erro
 // "vroce" -> false, "connectx7" -> true.
 std::optional<bool> parse_identity(const std::string& text, std::string* error);
 std::optional<std::string> parse_path(const std::string& text, std::string* error);
+// "off" -> {false, 0}; "0x30000002" (hex, 0x optional) -> {true, options}.
+struct EceSetting {
+  bool enabled = true;
+  uint32_t options = 0;
+};
+std::optional<EceSetting> parse_ece(const std::string& text, std::string* error);
+// "0x0002c90300a1b2c3" (hex, 0x optional, non-zero).
+std::optional<uint64_t> parse_guid(const std::string& text, std::string* error);
 
 // The default device list used when VROCE_DEVICES is unset.
 std::vector<DeviceSpec> default_device_specs();

@@ -21,6 +21,7 @@
 #include "core/stats.h"
 #include "core/verbs.h"
 #include "device/device.h"
+#include "device/device_netns.h"
 #include "transport/engine.h"
 #include "transport/protocol.h"
 #include "util/log.h"
@@ -95,7 +96,16 @@ int resolve_peer(Device& dev, const ibv_global_route& grh, transport::PeerPath* 
            text_of(local);
     return EINVAL;
   }
-  int fd = ::socket(peer.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = -1;
+  {
+    // Routes are the devices' namespace's, as a NIC resolves through its own netdev.
+    const InDeviceNetns in_netns;
+    if (!in_netns.ok()) {
+      *why = in_netns.error();
+      return EINVAL;
+    }
+    fd = ::socket(peer.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  }
   if (fd < 0) {
     *why = "socket(): " + std::string(std::strerror(errno));
     return EINVAL;

@@ -43,6 +43,9 @@ struct Qp {
   std::atomic<ibv_qp_state> state{IBV_QPS_RESET};
   std::mutex attr_mutex;
   ibv_qp_attr attrs{};  // guarded by attr_mutex; what ibv_query_qp reports
+  // ibv_set_ece's options (guarded by attr_mutex): applied when the QP reaches RTR (core/ece.h).
+  bool ece_set = false;
+  uint32_t ece_requested = 0;
 
   std::atomic<uint32_t> async_events_raised{0};
   std::atomic<bool> kick_queued{false};  // on the engine's list of QPs posted to

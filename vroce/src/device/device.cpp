@@ -1,6 +1,8 @@
 // The Device class and the process-wide device registry built from config().devices.
 #include "device/device.h"
 
+#include <endian.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +10,7 @@
 
 #include "core/async_events.h"
 #include "core/context.h"
+#include "device/device_netns.h"
 #include "device/limits.h"
 #include "device/netdev.h"
 #include "device/port_rules.h"
@@ -37,6 +40,7 @@ struct Registry {
 Registry& registry() {
   static Registry* instance = [] {
     auto* built = new Registry;
+    remember_device_netns();  // the devices' addresses are this namespace's
     const Config& cfg = config();
     InterfaceTable table = read_interface_table();
     std::set<std::string> addresses;
@@ -107,6 +111,9 @@ std::unique_ptr<Device> Device::create(const DeviceSpec& spec, int index, uint32
   device->netdev_mtu_.store(*mtu);
   device->node_guid_ = guid_from_mac(device->mac_);
   device->device_attr_ = make_device_attr(device->node_guid_);
+  if (const auto& shared = config().sys_image_guid) {
+    device->device_attr_.sys_image_guid = htobe64(*shared);  // functions of one adapter
+  }
   device->gids_ = build_gid_table(device->address_, device->ifindex_,
                                   static_cast<size_t>(limits::kGidTableLength));
 
@@ -179,6 +186,10 @@ ibv_port_attr Device::port_attr() const noexcept {
 
 void Device::refresh_netdev_mtu() noexcept {
   try {
+    const InDeviceNetns in_netns;  // the netdev is in the devices' namespace
+    if (!in_netns.ok()) {
+      return;
+    }
     std::string error;
     std::optional<uint32_t> mtu = read_netdev_mtu(netdev_, &error);
     if (mtu) {

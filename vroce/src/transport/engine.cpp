@@ -18,6 +18,7 @@
 #include "core/device_state.h"
 #include "core/qp.h"
 #include "device/device.h"
+#include "device/device_netns.h"
 #include "transport/device_copies.h"
 #include "transport/protocol.h"
 #include "util/log.h"
@@ -136,7 +137,15 @@ Engine::Engine(DeviceState& device, const FaultSpec& faults)
 
 int Engine::open(std::string* message) {
   Device& dev = device_.device();
-  int rc = port_.open(dev.address(), dev.name(), message);
+  int rc = 0;
+  {
+    const InDeviceNetns in_netns;  // the device's address is in the devices' namespace
+    if (!in_netns.ok()) {
+      *message = dev.name() + ": " + in_netns.error();
+      return EPERM;
+    }
+    rc = port_.open(dev.address(), dev.name(), message);
+  }
   if (rc != 0) {
     return rc;
   }
