@@ -45,17 +45,33 @@ class CommStats {
   // The data path.
   // Times are now_ticks() values.
   void completed(uint64_t bytes, uint64_t posted, uint64_t done) noexcept {
+#if defined(ROCE_TELEMETRY_BASELINE)
+    return;  // the hooks' cost baseline: nothing recorded
+#endif
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
     completion_.record(done > posted ? done - posted : 0);
   }
   // Only sends that found no clear-to-send at first are recorded; the snapshot counts every
   // other completed send as a wait of 0 (most sends, and the cheapest path).
-  void cts_waited(uint64_t ticks) noexcept { cts_wait_.record(ticks); }
-  void failed() noexcept { bump(errors_); }
-  void stall_reported() noexcept { bump(stalls_); }
+  void cts_waited(uint64_t ticks) noexcept {
+#if defined(ROCE_TELEMETRY_BASELINE)
+    return;
+#endif
+    cts_wait_.record(ticks);
+  }
+  void failed() noexcept {
+    bump(errors_);
+  }
+  void stall_reported() noexcept {
+    bump(stalls_);
+  }
 
-  uint64_t id() const noexcept { return id_; }
-  const CommIdentity& identity() const noexcept { return identity_; }
+  uint64_t id() const noexcept {
+    return id_;
+  }
+  const CommIdentity& identity() const noexcept {
+    return identity_;
+  }
   CommStatsSnapshot snapshot(bool closed = false) const;
 
  private:

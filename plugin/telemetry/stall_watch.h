@@ -18,7 +18,12 @@ class StallWatch {
         units_per_ms_(units_per_ms) {}
 
   bool enabled() const noexcept { return threshold_ != 0; }
-  bool due() noexcept { return enabled() && (++polls_ & 255U) == 0; }
+  bool due() noexcept {
+#if defined(ROCE_TELEMETRY_BASELINE)
+    return false;  // the hooks' cost baseline: no stall checks
+#endif
+    return enabled() && (++polls_ & 255U) == 0;
+  }
 
   // The wait that began at `since`, seen at `now`: the milliseconds waited when a warning is
   // due now, else nullopt. A new wait (another `since`) starts the schedule again.
@@ -42,6 +47,9 @@ class StallWatch {
   // The wait that began at `since` is over: true when it had been reported (so the comm can
   // say it recovered).
   bool ended(uint64_t since) noexcept {
+#if defined(ROCE_TELEMETRY_BASELINE)
+    return false;
+#endif
     const bool reported = warned_ && since == since_;
     if (since == since_) {
       warned_ = false;
