@@ -540,18 +540,28 @@ TEST_CASE("makeVDevice accepts a single-device virtual NIC and refuses a merge, 
   CHECK(plugin.make_vdevice(&d, {7}) != ncclSuccess);
 }
 
+namespace {
+
+// A private sysfs root holding nvidia-peermem's marker, for vroce and the plugin: the plugin then
+// offers NCCL_PTR_CUDA and gives each receiver its flush QP.
+void use_peermem_sysfs(const TempDir& sysfs) {
+  REQUIRE(std::system(("mkdir -p '" + sysfs.path + "/module/nvidia_peermem' && echo 1.0 > '" +
+                       sysfs.path + "/module/nvidia_peermem/version'")
+                          .c_str()) == 0);
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+}
+
+}  // namespace
+
 TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an RDMA READ",
           "[fabric][flush][quick]") {
   // nvidia-peermem's marker in a private sysfs root: the plugin then offers NCCL_PTR_CUDA and
   // creates each receiver's flush QP. (The buffers are host memory vroce can reach either way;
   // what is under test is the plugin's flush path: the READ on the QP connected to itself.)
   TempDir sysfs;
-  REQUIRE(std::system(("mkdir -p '" + sysfs.path + "/module/nvidia_peermem' && echo 1.0 > '" +
-                       sysfs.path + "/module/nvidia_peermem/version'")
-                          .c_str()) == 0);
+  use_peermem_sysfs(sysfs);
   use_devices("pca=127.0.4.47,pcb=127.0.4.48");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   Properties props;
@@ -595,12 +605,8 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   // its flush QP. A caller that posts flushes and never tests them runs the pool dry; a NULL
   // request would read as "flushed" to NCCL, so the plugin must refuse with an error instead.
   TempDir sysfs;
-  REQUIRE(std::system(("mkdir -p '" + sysfs.path + "/module/nvidia_peermem' && echo 1.0 > '" +
-                       sysfs.path + "/module/nvidia_peermem/version'")
-                          .c_str()) == 0);
+  use_peermem_sysfs(sysfs);
   use_devices("pca=127.0.4.150,pcb=127.0.4.151");
-  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;

@@ -134,40 +134,38 @@ std::vector<PairRun> run_pairs(PluginDriver& plugin, const std::vector<CommPair>
   // The teardown NCCL's ranks do: the receiver closes only once the sender is done (a barrier).
   // Without it, a lossy link can lose the last ACK or a tail clear-to-send after the other side
   // destroyed its QPs, and the survivor's retries then fail with RETRY_EXC, correctly.
-  std::unique_ptr<std::atomic<bool>[]> sender_closing(new std::atomic<bool>[pairs.size()]);
-  // A side that fails stops its peer at once, as NCCL's ranks abort together, instead of leaving
-  // it to wait for its watchdog.
-  std::unique_ptr<std::atomic<bool>[]> sender_failed(new std::atomic<bool>[pairs.size()]);
-  std::unique_ptr<std::atomic<bool>[]> receiver_failed(new std::atomic<bool>[pairs.size()]);
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    sender_closing[i] = false;
-    sender_failed[i] = false;
-    receiver_failed[i] = false;
-  }
+  // And a side that fails stops its peer at once, as NCCL's ranks abort together, instead of
+  // leaving it to wait for its watchdog.
+  struct PairFlags {
+    std::atomic<bool> sender_closing{false};
+    std::atomic<bool> sender_failed{false};
+    std::atomic<bool> receiver_failed{false};
+  };
+  std::unique_ptr<PairFlags[]> flags(new PairFlags[pairs.size()]);
   for (size_t i = 0; i < pairs.size(); ++i) {
     const uint64_t seed = seed_base + i;
     threads.emplace_back([&, i, seed] {
       TrafficOptions mine = options;
-      mine.failed = &sender_failed[i];
-      mine.peer_failed = &receiver_failed[i];
+      mine.failed = &flags[i].sender_failed;
+      mine.peer_failed = &flags[i].receiver_failed;
       mine.before_close = [&, i] {
         if (options.before_close) {
           options.before_close();
         }
-        sender_closing[i] = true;
+        flags[i].sender_closing = true;
       };
       runs[i].sent = run_sender(plugin, pairs[i].send, seed, shape, mine);
     });
     threads.emplace_back([&, i, seed] {
       TrafficOptions mine = options;
-      mine.failed = &receiver_failed[i];
-      mine.peer_failed = &sender_failed[i];
+      mine.failed = &flags[i].receiver_failed;
+      mine.peer_failed = &flags[i].sender_failed;
       mine.before_close = [&, i] {
         if (options.before_close) {
           options.before_close();
         }
         const auto deadline = std::chrono::steady_clock::now() + options.deadline;
-        while (!sender_closing[i] && std::chrono::steady_clock::now() < deadline) {
+        while (!flags[i].sender_closing && std::chrono::steady_clock::now() < deadline) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
       };

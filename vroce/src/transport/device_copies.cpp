@@ -49,10 +49,7 @@ std::atomic<int> threads_with_writes{0};
 void fail_owner(Qp& qp, int error) {
   VROCE_LOG(Error, "QP 0x%x: copying %s into CUDA memory failed; the QP moves to the error state",
             qp.ibv.qp_num, std::strerror(error));
-  if (qp.state.load(std::memory_order_relaxed) != IBV_QPS_ERR) {
-    qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
-    raise_qp_event(qp, IBV_EVENT_QP_FATAL);
-  }
+  fail_qp_fatally(qp);
 }
 
 std::vector<uint8_t>& read_ahead_buffer() {
@@ -128,7 +125,7 @@ int DeviceReadAhead::read(uint64_t where, void* dst, size_t length, size_t avail
   valid_ = false;
   std::vector<uint8_t>& buffer = read_ahead_buffer();
   const size_t want = std::max(length, std::min(available, kDeviceCopyBatchBytes));
-  if (want > kDeviceCopyBatchBytes || buffer.size() < want) {
+  if (buffer.size() < want) {
     try {
       buffer.resize(std::max(want, kDeviceCopyBatchBytes));
     } catch (...) {  // no memory to read ahead into: this piece alone

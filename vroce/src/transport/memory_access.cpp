@@ -29,8 +29,9 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
   uint32_t left = length;
   size_t bounced = 0;
   bool use_bounce = false;
-  // Bytes of each piece's SGE from the piece on: what a read-ahead may bring over.
-  std::array<uint64_t, kMaxPieces> sge_rest{};
+  // Bytes of each piece's SGE from the piece on: what a read-ahead may bring over. Only the
+  // first count_ entries are written and read; not zeroed, as this runs for every packet.
+  std::array<uint64_t, kMaxPieces> sge_rest;
   while (left > 0) {
     if (i >= num_sge || count_ == kMaxPieces) {
       return KeyError::OutOfBounds;

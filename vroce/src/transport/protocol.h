@@ -64,6 +64,10 @@ void complete_send(Qp& qp, uint32_t index, ibv_wc_status status);
 // Raises an affiliated asynchronous event for the QP.
 void raise_qp_event(Qp& qp, ibv_event_type type);
 
+// A local catastrophic error (a lost completion, a failed copy into device memory): the QP to
+// ERR with IBV_EVENT_QP_FATAL, raised once however often it is called.
+void fail_qp_fatally(Qp& qp);
+
 // mlx5's CQE syndrome for an error status, reported as vendor_err.
 uint32_t vendor_syndrome(ibv_wc_status status) noexcept;
 

@@ -32,11 +32,7 @@ void push_completion(Qp& qp, Cq& cq, const ibv_wc& wc, bool solicited) {
   flush_device_writes();  // a READ's bytes are in device memory before its completion is seen
   stats().completions[static_cast<size_t>(wc.status)].add();
   if (!cq.push(wc, solicited)) {
-    // The CQ raised IBV_EVENT_CQ_ERR; the QP whose completion was lost cannot go on.
-    if (qp.state.load(std::memory_order_relaxed) != IBV_QPS_ERR) {
-      qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
-      raise_qp_event(qp, IBV_EVENT_QP_FATAL);
-    }
+    fail_qp_fatally(qp);  // the CQ raised IBV_EVENT_CQ_ERR; the QP whose completion was lost
   }
 }
 
@@ -70,6 +66,13 @@ uint32_t vendor_syndrome(ibv_wc_status status) noexcept {
       return 0x16;
     default:
       return 0xFF;
+  }
+}
+
+void fail_qp_fatally(Qp& qp) {
+  if (qp.state.load(std::memory_order_relaxed) != IBV_QPS_ERR) {
+    qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
+    raise_qp_event(qp, IBV_EVENT_QP_FATAL);
   }
 }
 

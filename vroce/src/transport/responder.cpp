@@ -76,10 +76,7 @@ void complete_recv(Qp& qp, ibv_wc_status status, ibv_wc_opcode opcode, uint32_t 
   qp.tp.resp.recv_wqe_taken = false;
   stats().completions[static_cast<size_t>(status)].add();
   if (!qp.recv_cq->push(wc, solicited)) {
-    if (qp.state.load(std::memory_order_relaxed) != IBV_QPS_ERR) {
-      qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
-      raise_qp_event(qp, IBV_EVENT_QP_FATAL);
-    }
+    fail_qp_fatally(qp);
   }
 }
 
