@@ -111,8 +111,9 @@ std::string async_event_name(ibv_event_type type) {
   return fmt::format("IBV_EVENT_{}", static_cast<int>(type));
 }
 
-AsyncEventMonitor::AsyncEventMonitor(std::shared_ptr<verbs::Context> context)
-    : context_(std::move(context)) {
+AsyncEventMonitor::AsyncEventMonitor(std::shared_ptr<verbs::Context> context,
+                                     std::chrono::milliseconds check_interval)
+    : context_(std::move(context)), check_interval_(check_interval) {
   const int async_fd = context_->get()->async_fd;
   const int flags = fcntl(async_fd, F_GETFL);
   if (flags < 0 || fcntl(async_fd, F_SETFL, flags | O_NONBLOCK) < 0) {
@@ -165,8 +166,10 @@ bool AsyncEventMonitor::wait_for_events(uint64_t count, std::chrono::millisecond
 void AsyncEventMonitor::run() noexcept {
   const ibv::Functions& fn = context_->lib().fn();
   pollfd fds[2] = {{context_->get()->async_fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  const int timeout_ms =
+      check_interval_.count() > 0 ? static_cast<int>(check_interval_.count()) : -1;
   for (;;) {
-    const int ready = poll(fds, 2, -1);
+    const int ready = poll(fds, 2, timeout_ms);
     if (ready < 0) {
       if (errno == EINTR) {
         continue;
@@ -179,6 +182,10 @@ void AsyncEventMonitor::run() noexcept {
     }
     if (fds[1].revents != 0) {
       return;
+    }
+    if (ready == 0) {  // an interval without events: time for the comms' periodic checks
+      checks_due_.fetch_add(1, std::memory_order_acq_rel);
+      continue;
     }
     if ((fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
       ROCE_WARN(NCCL_INIT,
@@ -208,6 +215,7 @@ void AsyncEventMonitor::run() noexcept {
       }
       fn.ack_async_event(&event);
       events_seen_.fetch_add(1, std::memory_order_acq_rel);
+      checks_due_.fetch_add(1, std::memory_order_acq_rel);
     }
   }
 }

@@ -10,6 +10,10 @@
 // after the link is back are not touched.
 // rdma-core makes ibv_destroy_qp/cq wait until events naming them are acked, so a marked object
 // is alive while we mark it.
+// The same thread paces the comms' health checks: checks_due() moves on with every event and,
+// given a check interval, with every interval that passes. A comm's data path compares it with
+// the value it last saw, one load and one compare per poll that finds nothing, and only when it
+// moved looks at the fatal marks and at its stalls (NCCL_ROCE_STALL_WARN_MS).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -34,7 +38,9 @@ class AsyncEventMonitor {
  public:
   // Starts the thread. Throws verbs::VerbsError when the async fd cannot be made non-blocking
   // or the stop eventfd cannot be created.
-  explicit AsyncEventMonitor(std::shared_ptr<verbs::Context> context);
+  // `check_interval`: how often checks_due() moves without an event; zero: only with events.
+  explicit AsyncEventMonitor(std::shared_ptr<verbs::Context> context,
+                             std::chrono::milliseconds check_interval = {});
   ~AsyncEventMonitor();  // stop()
   AsyncEventMonitor(const AsyncEventMonitor&) = delete;
   AsyncEventMonitor& operator=(const AsyncEventMonitor&) = delete;
@@ -44,6 +50,7 @@ class AsyncEventMonitor {
 
   bool device_fatal() const noexcept { return device_fatal_.load(std::memory_order_acquire); }
   uint64_t events_seen() const noexcept { return events_seen_.load(std::memory_order_acquire); }
+  uint64_t checks_due() const noexcept { return checks_due_.load(std::memory_order_acquire); }
   // Waits until events_seen() >= count or the timeout passes; returns whether it got there.
   bool wait_for_events(uint64_t count, std::chrono::milliseconds timeout) const;
 
@@ -56,7 +63,9 @@ class AsyncEventMonitor {
   std::shared_ptr<verbs::Context> context_;
   int stop_fd_ = -1;
   std::atomic<bool> device_fatal_{false};
+  std::chrono::milliseconds check_interval_;
   std::atomic<uint64_t> events_seen_{0};
+  std::atomic<uint64_t> checks_due_{0};
   std::thread thread_;
 };
 

@@ -39,9 +39,12 @@ class Comm {
   ncclResult_t failure() const noexcept { return failure_; }
 
   // Records the comm's first failure and logs it (WARN, NET); later calls only return it.
+  // Cold and never inlined: the data path calls it from its error branches, and the formatting
+  // inlined there would cost the hot path registers and a larger stack frame.
   template <typename... Args>
-  ncclResult_t fail(ncclResult_t result, fmt::format_string<Args...> format,
-                    Args&&... args) noexcept {
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail(ncclResult_t result,
+                                                 fmt::format_string<Args...> format,
+                                                 Args&&... args) noexcept {
     if (failure_ == ncclSuccess) {
       failure_ = result;
       ROCE_WARN(NCCL_NET, "{} comm on {}: {}{}", kind_name(), device_->name(),

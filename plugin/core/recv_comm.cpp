@@ -1,10 +1,7 @@
 // The receiver's data path; see recv_comm.h for the protocol.
 #include "core/recv_comm.h"
 
-#include "core/connection_completions.h"
-#include "core/connection_fatal_marks.h"
 #include "core/size_split.h"
-#include "core/telemetry_settings.h"
 #include "core/wr_id.h"
 #include "util/log.h"
 #include "verbs/error.h"
@@ -12,7 +9,8 @@
 namespace roce {
 
 RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
-    : Comm(CommKind::Recv, std::move(device)),
+    : ConnectedComm(CommKind::Recv, std::move(device),
+                    std::move(static_cast<ConnectionSetup&>(setup))),
       cts_staging_(static_cast<CtsEntry*>(setup.cts_staging.data())),
       cts_staging_lkey_(setup.cts_staging.lkey()),
       sizes_area_(static_cast<const int32_t*>(setup.sizes_area.data())),
@@ -20,24 +18,12 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       remote_ring_rkey_(setup.remote_ring_rkey),
       flush_lkey_(setup.flush_word.size() > 0 ? setup.flush_word.lkey() : 0),
       flush_addr_(setup.flush_word.addr()),
-      nqps_(static_cast<int>(setup.qps.size())),
-      split_data_(setup.split_data),
-      monitor_(this->device().monitor().get()),
-      max_inline_(setup.qps.front()->capabilities().max_inline_data),
+      max_inline_(qps_.front()->capabilities().max_inline_data),
       cts_staging_buffer_(std::move(setup.cts_staging)),
       sizes_area_buffer_(std::move(setup.sizes_area)),
       flush_word_(std::move(setup.flush_word)),
-      cq_(std::move(setup.cq)),
-      qps_(std::move(setup.qps)),
       flush_qp_(std::move(setup.flush_qp)),
-      traffic_class_(setup.traffic_class),
-      fifo_traffic_class_(setup.fifo_traffic_class),
-      peer_(std::move(setup.peer)),
-      telemetry_({telemetry::Direction::Recv, this->device().name(), peer_, nqps_, traffic_class_},
-                 telemetry_settings(), this->device().fabric()) {
-  for (int q = 0; q < nqps_; ++q) {
-    qp_ptrs_[static_cast<size_t>(q)] = qps_[static_cast<size_t>(q)].get();
-  }
+      fifo_traffic_class_(setup.fifo_traffic_class) {
   // CTS writes go on QP 0; one send-queue entry stays free for the drain marker at close.
   cts_credits_ = SendQueueCredits(qps_.front()->capabilities().max_send_wr - 1, kCtsSignalInterval);
   if (flush_qp_ != nullptr) {
@@ -158,12 +144,13 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   r.count = static_cast<uint8_t>(n);
   r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
   r.posted_ticks = telemetry::now_ticks();
+  // received[] is written by on_receive for every buffer before the request is Done.
   for (int i = 0; i < n; ++i) {
     r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
-    r.received[static_cast<size_t>(i)] = 0;
   }
-  r.profiled = phandles != nullptr && telemetry::profiler() != nullptr;
-  if (r.profiled) [[unlikely]] {
+  r.profiled = false;
+  if (phandles != nullptr && profiling_) [[unlikely]] {
+    r.profiled = true;
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
     const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
     const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q_end - 1), *index);
@@ -242,49 +229,61 @@ ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const n
 
 ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
   RecvRequest& r = requests_[index];
-  if (r.count == 1) {
+  if (r.count == 1) [[likely]] {
     const uint32_t size = wc.imm_data;
     if (size > r.posted[0]) [[unlikely]] {
-      return fail(ncclRemoteError,
-                  "{} reported {} bytes written into a {}-byte receive; the peer is not a "
-                  "compatible RoCE plugin",
-                  peer_, size, r.posted[0]);
+      return fail_oversized(size, r.posted[0]);
     }
     r.received[0] = static_cast<int32_t>(size);
+    if (--r.remaining_qps == 0) {
+      complete(r, size);
+    }
+    return ncclSuccess;
   }
   if (--r.remaining_qps > 0) {
     return ncclSuccess;
   }
-  if (r.count > 1) {
-    // Written by the sender with the immediate of the message's first QP, before it arrived.
-    const int32_t* sizes = sizes_area_ + size_t{index} * kMaxRecvs;
-    for (int i = 0; i < r.count; ++i) {
-      const int32_t size = sizes[i];
-      if (size < 0 || static_cast<uint32_t>(size) > r.posted[static_cast<size_t>(i)]) [[unlikely]] {
-        return fail(ncclRemoteError,
-                    "{} reported {} bytes for buffer {} of a multi-receive whose buffer holds {}",
-                    peer_, size, i, r.posted[static_cast<size_t>(i)]);
-      }
-      r.received[static_cast<size_t>(i)] = size;
+  // Written by the sender with the immediate of the message's first QP, before it arrived.
+  const int32_t* sizes = sizes_area_ + size_t{index} * kMaxRecvs;
+  uint64_t bytes = 0;
+  for (int i = 0; i < r.count; ++i) {
+    const int32_t size = sizes[i];
+    if (size < 0 || static_cast<uint32_t>(size) > r.posted[static_cast<size_t>(i)]) [[unlikely]] {
+      return fail_oversized_member(size, i, r.posted[static_cast<size_t>(i)]);
     }
+    r.received[static_cast<size_t>(i)] = size;
+    bytes += static_cast<uint32_t>(size);
   }
-  r.state = RequestState::Done;
-  const uint64_t now = telemetry::now_ticks();
-  uint64_t bytes = static_cast<uint32_t>(r.received[0]);
-  for (int i = 1; i < r.count; ++i) {
-    bytes += static_cast<uint32_t>(r.received[static_cast<size_t>(i)]);
-  }
-  if (r.profiled) [[unlikely]] {
-    for (int i = 0; i < r.count; ++i) {
-      r.events[static_cast<size_t>(i)].stop();
-    }
-    r.profiled = false;
-  }
-  telemetry_.stats().completed(bytes, r.posted_ticks, now);
-  if (telemetry_.stall().ended(r.posted_ticks)) [[unlikely]] {
-    telemetry_.note_recovered("the wait for data", telemetry::ms_from_ticks(now - r.posted_ticks));
-  }
+  complete(r, bytes);
   return ncclSuccess;
+}
+
+void RecvComm::complete(RecvRequest& r, uint64_t bytes) noexcept {
+  r.state = RequestState::Done;
+  if (r.profiled) [[unlikely]] {
+    stop_events(r);
+  }
+  telemetry_.completed(bytes, r.posted_ticks, "the wait for data");
+}
+
+void RecvComm::stop_events(RecvRequest& r) noexcept {
+  for (int i = 0; i < r.count; ++i) {
+    r.events[static_cast<size_t>(i)].stop();
+  }
+  r.profiled = false;
+}
+
+ncclResult_t RecvComm::fail_oversized(uint32_t size, uint32_t posted) noexcept {
+  return fail(ncclRemoteError,
+              "{} reported {} bytes written into a {}-byte receive; the peer is not a "
+              "compatible RoCE plugin",
+              peer_, size, posted);
+}
+
+ncclResult_t RecvComm::fail_oversized_member(int32_t size, int i, uint32_t posted) noexcept {
+  return fail(ncclRemoteError,
+              "{} reported {} bytes for buffer {} of a multi-receive whose buffer holds {}", peer_,
+              size, i, posted);
 }
 
 void RecvComm::check_stall() noexcept {
@@ -302,7 +301,7 @@ void RecvComm::check_stall() noexcept {
 }
 
 ncclResult_t RecvComm::progress() noexcept {
-  const int got = poll_connection_completions(*this, *cq_, wcs_, "<-", peer_);
+  const int got = poll_completions();
   if (got < 0) [[unlikely]] {
     return failure();
   }
@@ -339,19 +338,9 @@ ncclResult_t RecvComm::progress() noexcept {
 
 ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcept {
   if (request.state != RequestState::Done) {
-    if (failed()) {
-      telemetry_.stats().failed();
-      return failure();
-    }
-    if (ncclResult_t r = progress(); r != ncclSuccess) {
-      telemetry_.stats().failed();
+    if (ncclResult_t r = advance(request, [this] { return progress(); });
+        r != ncclSuccess || request.state != RequestState::Done) {
       return r;
-    }
-    if (request.state != RequestState::Done) {
-      if (telemetry_.stall().due()) [[unlikely]] {
-        check_stall();
-      }
-      return check_fatal();
     }
   }
   if (sizes != nullptr) {
@@ -367,14 +356,9 @@ ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcep
 
 ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
   if (request.state != RequestState::Done) {
-    if (failed()) {
-      return failure();
-    }
-    if (ncclResult_t r = progress(); r != ncclSuccess) {
+    if (ncclResult_t r = advance(request, [this] { return progress(); });
+        r != ncclSuccess || request.state != RequestState::Done) {
       return r;
-    }
-    if (request.state != RequestState::Done) {
-      return check_fatal();
     }
   }
   request.state = RequestState::Free;
@@ -383,11 +367,9 @@ ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
   return ncclSuccess;
 }
 
-ncclResult_t RecvComm::check_fatal_marks() noexcept {
-  if (ncclResult_t r = check_connection_fatal_marks(
-          *this, *cq_, std::span(qp_ptrs_.data(), static_cast<size_t>(nqps_)), "from", peer_);
-      r != ncclSuccess) {
-    return r;
+ncclResult_t RecvComm::check_side_health() noexcept {
+  if (telemetry_.stall().enabled()) {
+    check_stall();
   }
   if (flush_qp_ptr_ != nullptr && flush_qp_ptr_->has_fatal_event()) [[unlikely]] {
     return fail(ncclSystemError, "the flush qp 0x{:x} reported a fatal asynchronous event",

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "core/connected_comm.h"
 #include "core/cts_ring.h"
 #include "core/data_path_limits.h"
 #include "core/mr_handle.h"
@@ -26,22 +26,17 @@
 namespace roce {
 
 // Everything connection setup hands over to a new RecvComm.
-struct RecvCommSetup {
-  std::shared_ptr<verbs::CompletionQueue> cq;
-  std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
-  std::unique_ptr<verbs::QueuePair> flush_qp;          // connected to itself; null: no flush
-  RegisteredBuffer cts_staging;                        // kMaxRequests x kMaxRecvs entries, local
-  RegisteredBuffer sizes_area;  // kMaxRequests x kMaxRecvs int32, remote-writable
-  RegisteredBuffer flush_word;  // the RDMA READ target of iflush
+struct RecvCommSetup : ConnectionSetup {
+  std::unique_ptr<verbs::QueuePair> flush_qp;  // connected to itself; null: no flush
+  RegisteredBuffer cts_staging;                // kMaxRequests x kMaxRecvs entries, local
+  RegisteredBuffer sizes_area;                 // kMaxRequests x kMaxRecvs int32, remote-writable
+  RegisteredBuffer flush_word;                 // the RDMA READ target of iflush
   uint64_t remote_ring_addr = 0;
   uint32_t remote_ring_rkey = 0;
-  int traffic_class = 0;
   int fifo_traffic_class = 0;  // the data QPs' class (NCCL_IB_FIFO_TC, else traffic_class)
-  bool split_data = false;     // the sender's NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
-  std::string peer;
 };
 
-class RecvComm final : public Comm {
+class RecvComm final : public ConnectedComm {
  public:
   RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup);
   ~RecvComm() override;
@@ -56,26 +51,23 @@ class RecvComm final : public Comm {
 
   // Largest CTS write posted inline (the QPs' granted max_inline_data; 0: inlining is off).
   uint32_t max_inline() const noexcept { return max_inline_; }
-  int qp_count() const noexcept { return nqps_; }
-  int traffic_class() const noexcept { return traffic_class_; }
   int fifo_traffic_class() const noexcept { return fifo_traffic_class_; }
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
-  const std::string& peer() const noexcept { return peer_; }
 
  private:
   ncclResult_t progress() noexcept;
-  // Cheap unless the device's async-event thread has handled an event since the last look.
-  ncclResult_t check_fatal() noexcept {
-    const uint64_t seen = monitor_->events_seen();
-    if (seen == events_checked_) [[likely]] {
-      return ncclSuccess;
-    }
-    events_checked_ = seen;
-    return check_fatal_marks();
-  }
-  ncclResult_t check_fatal_marks() noexcept;
+  // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).
+  ncclResult_t check_side_health() noexcept override;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
-  // Cold: NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv.
+  // The last immediate of `r` is in, carrying `bytes` in all: done, and its telemetry. Inline
+  // (defined in recv_comm.cpp, used by on_receive only).
+  [[gnu::always_inline]] inline void complete(RecvRequest& r, uint64_t bytes) noexcept;
+  [[gnu::noinline]] void stop_events(RecvRequest& r) noexcept;
+  // The peer reported more bytes than the receive (or buffer i of a multi-receive) holds.
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized(uint32_t size, uint32_t posted) noexcept;
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized_member(int32_t size, int i,
+                                                                  uint32_t posted) noexcept;
+  // NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv: a WARN.
   void check_stall() noexcept;
   // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
   // comm goes on once earlier flushes are tested.
@@ -89,36 +81,25 @@ class RecvComm final : public Comm {
   uint32_t remote_ring_rkey_;
   uint32_t flush_lkey_;
   uint64_t flush_addr_;
-  int nqps_;
-  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
-  const AsyncEventMonitor* monitor_;
-  uint64_t events_checked_ = 0;
   uint32_t max_inline_;
-  uint64_t next_seq_ = 1;
   RequestPool<RecvRequest, kMaxRequests> requests_;
   RequestPool<FlushRequest, kMaxRequests> flushes_;
   SendQueueCredits cts_credits_;
   SendQueueCredits flush_credits_;
-  std::array<verbs::QueuePair*, kMaxQpsPerConnection> qp_ptrs_{};
   verbs::QueuePair* flush_qp_ptr_ = nullptr;
   std::array<ibv_recv_wr, 1> recv_wr_{};
   ibv_send_wr cts_wr_{};
   ibv_sge cts_sge_{};
   ibv_send_wr flush_wr_{};
   ibv_sge flush_sge_{};
-  std::array<ibv_wc, kPollBatch> wcs_{};
 
-  // Cold: owners, declared so that QPs are destroyed before the buffers they point into.
+  // Cold: the buffers the QPs' work requests point into, and the flush QP (the destructor
+  // destroys the QPs first).
   RegisteredBuffer cts_staging_buffer_;
   RegisteredBuffer sizes_area_buffer_;
   RegisteredBuffer flush_word_;
-  std::shared_ptr<verbs::CompletionQueue> cq_;
-  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
   std::unique_ptr<verbs::QueuePair> flush_qp_;
-  int traffic_class_;
   int fifo_traffic_class_;
-  std::string peer_;
-  telemetry::ConnectionTelemetry telemetry_;
 };
 
 }  // namespace roce

@@ -1,38 +1,26 @@
 // The sender's data path; see send_comm.h for the protocol.
 #include "core/send_comm.h"
 
-#include "core/connection_completions.h"
-#include "core/connection_fatal_marks.h"
 #include "core/size_split.h"
-#include "core/telemetry_settings.h"
 #include "core/wr_id.h"
 #include "verbs/error.h"
 
 namespace roce {
 
 SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
-    : Comm(CommKind::Send, std::move(device)),
+    : ConnectedComm(CommKind::Send, std::move(device),
+                    std::move(static_cast<ConnectionSetup&>(setup))),
       ring_entries_(static_cast<const CtsEntry*>(setup.ring.data())),
       sizes_staging_(static_cast<int32_t*>(setup.sizes_staging.data())),
       sizes_staging_lkey_(setup.sizes_staging.lkey()),
       remote_sizes_addr_(setup.remote_sizes_addr),
       remote_sizes_rkey_(setup.remote_sizes_rkey),
-      nqps_(static_cast<int>(setup.qps.size())),
-      split_data_(setup.split_data),
       ar_threshold_(setup.ar_threshold ? *setup.ar_threshold : UINT64_MAX),
-      monitor_(this->device().monitor().get()),
       max_inline_(UINT32_MAX),
       ring_(std::move(setup.ring)),
-      sizes_staging_buffer_(std::move(setup.sizes_staging)),
-      cq_(std::move(setup.cq)),
-      qps_(std::move(setup.qps)),
-      traffic_class_(setup.traffic_class),
-      peer_(std::move(setup.peer)),
-      telemetry_({telemetry::Direction::Send, this->device().name(), peer_, nqps_, traffic_class_},
-                 telemetry_settings(), this->device().fabric()) {
+      sizes_staging_buffer_(std::move(setup.sizes_staging)) {
   for (int q = 0; q < nqps_; ++q) {
     verbs::QueuePair& qp = *qps_[static_cast<size_t>(q)];
-    qp_ptrs_[static_cast<size_t>(q)] = &qp;
     credits_[static_cast<size_t>(q)] = SendQueueCredits(qp.capabilities().max_send_wr - 1, 1);
     max_inline_ = std::min(max_inline_, qp.capabilities().max_inline_data);
   }
@@ -65,10 +53,8 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
         // sends are retired by test(). A cheap moment to notice a dead device or QP.
         if (cts_wait_since_ == 0) {
           cts_wait_since_ = telemetry::now_ticks();
-        } else if (telemetry_.stall().due()) [[unlikely]] {
-          check_cts_stall();
         }
-        return check_fatal();
+        return check_health();
       case CtsSlotState::Corrupt:
         return fail(ncclRemoteError,
                     "clear-to-send slot {} from {} is malformed (count {}); the peer is not a "
@@ -122,12 +108,7 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
   r.posted_ticks = now;
   r.event.phandle = phandle;
   if (cts_wait_since_ != 0) {
-    telemetry_.stats().cts_waited(now - cts_wait_since_);
-    if (telemetry_.stall().ended(cts_wait_since_)) [[unlikely]] {
-      telemetry_.note_recovered("the wait for the peer's clear-to-send",
-                                telemetry::ms_from_ticks(now - cts_wait_since_));
-    }
-    cts_wait_since_ = 0;
+    cts_wait_ended(now);
   }
   r.state = RequestState::Pending;
   r.size = static_cast<uint32_t>(size);
@@ -244,7 +225,7 @@ ncclResult_t SendComm::post_group() noexcept {
   }
   // One profiler event per send, for the signaled WRITE WITH IMMEDIATE that completes it (on the
   // message's last QP), as net_ib reports its QP events.
-  if (telemetry::profiler() != nullptr) [[unlikely]] {
+  if (profiling_) [[unlikely]] {
     const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
     for (int i = 0; i < n; ++i) {
       SendRequest& r = requests_[pending_.send_request(i)];
@@ -256,8 +237,23 @@ ncclResult_t SendComm::post_group() noexcept {
   return ncclSuccess;
 }
 
+void SendComm::complete_group(SendRequest& lead) noexcept {
+  if (lead.group_count == 1) [[likely]] {  // a send that matched a single receive
+    lead.state = RequestState::Done;
+    lead.event.stop();
+    telemetry_.completed(lead.size, lead.posted_ticks, "the wait for a send's completion");
+    return;
+  }
+  for (int i = 0; i < lead.group_count; ++i) {
+    SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
+    r.state = RequestState::Done;
+    r.event.stop();
+    telemetry_.completed(r.size, r.posted_ticks, "the wait for a send's completion");
+  }
+}
+
 ncclResult_t SendComm::progress() noexcept {
-  const int got = poll_connection_completions(*this, *cq_, wcs_, "->", peer_);
+  const int got = poll_completions();
   if (got < 0) [[unlikely]] {
     return failure();
   }
@@ -278,18 +274,13 @@ ncclResult_t SendComm::progress() noexcept {
   return ncclSuccess;
 }
 
-void SendComm::complete_group(SendRequest& lead) noexcept {
-  const uint64_t now = telemetry::now_ticks();
-  for (int i = 0; i < lead.group_count; ++i) {
-    SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
-    r.state = RequestState::Done;
-    telemetry_.stats().completed(r.size, r.posted_ticks, now);
-    r.event.stop();
-    if (telemetry_.stall().ended(r.posted_ticks)) [[unlikely]] {
-      telemetry_.note_recovered("the wait for a send's completion",
-                                telemetry::ms_from_ticks(now - r.posted_ticks));
-    }
+void SendComm::cts_wait_ended(uint64_t now) noexcept {
+  telemetry_.stats().cts_waited(now - cts_wait_since_);
+  if (telemetry_.stall().ended(cts_wait_since_)) [[unlikely]] {
+    telemetry_.note_recovered("the wait for the peer's clear-to-send",
+                              telemetry::ms_from_ticks(now - cts_wait_since_));
   }
+  cts_wait_since_ = 0;
 }
 
 void SendComm::check_cts_stall() noexcept {
@@ -319,19 +310,9 @@ void SendComm::check_completion_stall() noexcept {
 
 ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept {
   if (request.state != RequestState::Done) {
-    if (failed()) {
-      telemetry_.stats().failed();
-      return failure();
-    }
-    if (ncclResult_t r = progress(); r != ncclSuccess) {
-      telemetry_.stats().failed();
+    if (ncclResult_t r = advance(request, [this] { return progress(); });
+        r != ncclSuccess || request.state != RequestState::Done) {
       return r;
-    }
-    if (request.state != RequestState::Done) {
-      if (telemetry_.stall().due()) [[unlikely]] {
-        check_completion_stall();
-      }
-      return check_fatal();
     }
   }
   if (size != nullptr) {
@@ -343,9 +324,14 @@ ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept
   return ncclSuccess;
 }
 
-ncclResult_t SendComm::check_fatal_marks() noexcept {
-  return check_connection_fatal_marks(
-      *this, *cq_, std::span(qp_ptrs_.data(), static_cast<size_t>(nqps_)), "to", peer_);
+ncclResult_t SendComm::check_side_health() noexcept {
+  if (telemetry_.stall().enabled()) {
+    if (cts_wait_since_ != 0) {
+      check_cts_stall();
+    }
+    check_completion_stall();
+  }
+  return ncclSuccess;
 }
 
 }  // namespace roce

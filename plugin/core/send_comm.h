@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/comm.h"
+#include "core/connected_comm.h"
 #include "core/cts_ring.h"
 #include "core/data_path_limits.h"
 #include "core/mr_handle.h"
@@ -29,22 +29,17 @@
 namespace roce {
 
 // Everything connection setup hands over to a new SendComm.
-struct SendCommSetup {
-  std::shared_ptr<verbs::CompletionQueue> cq;
-  std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
+struct SendCommSetup : ConnectionSetup {
   RegisteredBuffer ring;           // kCtsRingBytes, remote-writable by the receiver
   RegisteredBuffer sizes_staging;  // kMaxSendRequests x kMaxRecvs int32, local
   uint64_t remote_sizes_addr = 0;  // the receiver's multi-receive sizes area
   uint32_t remote_sizes_rkey = 0;
-  int traffic_class = 0;
-  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/size_split.h)
   // NCCL_IB_ADAPTIVE_ROUTING: a single send above ar_threshold bytes goes as RDMA WRITE and a
   // separate zero-length WRITE WITH IMMEDIATE; nullopt: off.
   std::optional<uint32_t> ar_threshold;
-  std::string peer;  // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
 };
 
-class SendComm final : public Comm {
+class SendComm final : public ConnectedComm {
  public:
   SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup);
   ~SendComm() override;
@@ -54,12 +49,9 @@ class SendComm final : public Comm {
                      void** request) noexcept;
   ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
 
-  // For logs and tests.
-  // Largest payload posted inline (the QPs' granted max_inline_data; 0: inlining is off).
+  // For logs and tests: the largest payload posted inline (the QPs' granted max_inline_data; 0:
+  // inlining is off).
   uint32_t max_inline() const noexcept { return max_inline_; }
-  int qp_count() const noexcept { return nqps_; }
-  int traffic_class() const noexcept { return traffic_class_; }
-  const std::string& peer() const noexcept { return peer_; }
 
  private:
   ncclResult_t post_group() noexcept;
@@ -73,19 +65,16 @@ class SendComm final : public Comm {
     return {q, q + 1};
   }
   ncclResult_t progress() noexcept;
-  // Cheap unless the device's async-event thread has handled an event since the last look.
-  ncclResult_t check_fatal() noexcept {
-    const uint64_t seen = monitor_->events_seen();
-    if (seen == events_checked_) [[likely]] {
-      return ncclSuccess;
-    }
-    events_checked_ = seen;
-    return check_fatal_marks();
-  }
-  ncclResult_t check_fatal_marks() noexcept;
-  void complete_group(SendRequest& lead) noexcept;
-  // Cold: NCCL_ROCE_STALL_WARN_MS reached by an isend waiting for its clear-to-send, or by the
-  // oldest send waiting for its completion.
+  // The stall checks of a health check (connected_comm.h).
+  ncclResult_t check_side_health() noexcept override;
+  // Inline (defined in send_comm.cpp, used by progress() only): a call of its own would cost
+  // more than its telemetry.
+  [[gnu::always_inline]] inline void complete_group(SendRequest& lead) noexcept;
+  // The isend that found no clear-to-send at first has it now: the wait is recorded. Out of
+  // line: most sends find their clear-to-send at once.
+  [[gnu::noinline]] void cts_wait_ended(uint64_t now) noexcept;
+  // NCCL_ROCE_STALL_WARN_MS reached by an isend waiting for its clear-to-send, or by the oldest
+  // send waiting for its completion: a WARN.
   void check_cts_stall() noexcept;
   void check_completion_stall() noexcept;
 
@@ -95,33 +84,20 @@ class SendComm final : public Comm {
   uint32_t sizes_staging_lkey_;
   uint64_t remote_sizes_addr_;
   uint32_t remote_sizes_rkey_;
-  int nqps_;
-  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
   // Sends above this go as WRITE + zero-length WRITE WITH IMMEDIATE (adaptive routing); off:
   // UINT64_MAX, so the data path compares without a branch on the mode.
   uint64_t ar_threshold_;
-  const AsyncEventMonitor* monitor_;
-  uint64_t events_checked_ = 0;
   uint32_t max_inline_;
-  uint64_t next_seq_ = 1;  // the receiver's next irecv sequence
   PendingMultiRecv pending_;
   RequestPool<SendRequest, kMaxSendRequests> requests_;
   std::array<SendQueueCredits, kMaxQpsPerConnection> credits_{};
-  std::array<verbs::QueuePair*, kMaxQpsPerConnection> qp_ptrs_{};
   std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
   std::array<ibv_sge, kMaxRecvs + 1> sges_{};
-  std::array<ibv_wc, kPollBatch> wcs_{};
   uint64_t cts_wait_since_ = 0;  // an isend found no clear-to-send since then; 0: none
 
-  // Cold: owners (declaration order = reverse destruction order: QPs go before the buffers
-  // their work requests point into).
+  // Cold: the buffers the QPs' work requests point into (the destructor destroys the QPs first).
   RegisteredBuffer ring_;
   RegisteredBuffer sizes_staging_buffer_;
-  std::shared_ptr<verbs::CompletionQueue> cq_;
-  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
-  int traffic_class_;
-  std::string peer_;
-  telemetry::ConnectionTelemetry telemetry_;
 };
 
 }  // namespace roce

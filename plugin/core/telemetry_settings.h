@@ -10,7 +10,8 @@ namespace roce {
 
 inline telemetry::TelemetrySettings telemetry_settings() {
   const Config& c = config();
-  return {c.stats_summary, static_cast<uint64_t>(c.stall_warn_ms)};
+  return {c.stats_summary, static_cast<uint64_t>(c.stall_warn_ms),
+          static_cast<uint32_t>(c.stats_sample)};
 }
 
 }  // namespace roce

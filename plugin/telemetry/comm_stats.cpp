@@ -24,10 +24,11 @@ std::string bytes_text(uint64_t bytes) {
 
 }  // namespace
 
-CommStats::CommStats(CommIdentity identity)
+CommStats::CommStats(CommIdentity identity, uint32_t sample_every)
     : id_(next_id.fetch_add(1, std::memory_order_relaxed)),
       identity_(std::move(identity)),
-      created_ticks_((ns_per_tick(), now_ticks())) {}
+      created_ticks_((ns_per_tick(), now_ticks())),
+      sample_every_(sample_every == 0 ? 1 : sample_every) {}
 
 CommStatsSnapshot CommStats::snapshot(bool closed) const {
   CommStatsSnapshot s;
@@ -40,7 +41,7 @@ CommStatsSnapshot CommStats::snapshot(bool closed) const {
   s.errors = errors_.load(std::memory_order_relaxed);
   s.stalls = stalls_.load(std::memory_order_relaxed);
   s.completion = completion_.snapshot(scale);
-  s.messages = s.completion.total();
+  s.messages = messages_.load(std::memory_order_relaxed);
   s.cts_wait = cts_wait_.snapshot(scale);
   if (identity_.direction == Direction::Send) {
     const uint64_t waited = s.cts_wait.total();

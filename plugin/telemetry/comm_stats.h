@@ -1,6 +1,10 @@
 // Per-connection telemetry, always on: what a comm has carried (messages, bytes, errors) and how
 // long its requests took, as latency histograms: isend posted to completion, the time an isend
 // waited for the peer's clear-to-send (the receiver was late), irecv posted to completion.
+// Counters count every request; the completion histogram records one request in
+// `sample_every` (NCCL_ROCE_STATS_SAMPLE), which keeps its cost, a clock read and a bucket
+// update, off most messages while the percentiles of any comm that carries traffic stay those of
+// thousands of requests.
 // The comm's data path writes (one thread at a time, as NCCL drives a comm); the stats writer
 // and close() read snapshots from any thread. Recording costs a clock read per request and a
 // few plain stores: no lock, no allocation, no system call (the clock is rdtsc, clock.h).
@@ -40,16 +44,29 @@ struct CommStatsSnapshot {
 
 class CommStats {
  public:
-  explicit CommStats(CommIdentity identity);
+  explicit CommStats(CommIdentity identity, uint32_t sample_every = 1);
 
   // The data path.
-  // Times are now_ticks() values.
-  void completed(uint64_t bytes, uint64_t posted, uint64_t done) noexcept {
+  // A request that carried `bytes` completed: counted. True when its latency is to be
+  // recorded (sample(), one request in sample_every): only then need the clock be read.
+  bool count(uint64_t bytes) noexcept {
 #if defined(ROCE_TELEMETRY_BASELINE)
-    return;  // the hooks' cost baseline: nothing recorded
+    return false;  // the hooks' cost baseline: nothing recorded
 #endif
+    bump(messages_);
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    return --until_sample_ == 0;
+  }
+  // The latency of the request count() chose, posted and done at these now_ticks() values.
+  void sample(uint64_t posted, uint64_t done) noexcept {
+    until_sample_ = sample_every_;
     completion_.record(done > posted ? done - posted : 0);
+  }
+  // Both, for a caller that has the completion time anyway (and the tests).
+  void completed(uint64_t bytes, uint64_t posted, uint64_t done) noexcept {
+    if (count(bytes)) {
+      sample(posted, done);
+    }
   }
   // Only sends that found no clear-to-send at first are recorded; the snapshot counts every
   // other completed send as a wait of 0 (most sends, and the cheapest path).
@@ -82,10 +99,13 @@ class CommStats {
   uint64_t id_;
   CommIdentity identity_;
   uint64_t created_ticks_;
+  std::atomic<uint64_t> messages_{0};
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> stalls_{0};
-  LatencyHistogram completion_;  // its total is the message count
+  uint32_t sample_every_;
+  uint32_t until_sample_ = 1;    // the first request is sampled
+  LatencyHistogram completion_;  // one request in sample_every_
   LatencyHistogram cts_wait_;
 };
 

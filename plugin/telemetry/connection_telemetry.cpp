@@ -19,7 +19,7 @@ const char* peer_word(const CommIdentity& id) {
 
 ConnectionTelemetry::ConnectionTelemetry(CommIdentity identity, const TelemetrySettings& settings,
                                          std::shared_ptr<const FabricCounterWatch> fabric)
-    : stats_(std::move(identity)),
+    : stats_(std::move(identity), settings.sample_every),
       stall_(settings.stall_warn_ms, 1e6 / ns_per_tick()),
       summary_at_close_(settings.summary_at_close),
       fabric_(std::move(fabric)) {
@@ -52,6 +52,11 @@ void ConnectionTelemetry::note_recovered(std::string_view waiting, uint64_t wait
   const CommIdentity& id = stats_.identity();
   ROCE_INFO(NCCL_NET, "{} on {} {} {}: {} ended after about {} ms", direction_text(id), id.device,
             peer_word(id), id.peer, waiting, waited_ms);
+}
+
+void ConnectionTelemetry::recovered(std::string_view waiting, uint64_t posted,
+                                    uint64_t now) noexcept {
+  note_recovered(waiting, ms_from_ticks(now > posted ? now - posted : 0));
 }
 
 }  // namespace roce::telemetry

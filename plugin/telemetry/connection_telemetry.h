@@ -18,6 +18,7 @@ namespace roce::telemetry {
 struct TelemetrySettings {
   bool summary_at_close = false;  // NCCL_ROCE_STATS
   uint64_t stall_warn_ms = 0;     // NCCL_ROCE_STALL_WARN_MS
+  uint32_t sample_every = 1;      // NCCL_ROCE_STATS_SAMPLE
 };
 
 class ConnectionTelemetry {
@@ -38,7 +39,23 @@ class ConnectionTelemetry {
   // The wait that was reported is over (INFO, NET).
   void note_recovered(std::string_view waiting, uint64_t waited_ms) noexcept;
 
+  // The data path's one call per completed request: `bytes` carried by a request posted at
+  // `posted` (a now_ticks() value). The clock is read only for a sampled request and when that
+  // request's wait had been reported as a stall, whose end is then logged, `waiting` naming it.
+  // Inline, with the logging out of line.
+  void completed(uint64_t bytes, uint64_t posted, std::string_view waiting) noexcept {
+    if (stats_.count(bytes)) [[unlikely]] {
+      stats_.sample(posted, now_ticks());
+    }
+    if (stall_.ended(posted)) [[unlikely]] {
+      recovered(waiting, posted, now_ticks());
+    }
+  }
+
  private:
+  [[gnu::cold, gnu::noinline]] void recovered(std::string_view waiting, uint64_t posted,
+                                              uint64_t now) noexcept;
+
   CommStats stats_;
   StallWatch stall_;
   bool summary_at_close_;

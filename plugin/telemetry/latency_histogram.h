@@ -15,7 +15,9 @@ namespace roce::telemetry {
 
 class LatencyHistogram {
  public:
-  static constexpr int kBuckets = 160;  // enough for 2^40 ns
+  // Every 64-bit value has a bucket (the largest, 2^64 - 1, falls in 4 * 62 + 3), so recording
+  // needs no clamp.
+  static constexpr int kBuckets = 4 * 62 + 4;
 
   static constexpr int bucket_of(uint64_t ns) noexcept {
     if (ns < 4) {
@@ -23,7 +25,7 @@ class LatencyHistogram {
     }
     const int msb = 63 - std::countl_zero(ns);
     const int index = 4 * (msb - 1) + static_cast<int>((ns >> (msb - 2)) & 3U);
-    return index < kBuckets ? index : kBuckets - 1;
+    return index;
   }
   // The smallest value that falls in `bucket`.
   static constexpr uint64_t lower_bound(int bucket) noexcept {

@@ -35,12 +35,11 @@ struct ProfilerEvent {
   ncclProfilerNetIbDescr_v1_t descr{};
 
   void start(int device, uint64_t wr_id, int opcode, uint32_t qp_num, size_t length) noexcept;
-  // Inline: without an event this is one compare and one store.
+  // Inline: without an event this is one compare (phandle is set again with every post).
   void stop() noexcept {
     if (handle != nullptr) [[unlikely]] {
       stop_event();
     }
-    phandle = nullptr;
   }
 
  private:

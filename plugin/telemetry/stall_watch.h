@@ -1,7 +1,7 @@
 // Deciding when a comm should report a stall: a request (or an isend waiting for its
-// clear-to-send) outstanding longer than NCCL_ROCE_STALL_WARN_MS. The data path asks due() on
-// every poll that found nothing, which reads the clock only every 256th time; warn_after()
-// then says whether to warn now: first at the threshold, then each time the wait has doubled, so
+// clear-to-send) outstanding longer than NCCL_ROCE_STALL_WARN_MS. A comm asks at each of its
+// health checks (paced by the device's async-event thread, core/connected_comm.h); warn_after()
+// says whether to warn now: first at the threshold, then each time the wait has doubled, so
 // a stalled job logs a handful of lines per comm rather than a flood. Pure, unit-tested.
 #pragma once
 
@@ -15,19 +15,17 @@ class StallWatch {
   // Times are in any unit of which units_per_ms make a millisecond (clock ticks in the comms).
   StallWatch(uint64_t threshold_ms, double units_per_ms) noexcept
       : threshold_(static_cast<uint64_t>(static_cast<double>(threshold_ms) * units_per_ms)),
-        units_per_ms_(units_per_ms) {}
+        units_per_ms_(units_per_ms),
+        next_(threshold_) {}
 
   bool enabled() const noexcept { return threshold_ != 0; }
-  bool due() noexcept {
-#if defined(ROCE_TELEMETRY_BASELINE)
-    return false;  // the hooks' cost baseline: no stall checks
-#endif
-    return enabled() && (++polls_ & 255U) == 0;
-  }
 
   // The wait that began at `since`, seen at `now`: the milliseconds waited when a warning is
   // due now, else nullopt. A new wait (another `since`) starts the schedule again.
   std::optional<uint64_t> warn_after(uint64_t since, uint64_t now) noexcept {
+    if (!enabled()) {
+      return std::nullopt;  // (and the doubling below could not end)
+    }
     if (since != since_) {
       since_ = since;
       next_ = threshold_;
@@ -50,20 +48,25 @@ class StallWatch {
 #if defined(ROCE_TELEMETRY_BASELINE)
     return false;
 #endif
-    const bool reported = warned_ && since == since_;
-    if (since == since_) {
-      warned_ = false;
-      since_ = 0;
+    // Every completion asks, and almost none was reported: one test then. A wait that was seen
+    // but not reported needs no reset, as the next wait's `since` differs and restarts the
+    // schedule in warn_after.
+    if (!warned_) [[likely]] {
+      return false;
     }
-    return reported;
+    if (since != since_) {
+      return false;
+    }
+    warned_ = false;
+    since_ = 0;
+    return true;
   }
 
  private:
   uint64_t threshold_;
   double units_per_ms_;
-  uint32_t polls_ = 0;
   uint64_t since_ = 0;
-  uint64_t next_ = 0;
+  uint64_t next_;  // the wait after which the next warning is due
   bool warned_ = false;
 };
 

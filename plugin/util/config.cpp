@@ -361,11 +361,14 @@ bool read_telemetry(Reader& reader, Config* config) {
   std::optional<bool> summary;
   std::optional<int> interval;
   std::optional<int> stall;
+  std::optional<int> sample;
   if (!reader.boolean("NCCL_ROCE_STATS", &summary) ||
       !reader.integer("NCCL_ROCE_STATS_INTERVAL_MS", &interval) ||
-      !reader.integer("NCCL_ROCE_STALL_WARN_MS", &stall)) {
+      !reader.integer("NCCL_ROCE_STALL_WARN_MS", &stall) ||
+      !reader.integer("NCCL_ROCE_STATS_SAMPLE", &sample)) {
     return false;
   }
+  assign(sample, &config->stats_sample);
   assign(summary, &config->stats_summary);
   assign(interval, &config->stats_interval_ms);
   assign(stall, &config->stall_warn_ms);

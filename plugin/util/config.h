@@ -75,6 +75,7 @@ struct Config {
   std::string stats_file;         // NCCL_ROCE_STATS_FILE: JSON lines (+ .prom); %h, %p
   int stats_interval_ms = 10000;  // NCCL_ROCE_STATS_INTERVAL_MS
   int stall_warn_ms = 5000;       // NCCL_ROCE_STALL_WARN_MS; 0 = no stall reports
+  int stats_sample = 8;           // NCCL_ROCE_STATS_SAMPLE: latency of one request in this many
 
   // One line per setting found in the environment, and per recognised NCCL setting that we do
   // not apply (with what we do instead); load_config() logs them at INFO (ENV).

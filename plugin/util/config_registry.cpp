@@ -254,6 +254,15 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      100,
      3600000},
+    {{"NCCL_ROCE_STATS_SAMPLE", "8", "1..4096",
+      "The completion latency histograms (NCCL_ROCE_STATS, NCCL_ROCE_STATS_FILE) record one "
+      "request in this many, so that a message pays for a clock read and a bucket update only "
+      "that often; message, byte and error counts always count every request. 1 records every "
+      "request.",
+      "integer", "", ""},
+     K::Integer,
+     1,
+     4096},
     {{"NCCL_ROCE_STALL_WARN_MS", "5000", "0..86400000",
       "A request outstanding this long gives one WARN per comm naming the peer and what the comm "
       "waits for (the peer's clear-to-send, or a completion), repeated each time the wait "

@@ -395,7 +395,9 @@ TEST_CASE("telemetry settings: defaults, values and range errors", "[config]") {
   CHECK(defaults.stats_file.empty());
   CHECK(defaults.stats_interval_ms == 10000);
   CHECK(defaults.stall_warn_ms == 5000);
+  CHECK(defaults.stats_sample == 8);
   const roce::Config set = parse({{"NCCL_ROCE_STATS", "1"},
+                                  {"NCCL_ROCE_STATS_SAMPLE", "1"},
                                   {"NCCL_ROCE_STATS_FILE", "/tmp/roce.%h.%p.jsonl"},
                                   {"NCCL_ROCE_STATS_INTERVAL_MS", "250"},
                                   {"NCCL_ROCE_STALL_WARN_MS", "0"}});
@@ -403,6 +405,9 @@ TEST_CASE("telemetry settings: defaults, values and range errors", "[config]") {
   CHECK(set.stats_file == "/tmp/roce.%h.%p.jsonl");
   CHECK(set.stats_interval_ms == 250);
   CHECK(set.stall_warn_ms == 0);
+  CHECK(set.stats_sample == 1);
+  CHECK(error_of({{"NCCL_ROCE_STATS_SAMPLE", "0"}}).find("NCCL_ROCE_STATS_SAMPLE=0") !=
+        std::string::npos);
   CHECK(error_of({{"NCCL_ROCE_STATS_INTERVAL_MS", "10"}}).find("NCCL_ROCE_STATS_INTERVAL_MS=10") !=
         std::string::npos);
   CHECK(error_of({{"NCCL_ROCE_STALL_WARN_MS", "soon"}}).find("NCCL_ROCE_STALL_WARN_MS") !=

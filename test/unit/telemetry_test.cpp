@@ -64,12 +64,41 @@ TEST_CASE("a stall is reported at the threshold, then each time the wait doubles
   CHECK_FALSE(watch.warn_after(t0 + 2000 * ms, t0 + 2050 * ms).has_value());
   CHECK(watch.warn_after(t0 + 2000 * ms, t0 + 2100 * ms) == 100);
   CHECK_FALSE(StallWatch(0, 1e6).enabled());
-  StallWatch polls(1, 1e6);
-  int due = 0;
-  for (int i = 0; i < 1024; ++i) {
-    due += polls.due() ? 1 : 0;
+  CHECK_FALSE(StallWatch(0, 1e6).warn_after(0, 1000).has_value());
+}
+
+TEST_CASE("counters count every request; the latency histogram one in sample_every") {
+  CommStats every({Direction::Recv, "mlx5_0", "peer", 1, 0}, 1);
+  CommStats sampled({Direction::Recv, "mlx5_0", "peer", 1, 0}, 8);
+  int chosen = 0;
+  for (uint64_t i = 0; i < 100; ++i) {
+    every.completed(10, 0, 1000);
+    if (sampled.count(10)) {
+      ++chosen;
+      sampled.sample(0, 1000);
+    }
   }
-  CHECK(due == 4);
+  CHECK(chosen == 13);  // the first request, then every eighth: 1, 9, ..., 97
+  const CommStatsSnapshot e = every.snapshot();
+  const CommStatsSnapshot s = sampled.snapshot();
+  CHECK(e.messages == 100);
+  CHECK(s.messages == 100);
+  CHECK(e.bytes == 1000);
+  CHECK(s.bytes == 1000);
+  CHECK(e.completion.total() == 100);
+  CHECK(s.completion.total() == 13);
+  CHECK(s.completion.percentile_ns(50) == e.completion.percentile_ns(50));
+}
+
+TEST_CASE("a wait that began at time zero is watched like any other") {
+  // Zero is also the watch's initial `since`: the first look must still start the schedule
+  // (it once doubled a zero threshold forever).
+  StallWatch watch(100, 1.0);
+  CHECK_FALSE(watch.warn_after(0, 0).has_value());
+  CHECK_FALSE(watch.warn_after(0, 99).has_value());
+  CHECK(watch.warn_after(0, 100) == 100);
+  CHECK_FALSE(watch.warn_after(0, 150).has_value());
+  CHECK(watch.warn_after(0, 200) == 200);
 }
 
 namespace {
