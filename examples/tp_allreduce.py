@@ -165,21 +165,34 @@ def per_rank_vroce_device(local_rank):
     os.environ["VROCE_DEVICES"] = f"vroce{local_rank}={net}.{int(last) + local_rank}"
 
 
+def shared_gpu_identity(local_rank):
+    """ROCE_EXAMPLE_SHARE_GPU=1: every rank runs on GPU 0, as on a machine with one GPU. NCCL
+    refuses two ranks of one host on one GPU ("Duplicate GPU detected"), so each rank names its
+    own host (NCCL_HOSTID): NCCL then connects them over the network, which is the plugin, and
+    uses neither NVLink nor shared memory between them. Returns the GPU this rank uses."""
+    if os.environ.get("ROCE_EXAMPLE_SHARE_GPU", "0") in ("", "0"):
+        return local_rank
+    os.environ["NCCL_HOSTID"] = f"{socket.gethostname()}-rank{local_rank}"
+    return 0
+
+
 def rank_setup(log_name):
     """What a torchrun rank does before NCCL starts: reads RANK, WORLD_SIZE and LOCAL_RANK, gives
-    itself its vroce device (per_rank_vroce_device), and has NCCL write its INIT and NET INFO lines
+    itself its vroce device (per_rank_vroce_device) and its GPU (shared_gpu_identity), and has NCCL
+    write its INIT and NET INFO lines
     to a per-process file (/tmp/<log_name>.<host>.<pid>.nccl.log unless NCCL_DEBUG_FILE is set),
     so that read_nccl_log() can say which network and transport NCCL chose.
-    Returns (rank, world, local_rank, log_pattern)."""
+    Returns (rank, world, gpu, log_pattern)."""
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     per_rank_vroce_device(local_rank)
+    gpu = shared_gpu_identity(local_rank)
     os.environ.setdefault("NCCL_DEBUG", "INFO")
     os.environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
     log_pattern = os.environ.setdefault(
         "NCCL_DEBUG_FILE", f"/tmp/{log_name}.{socket.gethostname()}.{os.getpid()}.nccl.log")
-    return rank, world, local_rank, log_pattern
+    return rank, world, gpu, log_pattern
 
 
 def read_nccl_log(log_pattern):
@@ -194,7 +207,7 @@ def read_nccl_log(log_pattern):
 
 def main(argv=None):
     args = parse_args(argv)
-    rank, world, local_rank, log_pattern = rank_setup("tp_allreduce")
+    rank, world, gpu, log_pattern = rank_setup("tp_allreduce")
 
     import torch
     import torch.distributed as dist
@@ -202,8 +215,8 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print(f"rank {rank}: CUDA is not available: this example needs a GPU per rank", file=sys.stderr)
         return 3
-    torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank)
+    torch.cuda.set_device(gpu)
+    device = torch.device("cuda", gpu)
     dist.init_process_group(backend="nccl", device_id=device)
 
     torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]

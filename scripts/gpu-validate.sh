@@ -45,6 +45,13 @@ Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--q
   --steps LIST      comma-separated STEP:MODE, STEP one of collectives, tp_allreduce,
                     all_reduce_perf; MODE one of gdr-dmabuf, gdr-pointer, host, socket
                     [all, the most telling first]
+  --share-gpu       run NPROC ranks (default 2) on GPU 0, for a machine with one GPU: each rank
+                    names its own host (NCCL_HOSTID) so NCCL connects them over the plugin;
+                    all_reduce_perf steps are skipped (one process cannot drive one GPU twice)
+  --profiler LIB    load NCCL's example profiler (built from NCCL's public source for this node)
+                    into the torchrun steps, with NCCL_PROFILE_EVENT_MASK [152: proxy ops, proxy
+                    steps and network plugin events]; each step's traces go to
+                    OUT/profiler/STEP-*, and the summary counts the plugin's QP events in them
   --dry-run         print each step's environment and command; run nothing
 Environment: NPROC (GPUs to use, default all), NCCL_LIB_DIR (the libnccl.so.2 for
 all_reduce_perf, default PyTorch's), ROCE_GPU_VALIDATE_VROCE=0 (use real NICs).
@@ -58,6 +65,8 @@ max_bytes=256M
 iters=3
 perf_iters=5
 dry_run=0
+share_gpu=0
+profiler=""
 steps=collectives:gdr-dmabuf,all_reduce_perf:gdr-dmabuf,all_reduce_perf:socket,tp_allreduce:gdr-dmabuf
 steps+=,tp_allreduce:socket,collectives:socket,collectives:host,collectives:gdr-pointer,all_reduce_perf:host
 while (($#)); do
@@ -70,6 +79,8 @@ while (($#)); do
     --iters) iters=$2; shift 2 ;;
     --perf-iters) perf_iters=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --share-gpu) share_gpu=1; shift ;;
+    --profiler) profiler=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "gpu-validate.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -89,8 +100,15 @@ else
   command -v torchrun >/dev/null || fail "torchrun not found: activate the Python environment with PyTorch"
   gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
 fi
-nproc=${NPROC:-$gpus}
-((nproc >= 2 && nproc <= gpus)) || fail "needs 2 or more GPUs (found $gpus, NPROC=${NPROC:-unset})"
+if ((share_gpu)); then
+  nproc=${NPROC:-2}
+  ((gpus >= 1 && nproc >= 2)) || fail "--share-gpu needs a GPU and NPROC >= 2 (found $gpus, NPROC=$nproc)"
+  export ROCE_EXAMPLE_SHARE_GPU=1  # tp_allreduce.py's shared_gpu_identity
+else
+  nproc=${NPROC:-$gpus}
+  ((nproc >= 2 && nproc <= gpus)) || fail "needs 2 or more GPUs (found $gpus, NPROC=${NPROC:-unset}); or --share-gpu"
+fi
+[[ -z $profiler || $dry_run == 1 || -f $profiler ]] || fail "profiler plugin $profiler is missing"
 out=${out:-gpu-validate-$(date +%Y%m%d-%H%M%S)}
 if ((!dry_run)); then
   mkdir -p "$out"
@@ -112,6 +130,9 @@ mode_env() {
   local common=(NCCL_NET_PLUGIN="$plugin" NCCL_NET=RoCE NCCL_ROCE_DSCP=26)
   if [[ $use_vroce != 0 ]]; then
     common+=(NCCL_IBVERBS_LIB="$vroce" ROCE_EXAMPLE_VROCE_BASE="$vroce_base")
+  fi
+  if [[ -n $profiler ]]; then
+    common+=(NCCL_PROFILER_PLUGIN="$profiler" NCCL_PROFILE_EVENT_MASK="${NCCL_PROFILE_EVENT_MASK:-152}")
   fi
   if vroce_gdr "$1"; then
     common+=(CUDA_MODULE_LOADING=EAGER)  # see the header: no lazy kernel load while vroce copies
@@ -149,23 +170,32 @@ run_logged() {  # name, command...: runs it, keeps stdout+stderr in $out/name.lo
   echo "plugin: $plugin"; ldd "$plugin" | sed 's/^/  /'
 } | tee "$out/environment.txt"
 
+traced_steps=()  # the torchrun steps, whose profiler traces the summary counts
 collectives() {  # mode
+  traced_steps+=("collectives-$1")
   # shellcheck disable=SC2046  # mode_env prints NAME=value words, none with spaces
   run_logged "collectives-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/collectives-$1.%h.%p.log" \
+    NCCL_PROFILE_DUMP_FILE="$out/profiler/collectives-$1" \
     torchrun --standalone --nproc-per-node "$nproc" "$repo/tools/gpu-validate/collectives.py" \
     --max-bytes "$max_bytes" --iters "$iters" --expect-network "$(expect_network "$1")" \
     --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json"
 }
 tp_allreduce() {  # mode
+  traced_steps+=("tp-allreduce-$1")
   local bounded=()
   vroce_gdr "$1" && bounded=(--sync-every 32)  # see the header: a bounded launch queue
   # shellcheck disable=SC2046
   run_logged "tp-allreduce-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/tp-$1.%h.%p.log" \
+    NCCL_PROFILE_DUMP_FILE="$out/profiler/tp-allreduce-$1" \
     torchrun --standalone --nproc-per-node "$nproc" "$repo/examples/tp_allreduce.py" \
     --iters 2000 "${bounded[@]}" --expect-network "$(expect_network "$1")"
 }
 all_reduce_perf() {  # mode
   [[ -n $nccl_tests ]] || return 0
+  if ((share_gpu)); then
+    echo "=== all_reduce_perf-$1: skipped (--share-gpu: one process drives each GPU once)"
+    return 0
+  fi
   local perf=$nccl_tests/all_reduce_perf devices="" r
   [[ $dry_run == 1 || -x $perf ]] || fail "$perf is missing or not executable"
   for ((r = 0; r < nproc; r++)); do devices+="${devices:+,}vroce$r=127.0.0.$((21 + r))"; done
@@ -176,7 +206,7 @@ all_reduce_perf() {  # mode
 }
 
 # The most telling runs first, so a run cut short by a time limit still says the most.
-((dry_run)) || mkdir -p "$out/nccl-logs"
+((dry_run)) || mkdir -p "$out/nccl-logs" "$out/profiler"
 for step in ${steps//,/ }; do
   mode=${step#*:}
   case $mode in gdr-dmabuf | gdr-pointer | host | socket) ;; *) fail "unknown mode in step $step (see --help)" ;; esac
@@ -190,6 +220,18 @@ done
 ((dry_run)) && exit 0
 
 python3 "$repo/tools/gpu-validate/summarize.py" "$out" | tee "$out/summary.md"
+if [[ -n $profiler ]]; then
+  # The example profiler writes Chrome trace JSON, one "NET_IB" begin record per QP event the
+  # network plugin reported (net_ib's v1 descriptor: device, qp_num, opcode, wr_id, size).
+  {
+    echo
+    echo "NCCL profiler ($profiler): the plugin's QP events per step"
+    for traced in "${traced_steps[@]}"; do
+      qp_events=$(cat "$out/profiler/$traced"-* 2>/dev/null | grep -c '"cat": "NET_IB", "ph": "b"' || true)
+      echo "  $traced: $qp_events QP events"
+    done
+  } | tee -a "$out/summary.md"
+fi
 tar -C "$out" -czf "$out/nccl-logs.tgz" nccl-logs && rm -rf "$out/nccl-logs"
 ((status == 0)) || echo "gpu-validate.sh: some runs FAILED; logs in $out" >&2
 exit $status

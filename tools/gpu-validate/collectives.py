@@ -134,7 +134,7 @@ class Case:
 
 def main(argv=None):
     args = parse_args(argv)
-    rank, world, local_rank, log_pattern = rank_setup("gpu-validate")
+    rank, world, gpu, log_pattern = rank_setup("gpu-validate")
 
     import torch
     import torch.distributed as dist
@@ -142,8 +142,8 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print(f"rank {rank}: CUDA is not available: this check needs a GPU per rank", file=sys.stderr)
         return 3
-    torch.cuda.set_device(local_rank)
-    device = torch.device("cuda", local_rank)
+    torch.cuda.set_device(gpu)
+    device = torch.device("cuda", gpu)
     dist.init_process_group(backend="nccl", device_id=device, timeout=timedelta(seconds=args.timeout))
 
     rows, total_wrong = [], 0
