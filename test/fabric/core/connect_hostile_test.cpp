@@ -18,13 +18,17 @@
 #include "hostile_peer.h"
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
+#include "test_addresses.h"
 #include "traffic.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
 TEST_CASE("silent, garbage and wrong-nonce connections are refused while the real one succeeds",
           "[fabric][connect]") {
-  setenv("VROCE_DEVICES", "pca=127.0.4.29,pcb=127.0.4.30", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"pca", "pcb"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = plugin.find_device("pca");

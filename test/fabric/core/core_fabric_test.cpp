@@ -1,6 +1,7 @@
 // The plugin driven through its exported tables, as NCCL drives it, over vroce. Each TEST_CASE
-// runs in its own process (catch_discover_tests), so each picks its own vroce addresses inside
-// 127.0.4.0/24 before the plugin loads vroce, and parallel ctest runs never share a device.
+// runs in its own process (catch_discover_tests), so each claims its own block of loopback
+// addresses (test_addresses.h) before the plugin loads vroce, and parallel ctest runs never share a
+// device.
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 
@@ -15,7 +16,11 @@
 #include <vector>
 
 #include "plugin_driver.h"
+#include "test_addresses.h"
 #include "traffic.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -136,29 +141,29 @@ void traffic_between_two_devices(Api api, const std::string& devices, int traffi
 
 TEST_CASE("v8 table: verified traffic between two devices, connect and accept on two threads",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V8, "pca=127.0.4.11,pcb=127.0.4.12",
+  traffic_between_two_devices(Api::V8, vroce_device_list({"pca", "pcb"}),
                               NCCL_NET_TRAFFIC_CLASS_UNDEF);
 }
 
 TEST_CASE("v9 table: verified traffic between two devices, connect and accept on two threads",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V9, "pca=127.0.4.13,pcb=127.0.4.14",
+  traffic_between_two_devices(Api::V9, vroce_device_list({"pca", "pcb"}),
                               NCCL_NET_TRAFFIC_CLASS_UNDEF);
 }
 
 TEST_CASE("v10 table: verified traffic with the communicator's class given at connect",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V10, "pca=127.0.4.15,pcb=127.0.4.16", 106);
+  traffic_between_two_devices(Api::V10, vroce_device_list({"pca", "pcb"}), 106);
 }
 
 TEST_CASE("v11 table: verified traffic with the communicator's class given at init",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V11, "pca=127.0.4.17,pcb=127.0.4.18", 106);
+  traffic_between_two_devices(Api::V11, vroce_device_list({"pca", "pcb"}), 106);
 }
 
 TEST_CASE("a loopback pair connects when connect and accept alternate on one thread",
           "[fabric][connect][quick]") {
-  use_devices("pca=127.0.4.21");
+  use_devices(vroce_device_list({"pca"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = plugin.find_device("pca");
@@ -180,7 +185,7 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
 
 TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
           "[fabric][limits][quick]") {
-  use_devices("pca=127.0.4.23,pcb=127.0.4.24");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -240,7 +245,7 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
 
 TEST_CASE("a send larger than its matched receive is refused with both sizes named",
           "[fabric][errors][quick]") {
-  use_devices("pca=127.0.4.25,pcb=127.0.4.26");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -288,7 +293,7 @@ bool is_refusal(ncclResult_t result) {
 
 TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
           "[fabric][tc][quick]") {
-  use_devices("pca=127.0.4.27,pcb=127.0.4.28");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   unsetenv("NCCL_ROCE_TC");
   unsetenv("NCCL_ROCE_DSCP");
   unsetenv("NCCL_IB_TC");
@@ -359,7 +364,7 @@ namespace {
 // list per test case); the test reads it through the library the plugin loads next, then moves
 // both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device that share one
 // sys_image_guid (VROCE_SYS_IMAGE_GUID), as the physical functions of a dual-port card do.
-void check_two_functions(const char* list) {
+void check_two_functions(const std::string& list) {
   {
     INFO("VROCE_DEVICES=" << list);
     TempDir sysfs;
@@ -420,18 +425,18 @@ void check_two_functions(const char* list) {
 
 TEST_CASE("two functions of one PCI device get distinct ports, the .1 function listed first",
           "[fabric][pci][quick]") {
-  check_two_functions("pfb=127.0.4.154,pfa=127.0.4.155");
+  check_two_functions(vroce_device_list({"pfb", "pfa"}));
 }
 
 TEST_CASE("two functions of one PCI device get distinct ports, the .0 function listed first",
           "[fabric][pci][quick]") {
-  check_two_functions("pfa=127.0.4.157,pfb=127.0.4.156");
+  check_two_functions(vroce_device_list({"pfa", "pfb"}));
 }
 
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices_with_tc_override("pca=127.0.4.41", sysfs, "96");
+  use_devices_with_tc_override(vroce_device_list({"pca"}), sysfs, "96");
   setenv("NCCL_ROCE_TC", "104", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   check_init_refused(plugin, {"96", "104", "traffic_class"});
@@ -440,7 +445,7 @@ TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init,
 TEST_CASE("a host-wide class override that differs from the communicator's class fails connect",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices_with_tc_override("pca=127.0.4.42,pcb=127.0.4.43", sysfs, "96");
+  use_devices_with_tc_override(vroce_device_list({"pca", "pcb"}), sysfs, "96");
   unsetenv("NCCL_ROCE_TC");
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init(104) == ncclSuccess);  // nothing configured in the environment
@@ -466,7 +471,7 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
 TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails init, naming both",
           "[fabric][tc][quick]") {
   TempDir sysfs;
-  use_devices_with_tc_override("pca=127.0.10.1", sysfs, "104");
+  use_devices_with_tc_override(vroce_device_list({"pca"}), sysfs, "104");
   setenv("NCCL_ROCE_TC", "104", 1);  // the data class agrees with the override
   setenv("NCCL_IB_FIFO_TC", "184", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
@@ -475,7 +480,7 @@ TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails in
 
 TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is intact",
           "[fabric][tc][quick]") {
-  use_devices("pca=127.0.10.2,pcb=127.0.10.3");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   setenv("NCCL_ROCE_TC", "106", 1);
@@ -495,7 +500,7 @@ TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is inta
 
 TEST_CASE("adaptive routing over four split QPs: every message intact, zero threshold included",
           "[fabric][ar][quick]") {
-  use_devices("pca=127.0.10.4,pcb=127.0.10.5");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   setenv("NCCL_IB_ADAPTIVE_ROUTING", "1", 1);
@@ -516,7 +521,7 @@ TEST_CASE("adaptive routing over four split QPs: every message intact, zero thre
 
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",
           "[fabric][gid][quick]") {
-  use_devices("pca=127.0.4.44");
+  use_devices(vroce_device_list({"pca"}));
   // vroce's table is mlx5's: 0/1 link-local v1/v2, 2/3 the IPv4 address as v1/v2.
   setenv("NCCL_IB_GID_INDEX", "2", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
@@ -528,7 +533,7 @@ TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index t
 
 TEST_CASE("makeVDevice accepts a single-device virtual NIC and refuses a merge, saying why",
           "[fabric][quick]") {
-  use_devices("pca=127.0.4.45,pcb=127.0.4.46");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   int d = -1;
@@ -561,7 +566,7 @@ TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an
   // what is under test is the plugin's flush path: the READ on the QP connected to itself.)
   TempDir sysfs;
   use_peermem_sysfs(sysfs);
-  use_devices("pca=127.0.4.47,pcb=127.0.4.48");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   Properties props;
@@ -606,7 +611,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   // request would read as "flushed" to NCCL, so the plugin must refuse with an error instead.
   TempDir sysfs;
   use_peermem_sysfs(sysfs);
-  use_devices("pca=127.0.4.150,pcb=127.0.4.151");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -660,7 +665,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
 
 TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fabric][quick]") {
   TempDir sysfs;  // no peermem marker, no CUDA context: GPUDirect is off
-  use_devices("pca=127.0.4.49,pcb=127.0.4.50");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -683,7 +688,7 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fa
 }
 
 TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[fabric][quick]") {
-  use_devices("pca=127.0.4.152,pcb=127.0.4.153");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   for (const char* setting : {"0", ""}) {
@@ -716,7 +721,7 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
 
 TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every message",
           "[fabric][traffic]") {
-  use_devices("pca=127.0.4.53,pcb=127.0.4.54");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
   setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);  // the default, 0, is split_data_test's
   setenv("NCCL_DEBUG", "INFO", 1);
@@ -735,7 +740,7 @@ TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every 
 }
 
 TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][errors][quick]") {
-  use_devices("pca=127.0.4.55,pcb=127.0.4.56");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -777,7 +782,7 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
 
 TEST_CASE("the plugin survives being unloaded and loaded again, with and without finalize",
           "[fabric][quick]") {
-  use_devices("pca=127.0.4.57");
+  use_devices(vroce_device_list({"pca"}));
   for (Api api : {Api::V11, Api::V8, Api::V11}) {
     // v11: init then finalize before dlclose; v8: no finalize exists, dlclose alone must stop
     // the async-event threads (a thread left running in unmapped code would crash the process).
@@ -802,7 +807,7 @@ TEST_CASE("the plugin survives being unloaded and loaded again, with and without
 }
 
 TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][quick]") {
-  use_devices("pca=127.0.4.58,pcb=127.0.4.59");
+  use_devices(vroce_device_list({"pca", "pcb"}));
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;

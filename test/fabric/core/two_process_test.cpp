@@ -10,6 +10,7 @@
 #include "child_process.h"
 #include "hang_bound.h"
 #include "plugin_driver.h"
+#include "test_addresses.h"
 #include "traffic.h"
 
 using namespace roce::test;
@@ -91,11 +92,11 @@ std::map<std::string, std::string> net_info(std::map<std::string, std::string> e
 }  // namespace
 
 TEST_CASE("two processes exchange verified traffic through the v8 table", "[fabric][process]") {
-  two_process_traffic("v8", "127.0.4.33", "127.0.4.34");
+  two_process_traffic("v8", test_address(0), test_address(1));
 }
 
 TEST_CASE("two processes exchange verified traffic through the v11 table", "[fabric][process]") {
-  two_process_traffic("v11", "127.0.4.35", "127.0.4.36");
+  two_process_traffic("v11", test_address(0), test_address(1));
 }
 
 TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget",
@@ -110,11 +111,11 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   };
   ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--seed", "3", "--groups",
                          "1000", "--max-recvs", "1", "--post-and-hang"},
-                        env_with("pcb=127.0.4.38"));
+                        env_with("pcb=" + test_address(1)));
   const std::string handle = handle_from(receiver);
   ChildProcess sender({peer_binary(), "send", "--device", "pca", "--seed", "3", "--groups", "1000",
                        "--max-recvs", "1", "--handle", handle, "--wait-go", "--expect-error"},
-                      env_with("pca=127.0.4.37"));
+                      env_with("pca=" + test_address(0)));
   REQUIRE(receiver.wait_for("POSTED", kHangBoundMs));
   REQUIRE(sender.wait_for("CONNECTED", kHangBoundMs));
   // Let the clear-to-send writes land in the sender's ring, then kill the receiver.
@@ -136,15 +137,15 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   // The one WARN names the completion status, the QP, both GIDs and the hint.
   CHECK(out.find("IBV_WC_RETRY_EXC_ERR") != std::string::npos);
   CHECK(out.find("NCCL_IB_TIMEOUT") != std::string::npos);
-  CHECK(out.find("::ffff:127.0.4.37") != std::string::npos);
-  CHECK(out.find("::ffff:127.0.4.38") != std::string::npos);
+  CHECK(out.find("::ffff:" + test_address(0)) != std::string::npos);
+  CHECK(out.find("::ffff:" + test_address(1)) != std::string::npos);
 }
 
 TEST_CASE("ECE is exchanged and both sides run on the options both devices support",
           "[fabric][process][ece]") {
   // vroce's ECE options per process: the receiver's device reduces the sender's to the common
   // bits, and the sender sets that reduced ECE on its own QPs.
-  const PairOutput out = two_process_pair("v9", "40", "127.0.10.10", "127.0.10.11",
+  const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1),
                                           net_info({{"VROCE_ECE", "0x30000003"}}),
                                           net_info({{"VROCE_ECE", "0x10000006"}}));
   INFO(out.sender << out.receiver);
@@ -155,7 +156,7 @@ TEST_CASE("ECE is exchanged and both sides run on the options both devices suppo
 
 TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides",
           "[fabric][process][ece]") {
-  const PairOutput out = two_process_pair("v9", "40", "127.0.10.12", "127.0.10.13",
+  const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1),
                                           net_info({{"NCCL_IB_ECE_ENABLE", "0"}}), net_info());
   INFO(out.sender << out.receiver);
   CHECK(out.sender.find("no ece (NCCL_IB_ECE_ENABLE=0)") != std::string::npos);
@@ -166,7 +167,7 @@ TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides
 
 TEST_CASE("a receiver whose device has no ECE answers none and the sender runs without it",
           "[fabric][process][ece]") {
-  const PairOutput out = two_process_pair("v9", "40", "127.0.10.14", "127.0.10.15", net_info(),
+  const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1), net_info(),
                                           net_info({{"VROCE_ECE", "off"}}));
   INFO(out.sender << out.receiver);
   CHECK(out.sender.find("connected on pca") != std::string::npos);

@@ -5,7 +5,7 @@
 //   and each comm's close-time summary (NCCL_ROCE_STATS=1) and stats file name congestion;
 // - loss: with packets dropped, the close-time summaries report sequence errors or timeouts;
 // - failure: with every packet dropped, the failed comm's error names the ACK timeouts as loss.
-// Loopback addresses 127.0.11.20-29. Assertions are on counts and text, never on time.
+// Assertions are on counts and text, never on time.
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
@@ -20,6 +20,10 @@
 #include <vector>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -102,7 +106,7 @@ TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports n
   const std::string stats = "/tmp/roce-fabric-counters-test." + std::to_string(getpid());
   setenv("NCCL_ROCE_STATS_FILE", (stats + ".jsonl").c_str(), 1);
   setenv("NCCL_ROCE_STATS_INTERVAL_MS", "100", 1);
-  setenv("VROCE_DEVICES", "fxa=127.0.11.20,fxb=127.0.11.21", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"fxa", "fxb"}).c_str(), 1);
   setenv("VROCE_FAULTS", "ecn=0.3,seed=9", 1);
   setenv("NCCL_IB_TC", "106", 1);  // DSCP 26 with ECT(0): ECN-capable
   {
@@ -150,7 +154,7 @@ TEST_CASE("dropped packets: the close reports count sequence errors and timeouts
   SysfsRoot sysfs;
   recovering_timers();
   log_closes();
-  setenv("VROCE_DEVICES", "fxc=127.0.11.22,fxd=127.0.11.23", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"fxc", "fxd"}).c_str(), 1);
   setenv("VROCE_FAULTS", "drop=0.02,seed=4", 1);
   {
     PluginDriver plugin(plugin_path_from_env(), Api::V10);
@@ -185,7 +189,7 @@ TEST_CASE("a comm that fails because every packet is lost names the timeouts in 
   SysfsRoot sysfs;
   setenv("NCCL_IB_TIMEOUT", "12", 1);  // 17 ms, 2 retries: fails fast, there is no recovery
   setenv("NCCL_IB_RETRY_CNT", "2", 1);
-  setenv("VROCE_DEVICES", "fxe=127.0.11.24,fxf=127.0.11.25", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"fxe", "fxf"}).c_str(), 1);
   setenv("VROCE_FAULTS", "drop=1", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);

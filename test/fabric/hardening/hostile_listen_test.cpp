@@ -32,6 +32,10 @@
 #include "hostile_peer.h"
 #include "net/handshake.h"
 #include "net/listen_handle.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -63,7 +67,7 @@ TEST_CASE(
     "each kind of hostile handshake is refused with its reason logged, and the listener "
     "keeps listening",
     "[hardening][hostile]") {
-  setenv("VROCE_DEVICES", "hda=127.0.9.30,hdb=127.0.9.31", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hda", "hdb"}).c_str(), 1);
   // A peer that never finishes is dropped when the handshake deadline passes.
   setenv("NCCL_ROCE_CONNECT_TIMEOUT_MS", "1000", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
@@ -179,7 +183,7 @@ TEST_CASE(
     REQUIRE(setrlimit(RLIMIT_NOFILE, &limit) == 0);
   }
   REQUIRE(limit.rlim_cur >= wanted);
-  setenv("VROCE_DEVICES", "hda=127.0.9.32,hdb=127.0.9.33", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hda", "hdb"}).c_str(), 1);
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
@@ -295,7 +299,7 @@ TEST_CASE(
     "a storm that exhausts the listener's file descriptors: silent connections are evicted "
     "and the legitimate one still connects",
     "[hardening][hostile]") {
-  setenv("VROCE_DEVICES", "hdb=127.0.9.36", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hdb"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   const int b = require_device(plugin, "hdb");
@@ -310,7 +314,7 @@ TEST_CASE(
   REQUIRE(peer != nullptr);
   ChildProcess sender({peer, "send", "--device", "hda", "--seed", "63", "--groups", "30",
                        "--max-single", "65536", "--handle", handle_to_hex(handle), "--wait-start"},
-                      {{"VROCE_DEVICES", "hda=127.0.9.37"}});
+                      {{"VROCE_DEVICES", vroce_device_list({"hda"}, 1)}});
   REQUIRE(sender.wait_for("WAITING", kHangBoundMs));
 
   // The storm: a forked child opens silent connections and keeps them (its descriptors are its

@@ -3,7 +3,7 @@
 // events are logged, not fatal: a connection with traffic in flight rides out an outage shorter
 // than its retry budget through RC retransmission and delivers every byte right; one that stays
 // down longer fails with IBV_WC_RETRY_EXC_ERR, as a silent peer does; and a connection made after
-// the link is back works (no stale mark of the port). Loopback addresses 127.0.9.170-179.
+// the link is back works (no stale mark of the port).
 #include <infiniband/verbs.h>
 
 #include <atomic>
@@ -16,6 +16,10 @@
 #include <vector>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -100,7 +104,7 @@ TEST_CASE(
   // 50 ms, so even a loaded machine that stalls the test thread stays well inside the budget.
   setenv("NCCL_IB_TIMEOUT", "16", 1);
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
-  setenv("VROCE_DEVICES", "lfa=127.0.9.170,lfb=127.0.9.171", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"lfa", "lfb"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "lfa");
@@ -157,7 +161,7 @@ TEST_CASE(
   setenv("NCCL_IB_TIMEOUT", std::to_string(kIbTimeout).c_str(), 1);
   setenv("NCCL_IB_RETRY_CNT", std::to_string(kRetryCnt).c_str(), 1);
   setenv("VROCE_TIME_SCALE", "0.25", 1);
-  setenv("VROCE_DEVICES", "lfc=127.0.9.172,lfd=127.0.9.173", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"lfc", "lfd"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int c = require_device(plugin, "lfc");

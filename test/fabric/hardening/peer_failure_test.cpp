@@ -20,6 +20,10 @@
 #include "child_process.h"
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -155,10 +159,10 @@ TEST_CASE(
     "comm closes cleanly and comms to a live peer keep running",
     "[hardening][peer-failure]") {
   set_timers();
-  setenv("VROCE_DEVICES", "hds=127.0.9.20,hdl=127.0.9.21", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hds", "hdl"}).c_str(), 1);
   ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups", "50",
                        "--max-recvs", "1", "--post-and-hang"},
-                      child_env("hdv=127.0.9.22"));
+                      child_env(vroce_device_list({"hdv"}, 2)));
   auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
   INFO("victim:\n" << all_lines(victim));
   REQUIRE(handle_line);
@@ -200,7 +204,7 @@ TEST_CASE(
   expect_failure_detected(plugin, request, "sigkill");
   detected = true;
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
-  CHECK(warned("127.0.9.22"));
+  CHECK(warned(test_address(2)));
 
   // Every later call on the failed comm reports the same error; then it closes cleanly.
   void* again = nullptr;
@@ -222,7 +226,7 @@ TEST_CASE(
     "closes cleanly and comms to a live peer keep running",
     "[hardening][peer-failure]") {
   set_timers();
-  setenv("VROCE_DEVICES", "hds=127.0.9.23,hdl=127.0.9.24", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hds", "hdl"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int s = require_device(plugin, "hds");
@@ -232,7 +236,7 @@ TEST_CASE(
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(s, &handle, &listen_comm) == ncclSuccess);
-  auto env = child_env("hdv=127.0.9.25");
+  auto env = child_env(vroce_device_list({"hdv"}, 2));
   env["VROCE_FAULTS"] = "drop=1";
   ChildProcess silent({peer_binary(), "send", "--device", "hdv", "--seed", "32", "--groups", "50",
                        "--max-recvs", "1", "--handle", handle_to_hex(handle), "--expect-error"},

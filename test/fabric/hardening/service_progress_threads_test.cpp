@@ -13,12 +13,16 @@
 
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
 TEST_CASE("connect, accept, regMr and close on the service thread while the data path runs",
           "[hardening][threads][quick]") {
-  setenv("VROCE_DEVICES", "hda=127.0.9.50,hdb=127.0.9.51", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hda", "hdb"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "hda");

@@ -13,6 +13,10 @@
 #include <vector>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -24,7 +28,7 @@ TEST_CASE("soak: 8 comms of random-size messages, RSS flat, no leaked QPs, CQs o
     target = std::atol(text);
   }
   REQUIRE(target > 0);
-  setenv("VROCE_DEVICES", "hda=127.0.9.60,hdb=127.0.9.61", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"hda", "hdb"}).c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "hda");

@@ -3,13 +3,16 @@
 // message is split over all QPs. The traffic helpers check every byte and size either way;
 // vroce's completion count tells the two apart (per small message, one send and one receive
 // completion against one per QP on each side), and NCCL's largest count, 128 QPs, works in both.
-// Loopback addresses 127.0.9.176-179.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -47,7 +50,7 @@ TEST_CASE(
     "with 4 QPs, NCCL_IB_SPLIT_DATA_ON_QPS=0 sends each message on one QP and 1 splits it over "
     "all",
     "[hardening][split]") {
-  setenv("VROCE_DEVICES", "sda=127.0.9.176,sdb=127.0.9.177", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"sda", "sdb"}).c_str(), 1);
   constexpr int kGroups = 200;
   const int64_t whole = run_small_messages(4, "0", kGroups);
   const int64_t split = run_small_messages(4, "1", kGroups);
@@ -62,7 +65,7 @@ TEST_CASE(
 
 TEST_CASE("128 QPs per connection (NCCL's largest) carry verified traffic, split or not",
           "[hardening][split]") {
-  setenv("VROCE_DEVICES", "sda=127.0.9.178,sdb=127.0.9.179", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"sda", "sdb"}).c_str(), 1);
   for (const char* split : {"0", "1"}) {
     CHECK(run_small_messages(128, split, 300) > 0);
   }

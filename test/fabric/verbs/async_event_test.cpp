@@ -14,8 +14,12 @@
 
 #include "core/async_events.h"
 #include "core/device_discovery.h"
+#include "test_addresses.h"
 #include "util/log.h"
 #include "vroce_process.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 using namespace std::chrono_literals;
@@ -64,7 +68,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   test::set_env("NCCL_DEBUG", "INFO");
   test::set_env("NCCL_DEBUG_SUBSYS", "ALL");
   log::set_nccl_logger(&capture);
-  const auto lib = test::load_vroce("pv0=127.0.8.70");
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
   REQUIRE(found.devices.size() == 1);

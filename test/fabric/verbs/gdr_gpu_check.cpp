@@ -20,11 +20,15 @@
 #include "core/mr_cache.h"
 #include "core/verbs_registrar.h"
 #include "nccl_net/types.h"
+#include "test_addresses.h"
 #include "util/config.h"
 #include "verbs/completion_queue.h"
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
 #include "verbs/queue_pair.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 
@@ -103,7 +107,7 @@ int run() {
     return kSkip;
   }
 
-  setenv("VROCE_DEVICES", "pv0=127.0.8.90,pv1=127.0.8.91", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"pv0", "pv1"}).c_str(), 1);
   setenv("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH, 0);  // a copy elsewhere may be named instead
   std::string error;
   const auto config = parse_config(&env_lookup, nullptr, &error);
