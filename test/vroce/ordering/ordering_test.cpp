@@ -20,12 +20,16 @@
 
 #include "harness.h"
 #include "test_environment.h"
+#include "test_addresses.h"
 
 using namespace vroce_test;
+using roce::test::test_address;
+using roce::test::vroce_device_list;
+
 using namespace std::chrono_literals;
 
 void roce_test_environment() {
-  setenv("VROCE_DEVICES", "pfA=127.0.11.1,pfB=127.0.11.2", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"pfA", "pfB"}).c_str(), 1);
 }
 
 namespace {

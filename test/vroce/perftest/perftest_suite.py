@@ -15,7 +15,7 @@ side. Suites:
 Iteration counts are small so that the suite stays cheap; nothing here measures time. Exit 0
 on success, 1 on a failed case, 77 (skip) when perftest is not installed.
 
-  perftest_suite.py --lib <dir holding libibverbs.so.1> --suite basic|load|loss --base 127.0.6.1
+  perftest_suite.py --lib <dir holding libibverbs.so.1> --suite basic|load|loss [--base A]
 """
 import argparse
 import ipaddress
@@ -253,7 +253,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", required=True)
     parser.add_argument("--suite", choices=["basic", "load", "loss"], required=True)
-    parser.add_argument("--base", required=True, help="server address; the client gets the next")
+    parser.add_argument("--base", default=None,
+                        help="server address; the client gets the next (default: the first of "
+                        "ROCE_TEST_ADDRESSES, the block with_test_addresses claimed for this run)")
     args = parser.parse_args()
     needed = ["ib_send_lat", "ib_read_bw", "ibv_rc_pingpong", "ibv_devinfo"]
     missing = [p for p in needed if shutil.which(p) is None]
@@ -262,7 +264,12 @@ def main():
         return SKIP
     lib = str(Path(args.lib).resolve())
     with tempfile.TemporaryDirectory(prefix="vr-perftest.") as work:
-        runner = Runner(lib, args.base, Path(work))
+        runner = Runner(lib, base, Path(work))
+    base = args.base or os.environ.get("ROCE_TEST_ADDRESSES", "").split(" ")[0]
+    if not base:
+        print("error: no --base and no ROCE_TEST_ADDRESSES: run this under test/support's "
+              "with_test_addresses, or name the server address with --base", file=sys.stderr)
+        return 2
         try:
             {"basic": basic, "load": load, "loss": loss}[args.suite](runner)
         except Failure as failure:

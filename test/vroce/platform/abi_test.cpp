@@ -1,8 +1,8 @@
 // The device-level verbs entry points, called in-process as a linked program calls them:
 // enumeration, open/close, the device/port/GID/P_Key queries with rdma-core's return
 // conventions, the header inlines that go through the extended context, async events and the
-// port-event hook, and the helper functions. The devices are vpt0=127.0.2.1, vpt1=127.0.2.2
-// (main.cpp).
+// port-event hook, and the helper functions. The devices are vpt0 and vpt1 on the
+// process's first two test addresses (test_environment.cpp).
 #include <arpa/inet.h>
 #include <endian.h>
 #include <fcntl.h>
@@ -21,6 +21,10 @@
 #include "device/device.h"
 #include "sysfs/fake_sysfs.h"
 
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 using namespace std::chrono_literals;
 
 namespace {
@@ -253,7 +257,7 @@ TEST_CASE("GID table through ibv_query_gid, _ex, _table and ibv_query_gid_type",
 
   ibv_gid gid{};
   REQUIRE(ibv_query_gid(ctx, 1, 3, &gid) == 0);
-  CHECK(same(gid, mapped_v4("127.0.2.2")));
+  CHECK(same(gid, mapped_v4(test_address(1).c_str())));
   std::memset(&gid, 0x11, sizeof(gid));
   REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);  // mlx5's link-local slot: empty on vroce
   CHECK(same(gid, ibv_gid{}));
@@ -298,7 +302,7 @@ TEST_CASE("GID table through ibv_query_gid, _ex, _table and ibv_query_gid_type",
   REQUIRE(ibv_query_gid_table(ctx, table, 8, 0) == 2);
   CHECK(table[0].gid_index == 2);
   CHECK(table[1].gid_index == 3);
-  CHECK(same(table[1].gid, mapped_v4("127.0.2.2")));
+  CHECK(same(table[1].gid, mapped_v4(test_address(1).c_str())));
   CHECK(table[1].gid_type == IBV_GID_TYPE_ROCE_V2);
   CHECK(ibv_query_gid_table(ctx, table, 1, 0) == -EINVAL);  // too small for 2 entries
   CHECK(ibv_query_gid_table(ctx, table, 8, 1) == -EINVAL);

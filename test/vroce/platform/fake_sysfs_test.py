@@ -6,10 +6,12 @@ then overlays <root>/class onto /sys/class in a private mount namespace (read-on
 layers, the live /sys/class underneath) and reads it there the way NCCL-style code does: cat,
 open/read with errno (unused GID slots must fail with EINVAL), realpath of the PCI link, and
 Debian's ibv_devinfo, whose board_id line comes from ibdev_path (/sys/class/infiniband/<dev>)
-through ibv_read_sysfs_file. Devices use 127.0.2.51/52 (this suite's block).
+through ibv_read_sysfs_file. Devices use the first two
+loopback addresses with_test_addresses claimed for this run (ROCE_TEST_ADDRESSES).
 Exit 0 on success, 1 on a failed check, 77 (skip) without root, unshare or ibverbs-utils.
 """
 import argparse
+import ipaddress
 import os
 import shutil
 import subprocess
@@ -48,8 +50,25 @@ def check(ok, what):
 def environment(lib_dir, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VROCE_")}
     env.pop("SYSFS_PATH", None)
+def test_addresses():
+    """The loopback block with_test_addresses (test/support) claimed for this run."""
+    text = os.environ.get("ROCE_TEST_ADDRESSES")
+    if not text:
+        sys.exit("ROCE_TEST_ADDRESSES is not set: run this under test/support's with_test_addresses, "
+                 "which claims the loopback addresses the devices use")
+    return text.split()
+
+
+ADDR = test_addresses()
+
+
+def mapped_gid(address):
+    """The sysfs text of an IPv4-mapped GID, as the kernel writes it."""
+    return ipaddress.IPv6Address("::ffff:" + address).exploded
+
+
     env["LD_LIBRARY_PATH"] = str(lib_dir)
-    env["VROCE_DEVICES"] = "vps0=127.0.2.51,vps1=127.0.2.52"
+    env["VROCE_DEVICES"] = f"vps0={ADDR[0]},vps1={ADDR[1]}"
     env.update(extra)
     return env
 
@@ -98,13 +117,13 @@ def main():
             f"{port}/rate": "400 Gb/sec (4X NDR)",
             f"{port}/link_layer": "Ethernet",
             f"{port}/gids/0": "0000:0000:0000:0000:0000:0000:0000:0000",
-            f"{port}/gids/3": "0000:0000:0000:0000:0000:ffff:7f00:0233",
+            f"{port}/gids/3": mapped_gid(ADDR[0]),
             f"{port}/gid_attrs/types/0": "errno=22",
             f"{port}/gid_attrs/types/1": "errno=22",
             f"{port}/gid_attrs/types/2": "IB/RoCE v1",
             f"{port}/gid_attrs/types/3": "RoCE v2",
             f"{port}/gid_attrs/ndevs/3": "lo",
-            "/sys/class/infiniband/vps1/ports/1/gids/3": "0000:0000:0000:0000:0000:ffff:7f00:0234",
+            "/sys/class/infiniband/vps1/ports/1/gids/3": mapped_gid(ADDR[1]),
             "/sys/class/infiniband_verbs/uverbs0/ibdev": "vps0",
             "/sys/class/infiniband_verbs/uverbs1/ibdev": "vps1",
         }

@@ -1,7 +1,7 @@
 // vroce's CUDA memory path on a machine without a GPU: regions over "device memory" of a
 // stand-in libcuda.so.1 (fake_cuda/) that the CPU cannot touch (PROT_NONE), so every byte vroce
 // moves in or out of them must go through gpu/memory.h's driver copies; a direct access would
-// crash the test. Two devices in one process (vrC1=127.0.3.70, vrC2=127.0.3.71).
+// crash the test. Two devices in one process (vrC1, vrC2).
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -14,6 +14,10 @@
 
 #include "harness.h"
 
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
@@ -469,7 +473,7 @@ TEST_CASE("a device address whose UDP port 4791 is taken: ibv_create_qp fails wi
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(4791);
-  inet_pton(AF_INET, "127.0.3.10", &addr.sin_addr);
+  inet_pton(AF_INET, test_address(0).c_str(), &addr.sin_addr);
   REQUIRE(::bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
   {
     Device d("vrO");
