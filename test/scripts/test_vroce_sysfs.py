@@ -7,7 +7,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from scripttest import ScriptTest
+from scripttest import HANG_BOUND_S, ScriptTest
 
 VROCE_LIB_DIR = os.environ.get("ROCE_TEST_VROCE_LIB_DIR", "")
 # The loopback addresses with_test_addresses (test/support) claimed for this run.
@@ -25,7 +25,7 @@ class VroceSysfs(ScriptTest):
         sysfs = self.root / "vroce-sys"
         env = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": VROCE_LIB_DIR, "VROCE_SYSFS_ROOT": str(sysfs),
                "VROCE_DEVICES": DEVICES, **extra_env}
-        p = subprocess.run(["ibv_devices"], env=env, capture_output=True, text=True, timeout=60)
+        p = subprocess.run(["ibv_devices"], env=env, capture_output=True, text=True, timeout=HANG_BOUND_S)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("vroce0", p.stdout)
         self.assertTrue((sysfs / "class/infiniband/vroce1/ports/1/gids/0").exists(), p.stderr)

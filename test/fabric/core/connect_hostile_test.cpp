@@ -75,7 +75,7 @@ TEST_CASE("silent, garbage and wrong-nonce connections are refused while the rea
   ncclResult_t tampered_result = ncclSuccess;
   std::atomic<bool> tampered_finished{false};
   std::thread tampered_connect([&] {
-    tampered_result = connect_until_ready(plugin, a, &tampered, &tampered_comm, 20000);
+    tampered_result = connect_until_ready(plugin, a, &tampered, &tampered_comm, kHangBoundMs);
     tampered_finished = true;
   });
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "plugin_driver.h"
 #include "test_addresses.h"
 #include "traffic.h"
@@ -57,8 +58,9 @@ void connect_two_threads(PluginDriver& plugin, int send_dev, int recv_dev, void*
   REQUIRE(listen_comm != nullptr);
   ncclResult_t accept_result = ncclInternalError;
   std::thread acceptor(
-      [&] { accept_result = accept_until_ready(plugin, listen_comm, recv_comm, 30000); });
-  ncclResult_t connect_result = connect_until_ready(plugin, send_dev, &handle, send_comm, 30000);
+      [&] { accept_result = accept_until_ready(plugin, listen_comm, recv_comm, kHangBoundMs); });
+  ncclResult_t connect_result =
+      connect_until_ready(plugin, send_dev, &handle, send_comm, kHangBoundMs);
   acceptor.join();
   REQUIRE(connect_result == ncclSuccess);
   REQUIRE(accept_result == ncclSuccess);
@@ -174,8 +176,8 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
   void* send_comm = nullptr;
   void* recv_comm = nullptr;
   std::string error;
-  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm, 30000,
-                                     &error));
+  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
+                                     kHangBoundMs, &error));
   REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
   PlanShape shape;
   shape.groups = 40;
@@ -218,7 +220,7 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
   // One send completes the first receive; then a 33rd receive fits.
   void* send_request = nullptr;
   // isend answers NULL until the clear-to-send slot has landed.
-  const auto send_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto send_deadline = std::chrono::steady_clock::now() + kHangBound;
   while (send_request == nullptr && std::chrono::steady_clock::now() < send_deadline) {
     REQUIRE(plugin.isend(send_comm, buffer.data(), 8, 0, send_mh, &send_request) == ncclSuccess);
   }
@@ -268,7 +270,7 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   reset_warn_count();
   ncclResult_t result = ncclSuccess;
   void* send_request = nullptr;
-  const auto send_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto send_deadline = std::chrono::steady_clock::now() + kHangBound;
   while (result == ncclSuccess && std::chrono::steady_clock::now() < send_deadline) {
     result = plugin.isend(send_comm, buffer.data() + 1024, 200, 3, send_mh, &send_request);
   }
@@ -308,11 +310,12 @@ TEST_CASE("communicators with different traffic classes refuse to connect, namin
   reset_warn_count();
   void* recv_comm = nullptr;
   ncclResult_t accept_result = ncclSuccess;
-  std::thread acceptor(
-      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 30000); });
+  std::thread acceptor([&] {
+    accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, kHangBoundMs);
+  });
   void* send_comm = nullptr;
-  ncclResult_t connect_result =
-      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 30000);
+  ncclResult_t connect_result = connect_until_ready(sender_side, sender_side.find_device("pca"),
+                                                    &handle, &send_comm, kHangBoundMs);
   acceptor.join();
   CHECK(is_refusal(connect_result));
   CHECK(is_refusal(accept_result));  // not a timeout (ncclInternalError) of the polling loop
@@ -454,14 +457,15 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
   REQUIRE(plugin.listen(plugin.find_device("pcb"), &handle, &listen_comm) == ncclSuccess);
   reset_warn_count();
   void* send_comm = nullptr;
-  CHECK(connect_until_ready(plugin, plugin.find_device("pca"), &handle, &send_comm, 10000) !=
+  CHECK(connect_until_ready(plugin, plugin.find_device("pca"), &handle, &send_comm, kHangBoundMs) !=
+
         ncclSuccess);
   CHECK(send_comm == nullptr);
   CHECK(any_warn_contains({"96", "104", "traffic_class"}));
   // The sender refused before creating anything, and told the listener (with the handle's
   // nonce): the receiver's accept ends with the error too instead of waiting (F12).
   void* recv_comm = nullptr;
-  const ncclResult_t accepted = accept_until_ready(plugin, listen_comm, &recv_comm, 30000);
+  const ncclResult_t accepted = accept_until_ready(plugin, listen_comm, &recv_comm, kHangBoundMs);
   CHECK(accepted == ncclRemoteError);
   CHECK(recv_comm == nullptr);
   CHECK(any_warn_contains({"listener on pcb", "the sender refused before connecting"}));
@@ -644,7 +648,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   // Not sticky: once the earlier flushes are tested, flushing works again.
   for (void* request : pending) {
     int done = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto deadline = std::chrono::steady_clock::now() + kHangBound;
     while (!done && std::chrono::steady_clock::now() < deadline) {
       REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
     }
@@ -654,7 +658,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   CHECK(plugin.iflush(recv_comm, 1, data, sizes, mhs, &request) == ncclSuccess);
   CHECK(request != nullptr);
   int done = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (request != nullptr && !done && std::chrono::steady_clock::now() < deadline) {
     REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
   }
@@ -762,7 +766,7 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
   REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
           ncclSuccess);
   ncclResult_t result = ncclSuccess;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (result == ncclSuccess && std::chrono::steady_clock::now() < deadline) {
     void* request = nullptr;
     result = plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request);
@@ -797,7 +801,7 @@ TEST_CASE("the plugin survives being unloaded and loaded again, with and without
     void* recv_comm = nullptr;
     std::string error;
     REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
-                                       30000, &error));
+                                       kHangBoundMs, &error));
     REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
     PlanShape shape;
     shape.groups = 10;
@@ -846,7 +850,7 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
   }
   // All 256 sends posted before any is tested (tags in reverse, to exercise matching).
   std::vector<void*> sends;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   for (int r = 0; r < kRecvs; ++r) {
     for (int i = kN - 1; i >= 0; --i) {
       void* request = nullptr;

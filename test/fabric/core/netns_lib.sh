@@ -8,7 +8,10 @@
 #   verify_sender PID            waits for the sender; it must report OK in $tmp/send.out
 #   close_receiver PID           lets a --wait-before-close receiver close (fd 3 is its stdin)
 #                                and checks it reports OK in $tmp/recv.out
-# Callers set `set -euo pipefail` first.
+# Callers set `set -euo pipefail` first. Every wait is bounded by the shared hang bound.
+
+# shellcheck source=../../support/hang_bound.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../support/hang_bound.sh"
 
 id=$$
 tmp=$(mktemp -d /tmp/pc-netns-XXXXXX)
@@ -52,7 +55,7 @@ netns_setup() {
 
 wait_for_handle() {
   local recv_pid=$1 handle="" _
-  for _ in $(seq 300); do
+  for _ in $(seq "$roce_hang_polls"); do
     handle=$(sed -n 's/^HANDLE //p' "$tmp/recv.out" | head -n1)
     [[ -n $handle ]] && break
     kill -0 "$recv_pid" 2>/dev/null || fail "the receiver exited before listening"
@@ -69,7 +72,7 @@ verify_sender() {
 
 close_receiver() {
   local _
-  for _ in $(seq 300); do
+  for _ in $(seq "$roce_hang_polls"); do
     grep -q READY_TO_CLOSE "$tmp/recv.out" && break
     sleep 0.1
   done

@@ -137,7 +137,7 @@ TEST_CASE(
     if (hostile.close_after) {
       shutdown(fd, SHUT_WR);
     }
-    const auto lines = accept_until_warned(plugin, listen_comm, seen, 5000);
+    const auto lines = accept_until_warned(plugin, listen_comm, seen, kHangBoundMs);
     REQUIRE(lines.size() == 1);
     INFO(lines[0]);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
@@ -242,7 +242,7 @@ TEST_CASE(
   std::thread second_half([&] { storm(fds_second, 79, kStorm / 2); });
   void* send_comm = nullptr;
   const auto legit_start = Clock::now();
-  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, 60000);
+  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, kHangBoundMs);
   const auto connect_deadline = Clock::now() + kHangBound;
   while (recv_comm == nullptr && Clock::now() < connect_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hardening_support.h"
 #include "test_addresses.h"
 
@@ -86,7 +87,7 @@ struct Traffic {
 // Waits (a generous bound, not a timing check) until vroce has carried `bytes` more payload than
 // in `before`, so the link goes down with the transfer under way.
 void wait_for_payload(const std::string& before, int64_t bytes) {
-  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  const auto give_up = Clock::now() + kHangBound;
   while (vroce_stat(vroce_stats(), "rx_payload_bytes") - vroce_stat(before, "rx_payload_bytes") <
              bytes &&
          Clock::now() < give_up) {
@@ -186,11 +187,13 @@ TEST_CASE(
     CHECK(traffic.run.sent.close_result == ncclSuccess);
     CHECK(traffic.run.received.close_result == ncclSuccess);
   }
-  // Within the bound: the budget plus generous slack for a loaded machine (the traffic's own
-  // watchdog is 120 s; a hang would reach it).
+  // The time is a figure for docs/reliability.md, never an assertion (a loaded machine stretches
+  // it); what the configuration asks for is checked by count: the first transmission and every
+  // retry waited out one local ACK timeout.
   const double budget = retry_budget_ms(kIbTimeout, kRetryCnt, kTimeScale);
   std::printf("LINKFLAP long elapsed_ms=%.1f budget_ms=%.1f\n", elapsed_ms, budget);
-  CHECK(elapsed_ms < budget + 20000);
+  CHECK(vroce_stat(vroce_stats(), "ack_timeouts") - vroce_stat(before, "ack_timeouts") >=
+        kRetryCnt + 1);
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
   CHECK(warned("NCCL_IB_TIMEOUT"));
   CHECK(warned("dev lfc port 1", "IBV_EVENT_PORT_ERR"));

@@ -14,6 +14,7 @@
 
 #include "core/async_events.h"
 #include "core/device_discovery.h"
+#include "hang_bound.h"
 #include "test_addresses.h"
 #include "util/log.h"
 #include "vroce_process.h"
@@ -76,7 +77,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   const InjectFn inject = inject_hook();
 
   REQUIRE(inject("pv0", IBV_EVENT_PORT_ERR) == 1);  // one open context: the monitor's
-  REQUIRE(monitor.wait_for_events(1, 10s));
+  REQUIRE(monitor.wait_for_events(1, roce::test::kHangBound));
   CHECK_FALSE(monitor.device_fatal());
   CHECK(found.devices[0].context->query_port(1).attr.state == IBV_PORT_DOWN);
   CHECK(lines_with("dev pv0 port 1", "IBV_EVENT_PORT_ERR") == 1);
@@ -88,7 +89,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   CHECK(while_down.skipped_summary().find("pv0 port 1: state DOWN") != std::string::npos);
 
   REQUIRE(inject("pv0", IBV_EVENT_PORT_ACTIVE) >= 1);
-  REQUIRE(monitor.wait_for_events(2, 10s));
+  REQUIRE(monitor.wait_for_events(2, roce::test::kHangBound));
   CHECK_FALSE(monitor.device_fatal());
   CHECK(lines_with("dev pv0 port 1", "IBV_EVENT_PORT_ACTIVE") == 1);
   CHECK(lines_with("dev pv0 port 1", "the link is up again") == 1);
@@ -97,12 +98,12 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
             .devices.size() == 1);
 
   REQUIRE(inject("pv0", IBV_EVENT_DEVICE_FATAL) >= 1);
-  REQUIRE(monitor.wait_for_events(3, 10s));
+  REQUIRE(monitor.wait_for_events(3, roce::test::kHangBound));
   CHECK(monitor.device_fatal());
   CHECK(lines_with("dev pv0 device", "IBV_EVENT_DEVICE_FATAL") == 1);
 
-  const auto start = std::chrono::steady_clock::now();
+  // stop() wakes the thread out of its wait on the event fd; a stop that hung would be a hang
+  // (ctest's timeout), which is all there is to check here: not how long it took.
   monitor.stop();
-  CHECK(std::chrono::steady_clock::now() - start < 2s);
   log::set_nccl_logger(nullptr);
 }

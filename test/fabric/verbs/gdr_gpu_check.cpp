@@ -19,6 +19,7 @@
 #include "core/gdr_probe.h"
 #include "core/mr_cache.h"
 #include "core/verbs_registrar.h"
+#include "hang_bound.h"
 #include "nccl_net/types.h"
 #include "test_addresses.h"
 #include "util/config.h"
@@ -71,7 +72,7 @@ std::optional<std::string> env_lookup(std::string_view name, void*) {
 }
 
 bool wait_for(verbs::CompletionQueue& cq, ibv_wc* wc) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
   while (std::chrono::steady_clock::now() < deadline) {
     const int n = cq.poll(1, wc);
     if (n < 0) {

@@ -19,12 +19,13 @@
 #include "abi/private_decls.h"
 #include "abi/test_hooks.h"
 #include "device/device.h"
+#include "hang_bound.h"
 #include "sysfs/fake_sysfs.h"
-
 #include "test_addresses.h"
 
 using roce::test::test_address;
 using roce::test::vroce_device_list;
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -352,7 +353,7 @@ TEST_CASE("injected port events reach every open context and move the port state
   });
   std::this_thread::sleep_for(20ms);
   CHECK(vroce_inject_port_event("vpt0", IBV_EVENT_PORT_ACTIVE) == 2);
-  REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
+  REQUIRE(waiter.wait_for(roce::test::kHangBound) == std::future_status::ready);
   CHECK(waiter.get() == IBV_EVENT_PORT_ACTIVE);
   ibv_port_attr attr{};
   REQUIRE(ibv_query_port(first.context(), 1, &attr) == 0);

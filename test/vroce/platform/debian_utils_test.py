@@ -17,13 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
+
 SKIP = 77
 failures = []
 
 
-def check(ok, what):
-    if not ok:
-        failures.append(what)
 def test_addresses():
     """The loopback block with_test_addresses (test/support) claimed for this run."""
     text = os.environ.get("ROCE_TEST_ADDRESSES")
@@ -36,6 +36,9 @@ def test_addresses():
 ADDR = test_addresses()
 
 
+def check(ok, what):
+    if not ok:
+        failures.append(what)
         print(f"FAIL: {what}")
 
 
@@ -44,7 +47,7 @@ def run(lib_dir, args, **env):
     environment.pop("SYSFS_PATH", None)
     environment["LD_LIBRARY_PATH"] = str(lib_dir)
     environment.update(env)
-    return subprocess.run(args, capture_output=True, text=True, env=environment, timeout=30)
+    return subprocess.run(args, capture_output=True, text=True, env=environment, timeout=HANG_BOUND_S)
 
 
 def hex_groups(guid_text):

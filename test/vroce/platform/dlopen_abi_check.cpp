@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "hang_bound.h"
+
 namespace {
 
 int failures = 0;
@@ -189,7 +191,7 @@ void use_device_level_entry_points(void* library) {
   // Never block forever in a test: wait for readiness with a timeout before each read.
   auto event_ready = [ctx] {
     pollfd p{ctx->async_fd, POLLIN, 0};
-    return poll(&p, 1, 5000) == 1;
+    return poll(&p, 1, roce::test::kHangBoundMs) == 1;
   };
   check(inject("vpdl0", IBV_EVENT_PORT_ERR) == 1, "vroce_inject_port_event");
   ibv_async_event event{};

@@ -19,6 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
+
 SKIP = 77
 failures = []
 
@@ -47,9 +50,6 @@ def check(ok, what):
         print(f"FAIL: {what}")
 
 
-def environment(lib_dir, **extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VROCE_")}
-    env.pop("SYSFS_PATH", None)
 def test_addresses():
     """The loopback block with_test_addresses (test/support) claimed for this run."""
     text = os.environ.get("ROCE_TEST_ADDRESSES")
@@ -67,6 +67,9 @@ def mapped_gid(address):
     return ipaddress.IPv6Address("::ffff:" + address).exploded
 
 
+def environment(lib_dir, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VROCE_")}
+    env.pop("SYSFS_PATH", None)
     env["LD_LIBRARY_PATH"] = str(lib_dir)
     env["VROCE_DEVICES"] = f"vps0={ADDR[0]},vps1={ADDR[1]}"
     env.update(extra)
@@ -79,7 +82,7 @@ def in_private_mounts(root, command, env):
               f"mount -t overlay vp-sysfs -o ro,lowerdir={root}/class:/sys/class /sys/class && "
               'exec "$@"')
     return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *command],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=env, timeout=HANG_BOUND_S)
 
 
 def main():
@@ -96,7 +99,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="vp-sysfs-") as root:
         # First enumeration writes the tree (with the traffic-class override shown).
-        listing = subprocess.run(["ibv_devices"], capture_output=True, text=True, timeout=30,
+        listing = subprocess.run(["ibv_devices"], capture_output=True, text=True, timeout=HANG_BOUND_S,
                                  env=environment(lib_dir, VROCE_SYSFS_ROOT=root,
                                                  VROCE_TC_OVERRIDE="106"))
         check(listing.returncode == 0, f"ibv_devices with VROCE_SYSFS_ROOT: {listing.stderr}")
@@ -159,17 +162,17 @@ def main():
         check("board_id:\t\t\tVROCE_0000000001" in devinfo.stdout,
               f"ibv_devinfo reads board_id from the overlaid tree: {devinfo.stdout!r}")
         plain = subprocess.run(["ibv_devinfo", "-d", "vps0"], capture_output=True, text=True,
-                               env=environment(lib_dir), timeout=30)
+                               env=environment(lib_dir), timeout=HANG_BOUND_S)
         check("board_id" not in plain.stdout, "without the overlay there is no board_id")
         # rdma-core's own knob for another sysfs root works the same way.
         via_path = subprocess.run(["ibv_devinfo", "-d", "vps0"], capture_output=True, text=True,
-                                  env=environment(lib_dir, SYSFS_PATH=root), timeout=30)
+                                  env=environment(lib_dir, SYSFS_PATH=root), timeout=HANG_BOUND_S)
         check("board_id:\t\t\tVROCE_0000000001" in via_path.stdout,
               "SYSFS_PATH=<root> points ibdev_path at the tree")
 
         # A later process without the override refreshes the tree and drops the override file.
         subprocess.run(["ibv_devices"], capture_output=True, env=environment(
-            lib_dir, VROCE_SYSFS_ROOT=root), timeout=30, check=True)
+            lib_dir, VROCE_SYSFS_ROOT=root), timeout=HANG_BOUND_S, check=True)
         check(not (Path(root) / "class/infiniband/vps0/tc/1/traffic_class").exists(),
               "the traffic-class file goes when the override goes")
     check(not Path(root).exists(), "the tree is removed")

@@ -24,9 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "hang_bound.h"
 #include "harness.h"
-
 #include "test_addresses.h"
+
 using namespace vroce_test;
 using Clock = std::chrono::steady_clock;
 
@@ -261,7 +262,7 @@ double write_bandwidth(Endpoint& ep, Buffer& src, Buffer& back, const PeerInfo& 
   if (ibv_post_send(ep.qp, &rd, &bad) != 0) {
     die("post READ failed");
   }
-  auto wcs = wait_completions(ep.send_cq, 1, std::chrono::seconds(60));
+  auto wcs = wait_completions(ep.send_cq, 1, roce::test::kHangBound);
   if (wcs.size() != 1 || wcs[0].status != IBV_WC_SUCCESS ||
       find_mismatch(back.data, size, size) != -1) {
     die("the data read back differs from what was written");

@@ -14,18 +14,19 @@
 #include <cstring>
 #include <thread>
 
+#include "hang_bound.h"
 #include "harness.h"
-
 #include "test_addresses.h"
 
 using roce::test::test_address;
 using roce::test::vroce_device_list;
+
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto kWait = 10000ms;
+constexpr auto kWait = roce::test::kHangBound;
 constexpr unsigned kRemote =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
@@ -495,7 +496,7 @@ TEST_CASE("completion channel: solicited-only and any-completion events", "[data
   CHECK(::poll(&pfd, 1, 0) == 0);  // unsolicited: no event
   REQUIRE(post_send(p.ea, IBV_WR_SEND, 2, {src.sge(0, 64)},
                     IBV_SEND_SIGNALED | IBV_SEND_SOLICITED) == 0);
-  REQUIRE(::poll(&pfd, 1, 10000) == 1);
+  REQUIRE(::poll(&pfd, 1, roce::test::kHangBoundMs) == 1);
   ibv_cq* cq = nullptr;
   void* context = nullptr;
   REQUIRE(ibv_get_cq_event(p.eb.channel, &cq, &context) == 0);

@@ -1,7 +1,7 @@
-// The verbs objects in one process on one vroce device (vrO=127.0.3.10, set by main): memory
-// registration rules (access, bounds, mapping, dma-buf), PD/CQ/channel busy rules, CQ sizes and
-// overrun, QP creation caps, modify_qp refusals that leave the QP unchanged, and post-time
-// errors with *bad_wr.
+// The verbs objects in one process on one vroce device (vrO on the process's first test address,
+// set by main): memory registration rules (access, bounds, mapping, dma-buf), PD/CQ/channel busy
+// rules, CQ sizes and overrun, QP creation caps, modify_qp refusals that leave the QP unchanged,
+// and post-time errors with *bad_wr.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -12,12 +12,13 @@
 #include <cstring>
 #include <thread>
 
+#include "hang_bound.h"
 #include "harness.h"
-
 #include "test_addresses.h"
 
 using roce::test::test_address;
 using roce::test::vroce_device_list;
+
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
@@ -217,7 +218,7 @@ TEST_CASE("a CQ overrun raises IBV_EVENT_CQ_ERR", "[objects][cq]") {
   a.qp_state = IBV_QPS_ERR;
   REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
   ibv_async_event ev{};
-  REQUIRE(wait_async_event(d.ctx, &ev, 5000ms));
+  REQUIRE(wait_async_event(d.ctx, &ev, roce::test::kHangBound));
   CHECK(ev.event_type == IBV_EVENT_CQ_ERR);
   CHECK(ev.element.cq == cq);
   ibv_ack_async_event(&ev);
@@ -529,7 +530,7 @@ TEST_CASE("ibv_close_device returns 0 and releases what the program left, as rdm
     a.qp_state = IBV_QPS_ERR;
     REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
     ibv_async_event ev{};
-    REQUIRE(wait_async_event(d.ctx, &ev, 5000ms));
+    REQUIRE(wait_async_event(d.ctx, &ev, roce::test::kHangBound));
     std::string during = stats_json();
     CHECK(stat(during, "live.qps") == qps + 1);
     CHECK(stat(during, "live.mrs") == mrs + 1);

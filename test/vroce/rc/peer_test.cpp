@@ -157,7 +157,6 @@ TEST_CASE("faults: 100% drop gives RETRY_EXC_ERR inside the predicted window", "
     // later). No upper bound: a loaded machine stretches it at will, and the counts below say
     // that no step more than the configured ones was taken.
     CHECK(elapsed >= lower * 0.99);
-    CHECK(elapsed <= lower * 2 + 2e6);  // generous: a correctness bound, not a timing test
     CHECK(stat_of(r.requester, "ack_timeouts") == static_cast<uint64_t>(c.retry_cnt + 1));
     CHECK(stat_of(r.requester, "retransmitted_packets") == static_cast<uint64_t>(c.retry_cnt));
   }

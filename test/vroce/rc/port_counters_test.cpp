@@ -13,18 +13,19 @@
 #include <sstream>
 #include <string>
 
+#include "hang_bound.h"
 #include "harness.h"
-
 #include "test_addresses.h"
 
 using roce::test::test_address;
 using roce::test::vroce_device_list;
+
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto kWait = 30000ms;
+constexpr auto kWait = roce::test::kHangBound;
 constexpr unsigned kRemote =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 

@@ -7,6 +7,8 @@
 #
 #   rc_pingpong_test.sh <dir holding vroce's libibverbs.so.1>
 set -euo pipefail
+# shellcheck source=../../../support/hang_bound.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../../support/hang_bound.sh"
 
 usage() { echo "usage: $0 <vroce lib dir>" >&2; exit 2; }
 [[ $# -eq 1 && -e $1/libibverbs.so.1 ]] || usage
@@ -35,13 +37,13 @@ run_case() {
   local name=$1; shift
   local port=$((20000 + (RANDOM % 20000)))
   local iters=200
-  VROCE_STATS_FILE=$work/$name.server.json timeout 60 ibv_rc_pingpong -d vrP1 -g 3 -p "$port" -n "$iters" "$@" \
+  VROCE_STATS_FILE=$work/$name.server.json timeout "$ROCE_HANG_BOUND_S" ibv_rc_pingpong -d vrP1 -g 3 -p "$port" -n "$iters" "$@" \
     >"$work/$name.server.log" 2>&1 &
   server=$!
   # The server listens once its device is open; retry the client until then.
   local ok=0
-  for _ in $(seq 50); do
-    if VROCE_STATS_FILE=$work/$name.client.json timeout 60 ibv_rc_pingpong -d vrP2 -g 3 -p "$port" -n "$iters" "$@" 127.0.0.1 \
+  for _ in $(seq "$roce_hang_polls"); do
+    if VROCE_STATS_FILE=$work/$name.client.json timeout "$ROCE_HANG_BOUND_S" ibv_rc_pingpong -d vrP2 -g 3 -p "$port" -n "$iters" "$@" 127.0.0.1 \
       >"$work/$name.client.log" 2>&1; then
       ok=1
       break
@@ -81,7 +83,7 @@ run_case size-1-mtu-4096 -s 1 -m 4096 -e
 expect_refusal() {
   local prog=$1 message=$2
   local status=0
-  VROCE_DEVICES=vrP1=127.0.3.50 timeout 30 "$prog" -d vrP1 -g 3 -p $((20000 + (RANDOM % 20000))) \
+  VROCE_DEVICES=vrP1=${addr[0]} timeout "$ROCE_HANG_BOUND_S" "$prog" -d vrP1 -g 3 -p $((20000 + (RANDOM % 20000))) \
     >"$work/$prog.log" 2>&1 || status=$?
   ((status == 1)) || fail "$prog: exit status $status, expected 1 (a refusal, not a crash)"
   grep -q "$message" "$work/$prog.log" || fail "$prog: no '$message'"
