@@ -19,16 +19,18 @@
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 #include "traffic.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
 TEST_CASE("silent, garbage and wrong-nonce connections are refused while the real one succeeds",
           "[fabric][connect]") {
-  setenv("VROCE_DEVICES", vroce_device_list({"pca", "pcb"}).c_str(), 1);
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = plugin.find_device("pca");

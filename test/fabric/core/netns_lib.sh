@@ -2,7 +2,7 @@
 # Shared by the netns scripts (netns_run.sh, pod_netns_run.sh); sourced, not run. Provides:
 #   netns_setup PREFIX NAME...   namespaces PREFIX-<pid>-NAME, removed on exit with the temp dir
 #                                and every pid in `pids`; exits 77 (skipped) when namespaces
-#                                cannot be created here
+#                                cannot be created here, or under ROCE_TEST_BACKEND=hw
 #   fail MESSAGE                 prints it and every $tmp/*.out, exits 1
 #   wait_for_handle PID          prints the receiver's handle from $tmp/recv.out
 #   verify_sender PID            waits for the sender; it must report OK in $tmp/send.out
@@ -43,6 +43,11 @@ fail() {
 netns_setup() {
   local prefix=$1 name
   shift
+  # Namespaces joined by a veth carry vroce devices: nothing of a real NIC is tested here.
+  if [[ ${ROCE_TEST_BACKEND:-vroce} != vroce ]]; then
+    echo "SKIPPED: the netns tests run on vroce only (ROCE_TEST_BACKEND=$ROCE_TEST_BACKEND)" >&2
+    exit 77
+  fi
   for name in "$@"; do
     if ! ip netns add "$prefix-$id-$name" 2>/dev/null; then
       echo "SKIPPED: cannot create network namespaces here (needs root and CONFIG_NET_NS)" >&2

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "test_backend.h"
+
 namespace roce::test {
 namespace {
 
@@ -208,13 +210,14 @@ ncclResult_t PluginDriver::properties(int dev, Properties* out) {
 }
 
 int PluginDriver::find_device(const std::string& name) {
+  const std::string device = test_device_name(name);  // the operator's NIC under hw
   int n = 0;
   if (devices(&n) != ncclSuccess) {
     return -1;
   }
   for (int d = 0; d < n; ++d) {
     Properties p;
-    if (properties(d, &p) == ncclSuccess && p.name == name) {
+    if (properties(d, &p) == ncclSuccess && p.name == device) {
       return d;
     }
   }

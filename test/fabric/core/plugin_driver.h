@@ -54,7 +54,7 @@ class PluginDriver {
 
   ncclResult_t devices(int* ndev);
   ncclResult_t properties(int dev, Properties* props);
-  // Index of the device whose name is `name`, or -1.
+  // Index of the device whose name is `name` (a test role, test_backend.h), or -1.
   int find_device(const std::string& name);
   ncclResult_t make_vdevice(int* d, const std::vector<int>& devs);
 

@@ -91,16 +91,18 @@ std::map<std::string, std::string> net_info(std::map<std::string, std::string> e
 
 }  // namespace
 
-TEST_CASE("two processes exchange verified traffic through the v8 table", "[fabric][process]") {
+TEST_CASE("two processes exchange verified traffic through the v8 table",
+          "[fabric][process][vroce]") {
   two_process_traffic("v8", test_address(0), test_address(1));
 }
 
-TEST_CASE("two processes exchange verified traffic through the v11 table", "[fabric][process]") {
+TEST_CASE("two processes exchange verified traffic through the v11 table",
+          "[fabric][process][vroce]") {
   two_process_traffic("v11", test_address(0), test_address(1));
 }
 
 TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget",
-          "[fabric][process][errors]") {
+          "[fabric][process][errors][vroce]") {
   // 4.096 us * 2^12 = 16.8 ms per attempt, 1 + 3 retries: well under a second of retries.
   const std::map<std::string, std::string> timers = {{"NCCL_IB_TIMEOUT", "12"},
                                                      {"NCCL_IB_RETRY_CNT", "3"}};
@@ -141,7 +143,7 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
 }
 
 TEST_CASE("ECE is exchanged and both sides run on the options both devices support",
-          "[fabric][process][ece]") {
+          "[fabric][process][ece][vroce]") {
   // vroce's ECE options per process: the receiver's device reduces the sender's to the common
   // bits, and the sender sets that reduced ECE on its own QPs.
   const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1),
@@ -154,7 +156,7 @@ TEST_CASE("ECE is exchanged and both sides run on the options both devices suppo
 }
 
 TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides",
-          "[fabric][process][ece]") {
+          "[fabric][process][ece][vroce]") {
   const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1),
                                           net_info({{"NCCL_IB_ECE_ENABLE", "0"}}), net_info());
   INFO(out.sender << out.receiver);
@@ -165,7 +167,7 @@ TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides
 }
 
 TEST_CASE("a receiver whose device has no ECE answers none and the sender runs without it",
-          "[fabric][process][ece]") {
+          "[fabric][process][ece][vroce]") {
   const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1), net_info(),
                                           net_info({{"VROCE_ECE", "off"}}));
   INFO(out.sender << out.receiver);

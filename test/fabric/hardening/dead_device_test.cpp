@@ -16,8 +16,10 @@
 #include "hang_bound.h"
 #include "hardening_support.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -38,8 +40,8 @@ void close_all(PluginDriver& plugin, const std::vector<CommPair>& pairs) {
 }  // namespace
 
 TEST_CASE("after DEVICE_FATAL, 200 comms close without draining their QPs",
-          "[hardening][dead-device]") {
-  setenv("VROCE_DEVICES", vroce_device_list({"dda", "ddb"}).c_str(), 1);
+          "[hardening][dead-device][vroce]") {
+  use_test_devices({"dda", "ddb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "dda");

@@ -22,8 +22,10 @@
 #include "hang_bound.h"
 #include "hardening_support.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -100,14 +102,14 @@ std::vector<std::string> close_lines(const std::string& direction, const std::st
 }  // namespace
 
 TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports name congestion",
-          "[hardening][fabric-counters]") {
+          "[hardening][fabric-counters][vroce]") {
   SysfsRoot sysfs;
   recovering_timers();
   log_closes();
   const std::string stats = "/tmp/roce-fabric-counters-test." + std::to_string(getpid());
   setenv("NCCL_ROCE_STATS_FILE", (stats + ".jsonl").c_str(), 1);
   setenv("NCCL_ROCE_STATS_INTERVAL_MS", "100", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"fxa", "fxb"}).c_str(), 1);
+  use_test_devices({"fxa", "fxb"});
   setenv("VROCE_FAULTS", "ecn=0.3,seed=9", 1);
   setenv("NCCL_IB_TC", "106", 1);  // DSCP 26 with ECT(0): ECN-capable
   {
@@ -151,11 +153,11 @@ TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports n
 }
 
 TEST_CASE("dropped packets: the close reports count sequence errors and timeouts as loss",
-          "[hardening][fabric-counters]") {
+          "[hardening][fabric-counters][vroce]") {
   SysfsRoot sysfs;
   recovering_timers();
   log_closes();
-  setenv("VROCE_DEVICES", vroce_device_list({"fxc", "fxd"}).c_str(), 1);
+  use_test_devices({"fxc", "fxd"});
   setenv("VROCE_FAULTS", "drop=0.02,seed=4", 1);
   {
     PluginDriver plugin(plugin_path_from_env(), Api::V10);
@@ -186,11 +188,11 @@ TEST_CASE("dropped packets: the close reports count sequence errors and timeouts
 }
 
 TEST_CASE("a comm that fails because every packet is lost names the timeouts in its error",
-          "[hardening][fabric-counters]") {
+          "[hardening][fabric-counters][vroce]") {
   SysfsRoot sysfs;
   setenv("NCCL_IB_TIMEOUT", "12", 1);  // 17 ms, 2 retries: fails fast, there is no recovery
   setenv("NCCL_IB_RETRY_CNT", "2", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"fxe", "fxf"}).c_str(), 1);
+  use_test_devices({"fxe", "fxf"});
   setenv("VROCE_FAULTS", "drop=1", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);

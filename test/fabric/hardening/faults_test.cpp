@@ -104,7 +104,8 @@ void run_with_faults(const FaultRun& run) {
 
 }  // namespace
 
-TEST_CASE("no faults: the same four comms, the baseline of the fault runs", "[hardening][faults]") {
+TEST_CASE("no faults: the same four comms, the baseline of the fault runs",
+          "[hardening][faults][vroce]") {
   run_with_faults({"none", "seed=20", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   for (const char* fault : {"faults_injected.drop", "faults_injected.duplicate",
@@ -113,47 +114,48 @@ TEST_CASE("no faults: the same four comms, the baseline of the fault runs", "[ha
   }
 }
 
-TEST_CASE("0.1% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("0.1% loss: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
   run_with_faults({"loss0.1%", "drop=0.001,seed=21", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.drop") > 0);
   CHECK(vroce_stat(s, "retransmitted_packets") > 0);
 }
 
-TEST_CASE("1% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("1% loss: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
   run_with_faults({"loss1%", "drop=0.01,seed=22", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.drop") > 0);
   CHECK(vroce_stat(s, "retransmitted_packets") > 0);
 }
 
-TEST_CASE("10% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("10% loss: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
   run_with_faults({"loss10%", "drop=0.1,seed=23", vroce_device_list({"hda", "hdb"}), 4, 200});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.drop") > 0);
   CHECK(vroce_stat(s, "retransmitted_packets") > 0);
 }
 
-TEST_CASE("reordering: four comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("reordering: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
   run_with_faults({"reorder5%", "reorder=0.05,seed=24", vroce_device_list({"hda", "hdb"}), 4, 500});
   CHECK(vroce_stat(vroce_stats(), "faults_injected.reorder") > 0);
 }
 
-TEST_CASE("duplication: four comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("duplication: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
   run_with_faults({"dup5%", "dup=0.05,seed=25", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.duplicate") > 0);
   CHECK(vroce_stat(s, "duplicate_requests") > 0);
 }
 
-TEST_CASE("corruption: four comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("corruption: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
   run_with_faults({"corrupt1%", "corrupt=0.01,seed=26", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.corrupt") > 0);
   CHECK(vroce_stat(s, "drops.bad_icrc") > 0);
 }
 
-TEST_CASE("all faults at once: eight comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("all faults at once: eight comms of verified traffic, no hang",
+          "[hardening][faults][vroce]") {
   run_with_faults({"mixed", "drop=0.01,reorder=0.02,dup=0.02,corrupt=0.005,seed=27",
                    vroce_device_list({"hda", "hdb"}), 8, 300});
 }

@@ -33,8 +33,10 @@
 #include "net/handshake.h"
 #include "net/listen_handle.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -67,7 +69,7 @@ TEST_CASE(
     "each kind of hostile handshake is refused with its reason logged, and the listener "
     "keeps listening",
     "[hardening][hostile]") {
-  setenv("VROCE_DEVICES", vroce_device_list({"hda", "hdb"}).c_str(), 1);
+  use_test_devices({"hda", "hdb"});
   // A peer that never finishes is dropped when the handshake deadline passes.
   setenv("NCCL_ROCE_CONNECT_TIMEOUT_MS", "1000", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
@@ -183,7 +185,7 @@ TEST_CASE(
     REQUIRE(setrlimit(RLIMIT_NOFILE, &limit) == 0);
   }
   REQUIRE(limit.rlim_cur >= wanted);
-  setenv("VROCE_DEVICES", vroce_device_list({"hda", "hdb"}).c_str(), 1);
+  use_test_devices({"hda", "hdb"});
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
@@ -298,8 +300,8 @@ TEST_CASE(
 TEST_CASE(
     "a storm that exhausts the listener's file descriptors: silent connections are evicted "
     "and the legitimate one still connects",
-    "[hardening][hostile]") {
-  setenv("VROCE_DEVICES", vroce_device_list({"hdb"}).c_str(), 1);
+    "[hardening][hostile][vroce]") {
+  use_test_devices({"hdb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   const int b = require_device(plugin, "hdb");

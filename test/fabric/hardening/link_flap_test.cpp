@@ -18,8 +18,10 @@
 #include "hang_bound.h"
 #include "hardening_support.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -100,12 +102,12 @@ void wait_for_payload(const std::string& before, int64_t bytes) {
 TEST_CASE(
     "a link flap shorter than the retry budget is ridden out: PORT_ERR and PORT_ACTIVE are "
     "logged, the transfer completes with every byte right, and a new connection works",
-    "[hardening][link-flap]") {
+    "[hardening][link-flap][vroce]") {
   // 268 ms local ACK timeout, 7 retries: 2.1 s without progress before RETRY_EXC; the outage is
   // 50 ms, so even a loaded machine that stalls the test thread stays well inside the budget.
   setenv("NCCL_IB_TIMEOUT", "16", 1);
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"lfa", "lfb"}).c_str(), 1);
+  use_test_devices({"lfa", "lfb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "lfa");
@@ -154,7 +156,7 @@ TEST_CASE(
 TEST_CASE(
     "a link that stays down longer than the retry budget fails the transfer with "
     "IBV_WC_RETRY_EXC_ERR, and connections made once it is back work",
-    "[hardening][link-flap]") {
+    "[hardening][link-flap][vroce]") {
   // 67 ms x 0.25 per attempt, 3 retries: 67 ms in all before RETRY_EXC.
   constexpr int kIbTimeout = 14;
   constexpr int kRetryCnt = 3;
@@ -162,7 +164,7 @@ TEST_CASE(
   setenv("NCCL_IB_TIMEOUT", std::to_string(kIbTimeout).c_str(), 1);
   setenv("NCCL_IB_RETRY_CNT", std::to_string(kRetryCnt).c_str(), 1);
   setenv("VROCE_TIME_SCALE", "0.25", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"lfc", "lfd"}).c_str(), 1);
+  use_test_devices({"lfc", "lfd"});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int c = require_device(plugin, "lfc");

@@ -21,8 +21,10 @@
 #include "hang_bound.h"
 #include "hardening_support.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -156,9 +158,9 @@ PlanShape small_shape() {
 TEST_CASE(
     "a peer killed with SIGKILL mid-transfer: test() fails within the retry budget, the "
     "comm closes cleanly and comms to a live peer keep running",
-    "[hardening][peer-failure]") {
+    "[hardening][peer-failure][vroce]") {
   set_timers();
-  setenv("VROCE_DEVICES", vroce_device_list({"hds", "hdl"}).c_str(), 1);
+  use_test_devices({"hds", "hdl"});
   ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups", "50",
                        "--max-recvs", "1", "--post-and-hang"},
                       child_env(vroce_device_list({"hdv"}, 2)));
@@ -223,9 +225,9 @@ TEST_CASE(
 TEST_CASE(
     "a peer whose packets are all lost: test() fails within the retry budget, the comm "
     "closes cleanly and comms to a live peer keep running",
-    "[hardening][peer-failure]") {
+    "[hardening][peer-failure][vroce]") {
   set_timers();
-  setenv("VROCE_DEVICES", vroce_device_list({"hds", "hdl"}).c_str(), 1);
+  use_test_devices({"hds", "hdl"});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int s = require_device(plugin, "hds");

@@ -10,8 +10,10 @@
 
 #include "hardening_support.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -50,7 +52,7 @@ TEST_CASE(
     "with 4 QPs, NCCL_IB_SPLIT_DATA_ON_QPS=0 sends each message on one QP and 1 splits it over "
     "all",
     "[hardening][split]") {
-  setenv("VROCE_DEVICES", vroce_device_list({"sda", "sdb"}).c_str(), 1);
+  use_test_devices({"sda", "sdb"});
   constexpr int kGroups = 200;
   const int64_t whole = run_small_messages(4, "0", kGroups);
   const int64_t split = run_small_messages(4, "1", kGroups);
@@ -65,7 +67,7 @@ TEST_CASE(
 
 TEST_CASE("128 QPs per connection (NCCL's largest) carry verified traffic, split or not",
           "[hardening][split]") {
-  setenv("VROCE_DEVICES", vroce_device_list({"sda", "sdb"}).c_str(), 1);
+  use_test_devices({"sda", "sdb"});
   for (const char* split : {"0", "1"}) {
     CHECK(run_small_messages(128, split, 300) > 0);
   }

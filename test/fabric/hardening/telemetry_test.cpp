@@ -18,8 +18,10 @@
 #include "hang_bound.h"
 #include "hardening_support.h"
 #include "test_addresses.h"
+#include "test_backend.h"
 
 using roce::test::test_address;
+using roce::test::use_test_devices;
 using roce::test::vroce_device_list;
 
 using namespace roce::test;
@@ -32,9 +34,9 @@ constexpr auto kGiveUp = kHangBound;
 }  // namespace
 
 TEST_CASE("an isend whose peer posts no receive reports that it waits for the clear-to-send",
-          "[hardening][telemetry]") {
+          "[hardening][telemetry][vroce]") {
   setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"tla", "tlb"}).c_str(), 1);
+  use_test_devices({"tla", "tlb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const auto pairs =
@@ -65,11 +67,11 @@ TEST_CASE("an isend whose peer posts no receive reports that it waits for the cl
 }
 
 TEST_CASE("a send the fabric drops reports that it waits for its completion, as does the irecv",
-          "[hardening][telemetry]") {
+          "[hardening][telemetry][vroce]") {
   setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
   setenv("NCCL_IB_TIMEOUT", "20", 1);  // 4.3 s x 8 attempts: the QP outlives the test's wait
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"tlc", "tld"}).c_str(), 1);
+  use_test_devices({"tlc", "tld"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const auto pairs =
@@ -146,7 +148,7 @@ TEST_CASE("a send the fabric drops reports that it waits for its completion, as 
 }
 
 TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Prometheus text",
-          "[hardening][telemetry]") {
+          "[hardening][telemetry][vroce]") {
   const std::string pattern = "/tmp/roce-telemetry-test.%p.jsonl";
   const std::string path = "/tmp/roce-telemetry-test." + std::to_string(getpid()) + ".jsonl";
   std::remove(path.c_str());
@@ -154,7 +156,7 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
   setenv("NCCL_ROCE_STATS_FILE", pattern.c_str(), 1);
   setenv("NCCL_ROCE_STATS_INTERVAL_MS", "100", 1);
   setenv("NCCL_ROCE_STATS", "1", 1);
-  setenv("VROCE_DEVICES", vroce_device_list({"tle", "tlf"}).c_str(), 1);
+  use_test_devices({"tle", "tlf"});
   {
     PluginDriver plugin(plugin_path_from_env(), Api::V11);
     REQUIRE(plugin.init() == ncclSuccess);

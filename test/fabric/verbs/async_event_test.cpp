@@ -65,7 +65,8 @@ InjectFn inject_hook() {
 
 }  // namespace
 
-TEST_CASE("port and device events injected into vroce reach the async-event thread", "[async]") {
+TEST_CASE("port and device events injected into vroce reach the async-event thread",
+          "[async][vroce]") {
   test::set_env("NCCL_DEBUG", "INFO");
   test::set_env("NCCL_DEBUG_SUBSYS", "ALL");
   log::set_nccl_logger(&capture);

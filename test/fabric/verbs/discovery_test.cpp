@@ -37,7 +37,8 @@ std::vector<std::string> names_of(const DiscoveryResult& result) {
 
 }  // namespace
 
-TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GID", "[discovery]") {
+TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GID",
+          "[discovery][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult result = discover(lib);
   REQUIRE(result.devices.size() == 2);
@@ -64,7 +65,7 @@ TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GI
   CHECK(result.devices[0].guid != result.devices[1].guid);
 }
 
-TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery]") {
+TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery][vroce]") {
   // One load for all filters: vroce reads its device list once per process.
   const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1", "pv10"}));
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -88,7 +89,7 @@ TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery]"
 }
 
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 entry is an init error naming the v2 index",
-          "[discovery]") {
+          "[discovery][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult automatic = discover(lib);
   REQUIRE(automatic.devices.size() == 1);

@@ -11,7 +11,7 @@ using roce::test::vroce_device_list;
 
 using namespace roce;
 
-TEST_CASE("NCCL_IBVERBS_LIB loads vroce and binds every required entry point", "[loader]") {
+TEST_CASE("NCCL_IBVERBS_LIB loads vroce and binds every required entry point", "[loader][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   CHECK(lib->resolved_path() == VROCE_LIBRARY_PATH);
   const ibv::Functions& fn = lib->fn();
@@ -33,7 +33,7 @@ TEST_CASE("NCCL_IBVERBS_LIB loads vroce and binds every required entry point", "
   CHECK(context->device_attr().phys_port_cnt == 1);
 }
 
-TEST_CASE("a NCCL_IBVERBS_LIB that does not exist fails naming it", "[loader]") {
+TEST_CASE("a NCCL_IBVERBS_LIB that does not exist fails naming it", "[loader][vroce]") {
   test::set_env("NCCL_IBVERBS_LIB", "/nonexistent/pv/libibverbs.so.1");
   const Config config = test::config_from_env();
   CHECK_THROWS_WITH(

@@ -23,7 +23,7 @@ using roce::test::vroce_device_list;
 using namespace roce;
 
 TEST_CASE("cached registrations over vroce (relaxed ordering, dma-buf) carry RDMA writes",
-          "[mr_cache]") {
+          "[mr_cache][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));

@@ -31,7 +31,8 @@ namespace {
 constexpr uint8_t kTrafficClass = 106;  // DSCP 26 + ECT(0), a common lossless-class marking
 }  // namespace
 
-TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves data", "[qp]") {
+TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves data",
+          "[qp][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));

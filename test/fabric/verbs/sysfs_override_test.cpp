@@ -13,7 +13,7 @@ using roce::test::vroce_device_list;
 using namespace roce;
 
 TEST_CASE("an emulated mlx5 traffic-class override is detected and conflicts with another class",
-          "[sysfs]") {
+          "[sysfs][vroce]") {
   test::FixtureTree tree;
   test::set_env("VROCE_SYSFS_ROOT", tree.root());
   test::set_env("VROCE_TC_OVERRIDE", "236");
@@ -34,7 +34,7 @@ TEST_CASE("an emulated mlx5 traffic-class override is detected and conflicts wit
 }
 
 TEST_CASE("the fake sysfs gives a PCI path and GID types that agree with the verbs query",
-          "[sysfs]") {
+          "[sysfs][vroce]") {
   test::FixtureTree tree;
   test::set_env("VROCE_SYSFS_ROOT", tree.root());
   test::set_env("NCCL_ROCE_SYSFS_ROOT", tree.root());
