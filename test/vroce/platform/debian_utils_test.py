@@ -19,20 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
+from test_addresses import test_addresses  # noqa: E402
 
 SKIP = 77
 failures = []
-
-
-def test_addresses():
-    """The loopback block with_test_addresses (test/support) claimed for this run."""
-    text = os.environ.get("ROCE_TEST_ADDRESSES")
-    if not text:
-        sys.exit("ROCE_TEST_ADDRESSES is not set: run this under test/support's with_test_addresses, "
-                 "which claims the loopback addresses the devices use")
-    return text.split()
-
-
 ADDR = test_addresses()
 
 
