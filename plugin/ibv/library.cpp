@@ -133,6 +133,7 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
   optional.bind(f.set_ece, "ibv_set_ece", "IBVERBS_1.10");
   optional.bind(f.query_gid_ex, "_ibv_query_gid_ex", "IBVERBS_1.11");
   optional.bind(f.reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12");
+  optional.bind(f.wc_status_str, "ibv_wc_status_str", kRequiredVersion);
   optional.bind_default(f.query_port_speed, "ibv_query_port_speed");
   lib->missing_optional_ = std::move(optional.missing);
   lib->reject_on_destroy_ = false;

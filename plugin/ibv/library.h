@@ -51,6 +51,9 @@ struct Functions {
   decltype(&::_ibv_query_gid_ex) query_gid_ex = nullptr;   // IBVERBS_1.11: GID types
   decltype(&::ibv_query_ece) query_ece = nullptr;          // IBVERBS_1.10
   decltype(&::ibv_set_ece) set_ece = nullptr;              // IBVERBS_1.10
+  // IBVERBS_1.1, but optional: the plugin names completion statuses itself; the tools that load
+  // libibverbs through this table (roce-bench's raw verbs floor) print libibverbs' own names.
+  decltype(&::ibv_wc_status_str) wc_status_str = nullptr;
   // rdma-core 62+ (not in older headers, hence the explicit type): the port's effective speed in
   // units of 100 Mb/s. Bound at the library's default version of the symbol.
   int (*query_port_speed)(ibv_context* context, uint32_t port_num, uint64_t* speed) = nullptr;

@@ -1,16 +1,17 @@
-// errno_text(): strerror_r (GNU form) plus the symbolic name, which operators search for.
+// errno_text(): see errno_text.h. strerrorname_np and strerrordesc_np (glibc 2.32) return static
+// strings, so no buffer is shared between threads.
 #include "util/errno_text.h"
 
-#include <cerrno>
 #include <cstring>
 
 namespace roce {
 
 std::string errno_text(int error_number) {
-  char buffer[128];
-  const char* text = strerrorname_np(error_number);
-  const std::string name = text != nullptr ? text : "errno " + std::to_string(error_number);
-  return std::string(strerror_r(error_number, buffer, sizeof(buffer))) + " (" + name + ")";
+  const char* name = strerrorname_np(error_number);
+  if (name == nullptr) {
+    return "errno " + std::to_string(error_number);
+  }
+  return std::string(name) + " (" + strerrordesc_np(error_number) + ")";
 }
 
 }  // namespace roce

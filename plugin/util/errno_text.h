@@ -1,5 +1,6 @@
-// Thread-safe text for an errno value ("Connection refused (ECONNREFUSED)"), for log lines that
-// name a failed system call's cause.
+// The plugin's one errno formatter: "ECONNREFUSED (Connection refused)", the symbolic name first
+// (what operators search for), or "errno 1234" for a value libc does not know. Thread-safe. Every
+// log line and error of the plugin that names a failed call's cause prints it this way.
 #pragma once
 
 #include <string>

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/errno_text.h"
+
 namespace roce::verbs {
 
 class VerbsError : public std::runtime_error {
@@ -19,8 +21,8 @@ class VerbsError : public std::runtime_error {
   int errno_;
 };
 
-// "EINVAL (Invalid argument)", or "errno 1234" for values libc does not know.
-std::string errno_text(int error_number);
+// The plugin's one errno formatter (util/errno_text.h), here for the verbs layer's callers.
+using roce::errno_text;
 
 // Verbs calls report failure either as a positive errno or as -1 with errno set; this returns
 // the errno value for both conventions (0 for success).

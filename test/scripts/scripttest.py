@@ -8,11 +8,15 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 from fixtures import STUB_NAMES, Node, make_bin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
 
 REPO = Path(os.environ.get("ROCE_REPO", Path(__file__).resolve().parents[2]))
 SCRIPTS = REPO / "scripts"
@@ -47,7 +51,7 @@ class ScriptTest(unittest.TestCase):
         self.sysfs = Path(self.env["ROCE_SYSFS_ROOT"])
         return self.env
 
-    def run_script(self, name, *args, env=None, user=False, timeout=60, path=None) -> Result:
+    def run_script(self, name, *args, env=None, user=False, timeout=HANG_BOUND_S, path=None) -> Result:
         e = {
             "PATH": f"{path or self.bin}:{self.root / 'sysbin'}",
             "HOME": str(self.root),

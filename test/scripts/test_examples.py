@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from scripttest import REPO
+from scripttest import HANG_BOUND_S, REPO
 
 sys.path.insert(0, str(REPO / "examples"))
 import tp_allreduce  # noqa: E402  (no torch needed to import it)
@@ -134,7 +134,7 @@ class Launchers(unittest.TestCase):
         e = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
         e.update(env)
         return subprocess.run([str(REPO / "examples" / name), "--print-env", "--iters", "10"], env=e,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=HANG_BOUND_S)
 
     def test_multi_node_launcher_exports_the_plugin_settings(self):
         p = self.run_launcher("run_tp_allreduce.sh", {"NODE_RANK": "1", "MASTER_ADDR": "10.0.0.1",
@@ -164,7 +164,7 @@ class Launchers(unittest.TestCase):
             self.assertIn("tp_allreduce.py --sync-every 32 --iters 10", p.stdout)
             e = {"PATH": "/usr/bin:/bin", "BUILD_DIR": build, "NPROC_PER_NODE": "2"}
             p = subprocess.run([str(REPO / "examples" / "run_tp_allreduce_vroce.sh")], env=e,
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True, timeout=HANG_BOUND_S)
             self.assertEqual(p.returncode, 5)
             self.assertIn("libnccl-net-roce.so is missing", p.stderr)
 

@@ -7,7 +7,7 @@ import subprocess
 import unittest
 
 from fixtures import Node
-from scripttest import ScriptTest
+from scripttest import HANG_BOUND_S, ScriptTest
 
 GDR_CHECK = os.environ.get("ROCE_TEST_GDR_CHECK", "")
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
@@ -17,7 +17,7 @@ NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 class GdrCheckWithoutGpu(ScriptTest):
     def gdr(self, *args):
         env = dict(os.environ, **NO_GPU)
-        return subprocess.run([GDR_CHECK, *args], env=env, capture_output=True, text=True, timeout=60)
+        return subprocess.run([GDR_CHECK, *args], env=env, capture_output=True, text=True, timeout=HANG_BOUND_S)
 
     def test_text_says_no_gpu_and_exits_3(self):
         p = self.gdr()

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from scripttest import REPO
+from scripttest import HANG_BOUND_S, REPO
 
 sys.path.insert(0, str(REPO / "tools" / "gpu-validate"))
 import collectives  # noqa: E402  (torch is imported inside main only)
@@ -67,7 +67,7 @@ class Summary(unittest.TestCase):
 class Launcher(unittest.TestCase):
     def run_script(self, *args, env=None):
         return subprocess.run([str(REPO / "scripts/gpu-validate.sh"), *args], capture_output=True, text=True,
-                              env={**os.environ, **(env or {})}, timeout=60)
+                              env={**os.environ, **(env or {})}, timeout=HANG_BOUND_S)
 
     def test_help_and_unknown_arguments(self):
         self.assertEqual(self.run_script("--help").returncode, 0)

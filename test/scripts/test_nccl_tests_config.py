@@ -8,7 +8,7 @@ import unittest
 from pathlib import Path
 
 from fixtures import make_base_bin
-from scripttest import REPO
+from scripttest import HANG_BOUND_S, REPO
 
 RUN = REPO / "nccl-tests-config" / "run_all_reduce.sh"
 
@@ -59,7 +59,7 @@ class RunAllReduce(unittest.TestCase):
              "STUB_RC": str(rc), "HOME": str(self.dir)}
         e.update(env or {})
         return subprocess.run([str(RUN), "--log", str(self.dir / "run.log"), *args], env=e,
-                              capture_output=True, text=True, timeout=60, cwd=self.dir)
+                              capture_output=True, text=True, timeout=HANG_BOUND_S, cwd=self.dir)
 
     def test_two_nodes_command_and_environment(self):
         r = self.run_it("--hosts", "a,b", "two-nodes.env")

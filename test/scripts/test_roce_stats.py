@@ -8,7 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from scripttest import REPO
+from scripttest import HANG_BOUND_S, REPO
 
 TOOL = REPO / "scripts/roce_stats"
 
@@ -29,7 +29,7 @@ def record(rank, comm, direction, peer, p99, p50=10.0, cts_p99=None, errors=0, s
 
 class RoceStats(unittest.TestCase):
     def run_tool(self, *args):
-        return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=60)
+        return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=HANG_BOUND_S)
 
     def write(self, d, name, *lines):
         path = Path(d) / name

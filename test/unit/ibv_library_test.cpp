@@ -42,6 +42,7 @@ TEST_CASE("rdma-core's libibverbs.so.1 binds every required and optional entry p
   CHECK(fn.query_gid_ex != nullptr);
   CHECK(fn.query_ece != nullptr);
   CHECK(fn.set_ece != nullptr);
+  CHECK(fn.wc_status_str != nullptr);
   // ibv_query_port_speed is rdma-core 62+: absent from Debian's 44, and reported as such.
   for (const std::string& missing : lib->missing_optional()) {
     CHECK(missing == "ibv_query_port_speed");

@@ -1,9 +1,10 @@
-// CUDA runtime allocation and driver-API dma-buf export for gdr-check.
+// CUDA runtime allocation for gdr-check, and the dma-buf export through the tools' CUDA driver
+// API table (tools/common/cuda_driver_api.h).
 #include "cuda_memory.h"
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
+
+#include "cuda_driver_api.h"
 
 namespace gdr {
 namespace {
@@ -13,38 +14,6 @@ constexpr size_t kGranularity = size_t{2} << 20;
 std::string cuda_error(const char* call, cudaError_t e) {
   return std::string(call) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
 }
-
-// The driver API entry points gdr-check needs, resolved once from libcuda.so.1.
-struct DriverApi {
-  using GetHandle = CUresult (*)(void*, CUdeviceptr, size_t, CUmemRangeHandleType,
-                                 unsigned long long);
-  using GetErrorString = CUresult (*)(CUresult, const char**);
-  GetHandle get_handle = nullptr;
-  GetErrorString error_string = nullptr;
-  std::string load_error;
-
-  static const DriverApi& get() {
-    static const DriverApi api = load();
-    return api;
-  }
-
- private:
-  static DriverApi load() {
-    DriverApi api;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      api.load_error = std::string("cannot load the CUDA driver API: ") + dlerror();
-      return api;
-    }
-    api.get_handle = reinterpret_cast<GetHandle>(dlsym(lib, "cuMemGetHandleForAddressRange"));
-    api.error_string = reinterpret_cast<GetErrorString>(dlsym(lib, "cuGetErrorString"));
-    if (api.get_handle == nullptr) {
-      api.load_error =
-          "the CUDA driver has no cuMemGetHandleForAddressRange (driver older than CUDA 11.7)";
-    }
-    return api;
-  }
-};
 
 }  // namespace
 
@@ -123,20 +92,21 @@ bool GpuBuffer::clear(std::string* error) {
 }
 
 int export_dmabuf(const GpuBuffer& buffer, std::string* error) {
-  const DriverApi& api = DriverApi::get();
-  if (api.get_handle == nullptr) {
-    *error = api.load_error;
+  const roce::tools::CudaDriverApi& api = roce::tools::cuda_driver_api();
+  if (!api.load_error.empty()) {
+    *error = "cannot load the CUDA driver API: " + api.load_error;
+    return -1;
+  }
+  if (api.cuMemGetHandleForAddressRange == nullptr) {
+    *error = "the CUDA driver has no cuMemGetHandleForAddressRange (driver older than CUDA 11.7)";
     return -1;
   }
   int fd = -1;
-  CUresult r = api.get_handle(&fd, reinterpret_cast<CUdeviceptr>(buffer.data()), buffer.size(),
-                              CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-  if (r != CUDA_SUCCESS) {
-    const char* text = nullptr;
-    if (api.error_string != nullptr)
-      api.error_string(r, &text);
-    *error = "cuMemGetHandleForAddressRange: error " + std::to_string(static_cast<int>(r)) +
-             (text != nullptr ? std::string(" (") + text + ")" : std::string()) +
+  const auto r = api.cuMemGetHandleForAddressRange(
+      &fd, reinterpret_cast<roce::tools::cuda_abi::CUdeviceptr>(buffer.data()), buffer.size(),
+      roce::tools::cuda_abi::kRangeHandleDmaBufFd, 0);
+  if (r != roce::tools::cuda_abi::kSuccess) {
+    *error = "cuMemGetHandleForAddressRange: " + api.error_text(r) +
              "; dma-buf export needs the open NVIDIA kernel modules and Linux >= 5.12";
     return -1;
   }

@@ -1,41 +1,14 @@
 // Output of gdr-check.
 #include "report.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "json_writer.h"
+
 namespace gdr {
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x",
-                        static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string summary(const Report& r) {
   std::string works;
@@ -53,21 +26,29 @@ std::string summary(const Report& r) {
 
 void print_report(const Report& r, OutputFormat format) {
   if (format == OutputFormat::Json) {
-    std::printf(
-        "{\"tool\":\"gdr-check\",\"exit_status\":%d,\"error\":%s,\"gpu\":%s,\"path\":%s,\"modes\":"
-        "[",
-        r.exit_status, r.error.empty() ? "null" : json_string(r.error).c_str(),
-        r.gpu.empty() ? "null" : json_string(r.gpu).c_str(),
-        r.path.empty() ? "null" : json_string(r.path).c_str());
-    for (size_t i = 0; i < r.modes.size(); ++i) {
-      const auto& m = r.modes[i];
-      std::printf(
-          "%s{\"mode\":%s,\"ok\":%s,\"reason\":%s,\"bytes\":%zu,\"write_gbps\":%.3f,\"read_gbps\":%"
-          ".3f}",
-          i == 0 ? "" : ",", json_string(m.mode).c_str(), m.ok ? "true" : "false",
-          json_string(m.reason).c_str(), m.bytes, m.write_gbps, m.read_gbps);
+    roce::tools::JsonWriter j;
+    const auto text_or_null = [&j](const std::string& text) {
+      if (text.empty()) {
+        j.null();
+      } else {
+        j.value(text);
+      }
+    };
+    j.begin_object().key("tool").value("gdr-check").key("exit_status").value(r.exit_status);
+    j.key("error");
+    text_or_null(r.error);
+    j.key("gpu");
+    text_or_null(r.gpu);
+    j.key("path");
+    text_or_null(r.path);
+    j.key("modes").begin_array();
+    for (const auto& m : r.modes) {
+      j.begin_object().key("mode").value(m.mode).key("ok").value(m.ok);
+      j.key("reason").value(m.reason).key("bytes").value(static_cast<std::uint64_t>(m.bytes));
+      j.key("write_gbps").value(m.write_gbps).key("read_gbps").value(m.read_gbps).end_object();
     }
-    std::printf("]}\n");
+    j.end_array().end_object();
+    std::printf("%s\n", j.str().c_str());
     return;
   }
   if (!r.error.empty()) {
@@ -82,7 +63,8 @@ void print_report(const Report& r, OutputFormat format) {
       std::printf("mode=%s status=ok write_gbps=%.2f read_gbps=%.2f bytes=%zu\n", m.mode.c_str(),
                   m.write_gbps, m.read_gbps, m.bytes);
     } else {
-      std::printf("mode=%s status=fail reason=%s\n", m.mode.c_str(), json_string(m.reason).c_str());
+      std::printf("mode=%s status=fail reason=%s\n", m.mode.c_str(),
+                  roce::tools::json_string(m.reason).c_str());
     }
   }
   if (format == OutputFormat::Text)

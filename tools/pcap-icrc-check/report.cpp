@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 
+#include "json_writer.h"
 #include "link_layer.h"
 #include "wire/opcode.h"
 
@@ -17,32 +18,6 @@ std::string opcode_label(int opcode) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "UNKNOWN_0x%02x", opcode);
   return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string link_types(const Summary& s) {
@@ -95,45 +70,42 @@ void print_text(std::FILE* out, const std::string& path, const Summary& s) {
 }
 
 void print_json(std::FILE* out, const std::string& path, const Summary& s) {
-  std::fprintf(out, "{\"file\":%s,\"format\":%s,\"link_types\":[", json_string(path).c_str(),
-               json_string(s.format).c_str());
-  bool first = true;
+  roce::tools::JsonWriter j;
+  j.begin_object().key("file").value(path).key("format").value(s.format);
+  j.key("link_types").begin_array();
   for (const std::uint32_t t : s.link_types) {
-    std::fprintf(out, "%s%u", first ? "" : ",", t);
-    first = false;
+    j.value(t);
   }
-  std::fprintf(out,
-               "],\"frames\":%" PRIu64 ",\"roce_packets\":%" PRIu64 ",\"ipv4\":%" PRIu64
-               ",\"ipv6\":%" PRIu64 ",\"valid\":%" PRIu64 ",\"invalid\":%" PRIu64
-               ",\"unverifiable\":%" PRIu64 ",\"header_errors\":%" PRIu64 ",\"other_ip\":%" PRIu64
-               ",\"non_ip\":%" PRIu64 ",\"opcodes\":{",
-               s.frames, s.roce, s.ipv4, s.ipv6, s.valid, s.invalid, s.unverifiable,
-               s.structure_errors, s.other_ip, s.non_ip);
-  first = true;
+  j.end_array();
+  j.key("frames").value(s.frames).key("roce_packets").value(s.roce);
+  j.key("ipv4").value(s.ipv4).key("ipv6").value(s.ipv6);
+  j.key("valid").value(s.valid).key("invalid").value(s.invalid);
+  j.key("unverifiable").value(s.unverifiable).key("header_errors").value(s.structure_errors);
+  j.key("other_ip").value(s.other_ip).key("non_ip").value(s.non_ip);
+  j.key("opcodes").begin_object();
   for (const auto& [op, n] : s.opcodes) {
-    std::fprintf(out, "%s%s:%" PRIu64, first ? "" : ",", json_string(opcode_label(op)).c_str(), n);
-    first = false;
+    j.key(opcode_label(op)).value(n);
   }
-  std::fprintf(out, "},\"traffic_classes\":[");
-  first = true;
+  j.end_object();
+  j.key("traffic_classes").begin_array();
   for (const auto& [tc, n] : s.traffic_classes) {
-    std::fprintf(out, "%s{\"tos\":%d,\"dscp\":%d,\"ecn\":%d,\"packets\":%" PRIu64 "}",
-                 first ? "" : ",", tc, tc >> 2, tc & 3, n);
-    first = false;
+    j.begin_object().key("tos").value(tc).key("dscp").value(tc >> 2).key("ecn").value(tc & 3);
+    j.key("packets").value(n).end_object();
   }
-  std::fprintf(out, "],\"problems\":[");
-  first = true;
+  j.end_array();
+  j.key("problems").begin_array();
   for (const Problem& p : s.problems) {
-    std::fprintf(out, "%s{\"frame\":%" PRIu64 ",\"kind\":%s,\"detail\":%s", first ? "" : ",",
-                 p.frame, json_string(p.kind).c_str(), json_string(p.detail).c_str());
+    j.begin_object().key("frame").value(p.frame).key("kind").value(p.kind);
+    j.key("detail").value(p.detail);
     if (p.opcode >= 0) {
-      std::fprintf(out, ",\"opcode\":%s,\"dest_qp\":%u,\"psn\":%u",
-                   json_string(opcode_label(p.opcode)).c_str(), p.dest_qp, p.psn);
+      j.key("opcode").value(opcode_label(p.opcode)).key("dest_qp").value(p.dest_qp);
+      j.key("psn").value(p.psn);
     }
-    std::fprintf(out, "}");
-    first = false;
+    j.end_object();
   }
-  std::fprintf(out, "],\"problems_omitted\":%" PRIu64 "}\n", s.problems_omitted);
+  j.end_array();
+  j.key("problems_omitted").value(s.problems_omitted).end_object();
+  std::fprintf(out, "%s\n", j.str().c_str());
 }
 
 }  // namespace vroce::pcapcheck

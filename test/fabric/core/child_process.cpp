@@ -13,6 +13,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "hang_bound.h"
+
 extern char** environ;
 
 namespace roce::test {
@@ -73,7 +75,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
 ChildProcess::~ChildProcess() {
   if (!reaped_) {
     kill_now(SIGKILL);
-    wait(5000);
+    wait(kHangBoundMs);  // SIGKILL cannot be caught: this only reaps
   }
   if (stdin_fd_ >= 0)
     close(stdin_fd_);

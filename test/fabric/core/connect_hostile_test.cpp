@@ -18,13 +18,19 @@
 #include "hostile_peer.h"
 #include "net/listen_handle.h"
 #include "plugin_driver.h"
+#include "test_addresses.h"
+#include "test_backend.h"
 #include "traffic.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
 TEST_CASE("silent, garbage and wrong-nonce connections are refused while the real one succeeds",
           "[fabric][connect]") {
-  setenv("VROCE_DEVICES", "pca=127.0.4.29,pcb=127.0.4.30", 1);
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = plugin.find_device("pca");
@@ -71,7 +77,7 @@ TEST_CASE("silent, garbage and wrong-nonce connections are refused while the rea
   ncclResult_t tampered_result = ncclSuccess;
   std::atomic<bool> tampered_finished{false};
   std::thread tampered_connect([&] {
-    tampered_result = connect_until_ready(plugin, a, &tampered, &tampered_comm, 20000);
+    tampered_result = connect_until_ready(plugin, a, &tampered, &tampered_comm, kHangBoundMs);
     tampered_finished = true;
   });
 

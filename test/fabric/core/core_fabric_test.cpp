@@ -1,6 +1,7 @@
 // The plugin driven through its exported tables, as NCCL drives it, over vroce. Each TEST_CASE
-// runs in its own process (catch_discover_tests), so each picks its own vroce addresses inside
-// 127.0.4.0/24 before the plugin loads vroce, and parallel ctest runs never share a device.
+// runs in its own process (catch_discover_tests), so each claims its own block of loopback
+// addresses (test_addresses.h) before the plugin loads vroce, and parallel ctest runs never share a
+// device.
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 
@@ -14,8 +15,16 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "plugin_driver.h"
+#include "test_addresses.h"
+#include "test_backend.h"
 #include "traffic.h"
+
+using roce::test::test_address;
+using roce::test::test_device_name;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -52,8 +61,9 @@ void connect_two_threads(PluginDriver& plugin, int send_dev, int recv_dev, void*
   REQUIRE(listen_comm != nullptr);
   ncclResult_t accept_result = ncclInternalError;
   std::thread acceptor(
-      [&] { accept_result = accept_until_ready(plugin, listen_comm, recv_comm, 30000); });
-  ncclResult_t connect_result = connect_until_ready(plugin, send_dev, &handle, send_comm, 30000);
+      [&] { accept_result = accept_until_ready(plugin, listen_comm, recv_comm, kHangBoundMs); });
+  ncclResult_t connect_result =
+      connect_until_ready(plugin, send_dev, &handle, send_comm, kHangBoundMs);
   acceptor.join();
   REQUIRE(connect_result == ncclSuccess);
   REQUIRE(accept_result == ncclSuccess);
@@ -93,8 +103,8 @@ void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uin
   CHECK(received.bytes > 0);
 }
 
-void traffic_between_two_devices(Api api, const std::string& devices, int traffic_class) {
-  use_devices(devices);
+void traffic_between_two_devices(Api api, int traffic_class) {
+  use_test_devices({"pca", "pcb"});
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   PluginDriver plugin(plugin_path_from_env(), api);
@@ -128,37 +138,35 @@ void traffic_between_two_devices(Api api, const std::string& devices, int traffi
   // Both ends run on the communicator's class (the v10 receiver adopts it from the sender).
   const std::string tc =
       "tc " + std::to_string(traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? 0 : traffic_class);
-  CHECK(any_line_contains(info_lines(), {"connected on pca", tc}));
-  CHECK(any_line_contains(info_lines(), {"accepted on pcb", tc}));
+  CHECK(any_line_contains(info_lines(), {"connected on " + test_device_name("pca"), tc}));
+  CHECK(any_line_contains(info_lines(), {"accepted on " + test_device_name("pcb"), tc}));
 }
 
 }  // namespace
 
 TEST_CASE("v8 table: verified traffic between two devices, connect and accept on two threads",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V8, "pca=127.0.4.11,pcb=127.0.4.12",
-                              NCCL_NET_TRAFFIC_CLASS_UNDEF);
+  traffic_between_two_devices(Api::V8, NCCL_NET_TRAFFIC_CLASS_UNDEF);
 }
 
 TEST_CASE("v9 table: verified traffic between two devices, connect and accept on two threads",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V9, "pca=127.0.4.13,pcb=127.0.4.14",
-                              NCCL_NET_TRAFFIC_CLASS_UNDEF);
+  traffic_between_two_devices(Api::V9, NCCL_NET_TRAFFIC_CLASS_UNDEF);
 }
 
 TEST_CASE("v10 table: verified traffic with the communicator's class given at connect",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V10, "pca=127.0.4.15,pcb=127.0.4.16", 106);
+  traffic_between_two_devices(Api::V10, 106);
 }
 
 TEST_CASE("v11 table: verified traffic with the communicator's class given at init",
           "[fabric][traffic]") {
-  traffic_between_two_devices(Api::V11, "pca=127.0.4.17,pcb=127.0.4.18", 106);
+  traffic_between_two_devices(Api::V11, 106);
 }
 
 TEST_CASE("a loopback pair connects when connect and accept alternate on one thread",
           "[fabric][connect][quick]") {
-  use_devices("pca=127.0.4.21");
+  use_test_devices({"pca"});
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = plugin.find_device("pca");
@@ -169,8 +177,8 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
   void* send_comm = nullptr;
   void* recv_comm = nullptr;
   std::string error;
-  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm, 30000,
-                                     &error));
+  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
+                                     kHangBoundMs, &error));
   REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
   PlanShape shape;
   shape.groups = 40;
@@ -180,7 +188,7 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
 
 TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
           "[fabric][limits][quick]") {
-  use_devices("pca=127.0.4.23,pcb=127.0.4.24");
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -213,7 +221,7 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
   // One send completes the first receive; then a 33rd receive fits.
   void* send_request = nullptr;
   // isend answers NULL until the clear-to-send slot has landed.
-  const auto send_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto send_deadline = std::chrono::steady_clock::now() + kHangBound;
   while (send_request == nullptr && std::chrono::steady_clock::now() < send_deadline) {
     REQUIRE(plugin.isend(send_comm, buffer.data(), 8, 0, send_mh, &send_request) == ncclSuccess);
   }
@@ -240,7 +248,7 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
 
 TEST_CASE("a send larger than its matched receive is refused with both sizes named",
           "[fabric][errors][quick]") {
-  use_devices("pca=127.0.4.25,pcb=127.0.4.26");
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -263,7 +271,7 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   reset_warn_count();
   ncclResult_t result = ncclSuccess;
   void* send_request = nullptr;
-  const auto send_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto send_deadline = std::chrono::steady_clock::now() + kHangBound;
   while (result == ncclSuccess && std::chrono::steady_clock::now() < send_deadline) {
     result = plugin.isend(send_comm, buffer.data() + 1024, 200, 3, send_mh, &send_request);
   }
@@ -288,7 +296,7 @@ bool is_refusal(ncclResult_t result) {
 
 TEST_CASE("communicators with different traffic classes refuse to connect, naming both",
           "[fabric][tc][quick]") {
-  use_devices("pca=127.0.4.27,pcb=127.0.4.28");
+  use_test_devices({"pca", "pcb"});
   unsetenv("NCCL_ROCE_TC");
   unsetenv("NCCL_ROCE_DSCP");
   unsetenv("NCCL_IB_TC");
@@ -303,18 +311,20 @@ TEST_CASE("communicators with different traffic classes refuse to connect, namin
   reset_warn_count();
   void* recv_comm = nullptr;
   ncclResult_t accept_result = ncclSuccess;
-  std::thread acceptor(
-      [&] { accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, 30000); });
+  std::thread acceptor([&] {
+    accept_result = accept_until_ready(receiver_side, listen_comm, &recv_comm, kHangBoundMs);
+  });
   void* send_comm = nullptr;
-  ncclResult_t connect_result =
-      connect_until_ready(sender_side, sender_side.find_device("pca"), &handle, &send_comm, 30000);
+  ncclResult_t connect_result = connect_until_ready(sender_side, sender_side.find_device("pca"),
+                                                    &handle, &send_comm, kHangBoundMs);
   acceptor.join();
   CHECK(is_refusal(connect_result));
   CHECK(is_refusal(accept_result));  // not a timeout (ncclInternalError) of the polling loop
   CHECK(send_comm == nullptr);
   CHECK(recv_comm == nullptr);
   CHECK(any_warn_contains({"104", "96"}));
-  CHECK(any_warn_contains({"listener on pcb", "must agree on the traffic class"}));
+  CHECK(any_warn_contains(
+      {"listener on " + test_device_name("pcb"), "must agree on the traffic class"}));
   // Every later accept returns the same error; the listener still closes cleanly.
   CHECK(receiver_side.accept(listen_comm, &recv_comm) == accept_result);
   CHECK(receiver_side.close_listen(listen_comm) == ncclSuccess);
@@ -359,7 +369,7 @@ namespace {
 // list per test case); the test reads it through the library the plugin loads next, then moves
 // both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device that share one
 // sys_image_guid (VROCE_SYS_IMAGE_GUID), as the physical functions of a dual-port card do.
-void check_two_functions(const char* list) {
+void check_two_functions(const std::string& list) {
   {
     INFO("VROCE_DEVICES=" << list);
     TempDir sysfs;
@@ -419,28 +429,28 @@ void check_two_functions(const char* list) {
 }  // namespace
 
 TEST_CASE("two functions of one PCI device get distinct ports, the .1 function listed first",
-          "[fabric][pci][quick]") {
-  check_two_functions("pfb=127.0.4.154,pfa=127.0.4.155");
+          "[fabric][pci][quick][vroce]") {
+  check_two_functions(vroce_device_list({"pfb", "pfa"}));
 }
 
 TEST_CASE("two functions of one PCI device get distinct ports, the .0 function listed first",
-          "[fabric][pci][quick]") {
-  check_two_functions("pfa=127.0.4.157,pfb=127.0.4.156");
+          "[fabric][pci][quick][vroce]") {
+  check_two_functions(vroce_device_list({"pfa", "pfb"}));
 }
 
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
-          "[fabric][tc][quick]") {
+          "[fabric][tc][quick][vroce]") {
   TempDir sysfs;
-  use_devices_with_tc_override("pca=127.0.4.41", sysfs, "96");
+  use_devices_with_tc_override(vroce_device_list({"pca"}), sysfs, "96");
   setenv("NCCL_ROCE_TC", "104", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   check_init_refused(plugin, {"96", "104", "traffic_class"});
 }
 
 TEST_CASE("a host-wide class override that differs from the communicator's class fails connect",
-          "[fabric][tc][quick]") {
+          "[fabric][tc][quick][vroce]") {
   TempDir sysfs;
-  use_devices_with_tc_override("pca=127.0.4.42,pcb=127.0.4.43", sysfs, "96");
+  use_devices_with_tc_override(vroce_device_list({"pca", "pcb"}), sysfs, "96");
   unsetenv("NCCL_ROCE_TC");
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init(104) == ncclSuccess);  // nothing configured in the environment
@@ -449,24 +459,26 @@ TEST_CASE("a host-wide class override that differs from the communicator's class
   REQUIRE(plugin.listen(plugin.find_device("pcb"), &handle, &listen_comm) == ncclSuccess);
   reset_warn_count();
   void* send_comm = nullptr;
-  CHECK(connect_until_ready(plugin, plugin.find_device("pca"), &handle, &send_comm, 10000) !=
+  CHECK(connect_until_ready(plugin, plugin.find_device("pca"), &handle, &send_comm, kHangBoundMs) !=
+
         ncclSuccess);
   CHECK(send_comm == nullptr);
   CHECK(any_warn_contains({"96", "104", "traffic_class"}));
   // The sender refused before creating anything, and told the listener (with the handle's
   // nonce): the receiver's accept ends with the error too instead of waiting (F12).
   void* recv_comm = nullptr;
-  const ncclResult_t accepted = accept_until_ready(plugin, listen_comm, &recv_comm, 30000);
+  const ncclResult_t accepted = accept_until_ready(plugin, listen_comm, &recv_comm, kHangBoundMs);
   CHECK(accepted == ncclRemoteError);
   CHECK(recv_comm == nullptr);
-  CHECK(any_warn_contains({"listener on pcb", "the sender refused before connecting"}));
+  CHECK(any_warn_contains(
+      {"listener on " + test_device_name("pcb"), "the sender refused before connecting"}));
   CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }
 
 TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails init, naming both",
-          "[fabric][tc][quick]") {
+          "[fabric][tc][quick][vroce]") {
   TempDir sysfs;
-  use_devices_with_tc_override("pca=127.0.10.1", sysfs, "104");
+  use_devices_with_tc_override(vroce_device_list({"pca"}), sysfs, "104");
   setenv("NCCL_ROCE_TC", "104", 1);  // the data class agrees with the override
   setenv("NCCL_IB_FIFO_TC", "184", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
@@ -475,7 +487,7 @@ TEST_CASE("a host-wide class override that differs from NCCL_IB_FIFO_TC fails in
 
 TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is intact",
           "[fabric][tc][quick]") {
-  use_devices("pca=127.0.10.2,pcb=127.0.10.3");
+  use_test_devices({"pca", "pcb"});
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   setenv("NCCL_ROCE_TC", "106", 1);
@@ -495,7 +507,7 @@ TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is inta
 
 TEST_CASE("adaptive routing over four split QPs: every message intact, zero threshold included",
           "[fabric][ar][quick]") {
-  use_devices("pca=127.0.10.4,pcb=127.0.10.5");
+  use_test_devices({"pca", "pcb"});
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   setenv("NCCL_IB_ADAPTIVE_ROUTING", "1", 1);
@@ -508,15 +520,16 @@ TEST_CASE("adaptive routing over four split QPs: every message intact, zero thre
   void* recv_comm = nullptr;
   connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
                       &recv_comm);
-  CHECK(any_line_contains(info_lines(), {"connected on pca", "adaptive routing above 0 bytes"}));
+  CHECK(any_line_contains(
+      info_lines(), {"connected on " + test_device_name("pca"), "adaptive routing above 0 bytes"}));
   PlanShape shape;
   shape.groups = 120;
   run_two_threads(plugin, send_comm, recv_comm, 17, shape, TrafficOptions{});
 }
 
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",
-          "[fabric][gid][quick]") {
-  use_devices("pca=127.0.4.44");
+          "[fabric][gid][quick][vroce]") {
+  use_test_devices({"pca"});
   // vroce's table is mlx5's: 0/1 link-local v1/v2, 2/3 the IPv4 address as v1/v2.
   setenv("NCCL_IB_GID_INDEX", "2", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
@@ -527,8 +540,8 @@ TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index t
 }
 
 TEST_CASE("makeVDevice accepts a single-device virtual NIC and refuses a merge, saying why",
-          "[fabric][quick]") {
-  use_devices("pca=127.0.4.45,pcb=127.0.4.46");
+          "[fabric][quick][vroce]") {
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   int d = -1;
@@ -555,13 +568,13 @@ void use_peermem_sysfs(const TempDir& sysfs) {
 }  // namespace
 
 TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an RDMA READ",
-          "[fabric][flush][quick]") {
+          "[fabric][flush][quick][vroce]") {
   // nvidia-peermem's marker in a private sysfs root: the plugin then offers NCCL_PTR_CUDA and
   // creates each receiver's flush QP. (The buffers are host memory vroce can reach either way;
   // what is under test is the plugin's flush path: the READ on the QP connected to itself.)
   TempDir sysfs;
   use_peermem_sysfs(sysfs);
-  use_devices("pca=127.0.4.47,pcb=127.0.4.48");
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   Properties props;
@@ -600,13 +613,13 @@ TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an
 }
 
 TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
-          "[fabric][flush][quick]") {
+          "[fabric][flush][quick][vroce]") {
   // As in the flush test above: peermem's marker makes GPUDirect usable, so the receiver has
   // its flush QP. A caller that posts flushes and never tests them runs the pool dry; a NULL
   // request would read as "flushed" to NCCL, so the plugin must refuse with an error instead.
   TempDir sysfs;
   use_peermem_sysfs(sysfs);
-  use_devices("pca=127.0.4.150,pcb=127.0.4.151");
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -639,7 +652,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   // Not sticky: once the earlier flushes are tested, flushing works again.
   for (void* request : pending) {
     int done = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto deadline = std::chrono::steady_clock::now() + kHangBound;
     while (!done && std::chrono::steady_clock::now() < deadline) {
       REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
     }
@@ -649,7 +662,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   CHECK(plugin.iflush(recv_comm, 1, data, sizes, mhs, &request) == ncclSuccess);
   CHECK(request != nullptr);
   int done = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (request != nullptr && !done && std::chrono::steady_clock::now() < deadline) {
     REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
   }
@@ -658,9 +671,10 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
 
-TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fabric][quick]") {
+TEST_CASE("CUDA registrations are refused when GPUDirect is not available",
+          "[fabric][quick][vroce]") {
   TempDir sysfs;  // no peermem marker, no CUDA context: GPUDirect is off
-  use_devices("pca=127.0.4.49,pcb=127.0.4.50");
+  use_test_devices({"pca", "pcb"});
   setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -683,7 +697,7 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available", "[fa
 }
 
 TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[fabric][quick]") {
-  use_devices("pca=127.0.4.152,pcb=127.0.4.153");
+  use_test_devices({"pca", "pcb"});
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   for (const char* setting : {"0", ""}) {
@@ -704,8 +718,8 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
     // The granted max_inline_data of the comm's QPs: 0 when off (asked for none), the 256 bytes
     // asked for (vroce grants them) by default.
     const char* expected = *setting != 0 ? "inline 0" : "inline 256";
-    CHECK(any_line_contains(info_lines(), {"connected on pca", expected}));
-    CHECK(any_line_contains(info_lines(), {"accepted on pcb", expected}));
+    CHECK(any_line_contains(info_lines(), {"connected on " + test_device_name("pca"), expected}));
+    CHECK(any_line_contains(info_lines(), {"accepted on " + test_device_name("pcb"), expected}));
     PlanShape shape;
     shape.groups = 60;
     shape.max_single = 64 << 10;
@@ -716,7 +730,7 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
 
 TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every message",
           "[fabric][traffic]") {
-  use_devices("pca=127.0.4.53,pcb=127.0.4.54");
+  use_test_devices({"pca", "pcb"});
   setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
   setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);  // the default, 0, is split_data_test's
   setenv("NCCL_DEBUG", "INFO", 1);
@@ -727,15 +741,16 @@ TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every 
   void* recv_comm = nullptr;
   connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
                       &recv_comm);
-  CHECK(any_line_contains(info_lines(), {"connected on pca", "4 qps"}));
-  CHECK(any_line_contains(info_lines(), {"accepted on pcb", "4 qps"}));
+  CHECK(any_line_contains(info_lines(), {"connected on " + test_device_name("pca"), "4 qps"}));
+  CHECK(any_line_contains(info_lines(), {"accepted on " + test_device_name("pcb"), "4 qps"}));
   PlanShape shape;
   shape.groups = 100;
   run_two_threads(plugin, send_comm, recv_comm, 44, shape, {});
 }
 
-TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][errors][quick]") {
-  use_devices("pca=127.0.4.55,pcb=127.0.4.56");
+TEST_CASE("a fatal asynchronous event on the device fails its comms",
+          "[fabric][errors][quick][vroce]") {
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -757,7 +772,7 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
   REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
           ncclSuccess);
   ncclResult_t result = ncclSuccess;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (result == ncclSuccess && std::chrono::steady_clock::now() < deadline) {
     void* request = nullptr;
     result = plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request);
@@ -765,7 +780,7 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   CHECK(result == ncclSystemError);
-  CHECK(any_warn_contains({"send comm on pca", "asynchronous event"}));
+  CHECK(any_warn_contains({"send comm on " + test_device_name("pca"), "asynchronous event"}));
   // The failed comm keeps answering with its error, and still closes cleanly.
   void* request = nullptr;
   CHECK(plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request) == ncclSystemError);
@@ -777,7 +792,7 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms", "[fabric][
 
 TEST_CASE("the plugin survives being unloaded and loaded again, with and without finalize",
           "[fabric][quick]") {
-  use_devices("pca=127.0.4.57");
+  use_test_devices({"pca"});
   for (Api api : {Api::V11, Api::V8, Api::V11}) {
     // v11: init then finalize before dlclose; v8: no finalize exists, dlclose alone must stop
     // the async-event threads (a thread left running in unmapped code would crash the process).
@@ -792,7 +807,7 @@ TEST_CASE("the plugin survives being unloaded and loaded again, with and without
     void* recv_comm = nullptr;
     std::string error;
     REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
-                                       30000, &error));
+                                       kHangBoundMs, &error));
     REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
     PlanShape shape;
     shape.groups = 10;
@@ -802,7 +817,7 @@ TEST_CASE("the plugin survives being unloaded and loaded again, with and without
 }
 
 TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][quick]") {
-  use_devices("pca=127.0.4.58,pcb=127.0.4.59");
+  use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -841,7 +856,7 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
   }
   // All 256 sends posted before any is tested (tags in reverse, to exercise matching).
   std::vector<void*> sends;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   for (int r = 0; r < kRecvs; ++r) {
     for (int i = kN - 1; i >= 0; --i) {
       void* request = nullptr;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "hang_bound.h"
 #include "plugin_driver.h"
 #include "traffic.h"
 
@@ -185,7 +186,7 @@ int run(const Options& o) {
     std::printf("HANDLE %s\n", handle_to_hex(handle).c_str());
     std::fflush(stdout);
     void* recv_comm = nullptr;
-    if (ncclResult_t r = accept_until_ready(plugin, listen_comm, &recv_comm, 60000);
+    if (ncclResult_t r = accept_until_ready(plugin, listen_comm, &recv_comm, kHangBoundMs);
         r != ncclSuccess) {
       return fail("accept returned " + std::to_string(r));
     }
@@ -224,7 +225,7 @@ int run(const Options& o) {
     std::getline(std::cin, line);
   }
   void* send_comm = nullptr;
-  if (ncclResult_t r = connect_until_ready(plugin, dev, &handle, &send_comm, 60000);
+  if (ncclResult_t r = connect_until_ready(plugin, dev, &handle, &send_comm, kHangBoundMs);
       r != ncclSuccess) {
     return fail("connect returned " + std::to_string(r));
   }

@@ -2,13 +2,16 @@
 # Shared by the netns scripts (netns_run.sh, pod_netns_run.sh); sourced, not run. Provides:
 #   netns_setup PREFIX NAME...   namespaces PREFIX-<pid>-NAME, removed on exit with the temp dir
 #                                and every pid in `pids`; exits 77 (skipped) when namespaces
-#                                cannot be created here
+#                                cannot be created here, or under ROCE_TEST_BACKEND=hw
 #   fail MESSAGE                 prints it and every $tmp/*.out, exits 1
 #   wait_for_handle PID          prints the receiver's handle from $tmp/recv.out
 #   verify_sender PID            waits for the sender; it must report OK in $tmp/send.out
 #   close_receiver PID           lets a --wait-before-close receiver close (fd 3 is its stdin)
 #                                and checks it reports OK in $tmp/recv.out
-# Callers set `set -euo pipefail` first.
+# Callers set `set -euo pipefail` first. Every wait is bounded by the shared hang bound.
+
+# shellcheck source=../../support/hang_bound.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../support/hang_bound.sh"
 
 id=$$
 tmp=$(mktemp -d /tmp/pc-netns-XXXXXX)
@@ -40,6 +43,11 @@ fail() {
 netns_setup() {
   local prefix=$1 name
   shift
+  # Namespaces joined by a veth carry vroce devices: nothing of a real NIC is tested here.
+  if [[ ${ROCE_TEST_BACKEND:-vroce} != vroce ]]; then
+    echo "SKIPPED: the netns tests run on vroce only (ROCE_TEST_BACKEND=$ROCE_TEST_BACKEND)" >&2
+    exit 77
+  fi
   for name in "$@"; do
     if ! ip netns add "$prefix-$id-$name" 2>/dev/null; then
       echo "SKIPPED: cannot create network namespaces here (needs root and CONFIG_NET_NS)" >&2
@@ -52,7 +60,7 @@ netns_setup() {
 
 wait_for_handle() {
   local recv_pid=$1 handle="" _
-  for _ in $(seq 300); do
+  for _ in $(seq "$roce_hang_polls"); do
     handle=$(sed -n 's/^HANDLE //p' "$tmp/recv.out" | head -n1)
     [[ -n $handle ]] && break
     kill -0 "$recv_pid" 2>/dev/null || fail "the receiver exited before listening"
@@ -69,7 +77,7 @@ verify_sender() {
 
 close_receiver() {
   local _
-  for _ in $(seq 300); do
+  for _ in $(seq "$roce_hang_polls"); do
     grep -q READY_TO_CLOSE "$tmp/recv.out" && break
     sleep 0.1
   done

@@ -58,7 +58,7 @@ if ((capture)); then
   ip netns exec "$ns_a" tshark -i "$veth_a" -f "udp port 4791" -w "$tmp/roce.pcap" \
     >"$tmp/tshark.out" 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do
+  for _ in $(seq "$roce_hang_polls"); do
     grep -q "Capturing on" "$tmp/tshark.out" 2>/dev/null && break
     sleep 0.1
   done

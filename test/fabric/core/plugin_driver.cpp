@@ -1,7 +1,6 @@
 // PluginDriver: see plugin_driver.h.
 #include "plugin_driver.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -10,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+
+#include "test_backend.h"
 
 namespace roce::test {
 namespace {
@@ -32,19 +33,14 @@ ncclResult_t check_overwritten(ncclResult_t result, void** request, const char* 
 }  // namespace
 
 Api parse_api(const std::string& text) {
-  if (text == "v8")
-    return Api::V8;
-  if (text == "v9")
-    return Api::V9;
-  if (text == "v10")
-    return Api::V10;
-  if (text == "v11")
-    return Api::V11;
+  if (const auto api = tools::parse_net_api(text)) {
+    return *api;
+  }
   throw std::runtime_error("unknown ncclNet API '" + text + "' (expected v8, v9, v10 or v11)");
 }
 
 std::string api_name(Api api) {
-  return "v" + std::to_string(static_cast<int>(api));
+  return tools::net_api_name(api);
 }
 
 std::string plugin_path_from_env() {
@@ -96,125 +92,53 @@ std::vector<std::string> info_lines() {
   return g_info_lines;
 }
 
-PluginDriver::PluginDriver(const std::string& library_path, Api api) : api_(api) {
-  int flags = RTLD_NOW | RTLD_LOCAL;
-#if defined(__SANITIZE_ADDRESS__)
-  // Under LeakSanitizer keep the image mapped at dlclose: the statically linked libstdc++'s
-  // exception pool and the plugin's never-destroyed singletons would otherwise be reported as
-  // leaks of an unmapped module. The ci build (no sanitizer) exercises the real unload.
-  flags |= RTLD_NODELETE;
-#endif
-  library_ = dlopen(library_path.c_str(), flags);
-  if (library_ == nullptr) {
-    throw std::runtime_error("dlopen " + library_path + ": " + dlerror());
-  }
-  const std::string symbol = "ncclNetPlugin_" + api_name(api);
-  void* table = dlsym(library_, symbol.c_str());
-  if (table == nullptr) {
-    dlclose(library_);
-    throw std::runtime_error(library_path + " does not export " + symbol);
-  }
-  switch (api) {
-    case Api::V8:
-      v8_ = static_cast<const ncclNet_v8_t*>(table);
-      break;
-    case Api::V9:
-      v9_ = static_cast<const ncclNet_v9_t*>(table);
-      break;
-    case Api::V10:
-      v10_ = static_cast<const ncclNet_v10_t*>(table);
-      break;
-    case Api::V11:
-      v11_ = static_cast<const ncclNet_v11_t*>(table);
-      break;
-  }
-}
+PluginDriver::PluginDriver(const std::string& library_path, Api api) : table_(library_path, api) {}
 
-PluginDriver::~PluginDriver() {
-  finalize();
-  dlclose(library_);
-}
-
-// Calls the same-named member of whichever table is loaded (all four have it, same signature).
-#define ROCE_DISPATCH(member, ...)    \
-  (v8_    ? v8_->member(__VA_ARGS__)  \
-   : v9_  ? v9_->member(__VA_ARGS__)  \
-   : v10_ ? v10_->member(__VA_ARGS__) \
-          : v11_->member(__VA_ARGS__))
+PluginDriver::~PluginDriver() = default;
 
 ncclResult_t PluginDriver::init(int traffic_class) {
-  traffic_class_ = traffic_class;
-  if (v8_)
-    return v8_->init(test_logger);
-  if (v9_)
-    return v9_->init(test_logger);
-  if (v10_)
-    return v10_->init(test_logger, nullptr);
-  ncclNetCommConfig_v11_t config{traffic_class};
-  return v11_->init(&ctx_, 0x5eed, &config, test_logger, nullptr);
+  return table_.init(test_logger, traffic_class, 0x5eed, nullptr);
 }
 
 ncclResult_t PluginDriver::finalize() {
-  if (v11_ == nullptr || ctx_ == nullptr) {
-    return ncclSuccess;
-  }
-  ncclResult_t result = v11_->finalize(ctx_);
-  ctx_ = nullptr;
-  return result;
+  return table_.finalize();
 }
 
 ncclResult_t PluginDriver::devices(int* ndev) {
-  return ROCE_DISPATCH(devices, ndev);
+  return table_.devices(ndev);
 }
 
 ncclResult_t PluginDriver::properties(int dev, Properties* out) {
-  auto fill_common = [&](const auto& p) {
-    out->name = p.name != nullptr ? p.name : "";
-    out->pci_path = p.pciPath != nullptr ? p.pciPath : "";
+  tools::NetProperties p;
+  const ncclResult_t result = table_.properties(dev, &p);
+  if (result == ncclSuccess) {
+    out->name = p.name;
+    out->pci_path = p.pci_path.value_or("");
     out->guid = p.guid;
-    out->ptr_support = p.ptrSupport;
-    out->reg_is_global = p.regIsGlobal;
-    out->speed = p.speed;
+    out->ptr_support = p.ptr_support;
+    out->reg_is_global = p.reg_is_global;
+    out->force_flush = p.force_flush;
+    out->speed = p.speed_mbps;
     out->port = p.port;
-    out->max_comms = p.maxComms;
-    out->max_recvs = p.maxRecvs;
-    out->device_type = p.netDeviceType;
-  };
-  auto fill_v9 = [&](const auto& p) {
-    fill_common(p);
-    out->force_flush = p.forceFlush;
-    out->vdev_count = p.vProps.ndevs;
-    out->max_p2p_bytes = p.maxP2pBytes;
-    out->max_coll_bytes = p.maxCollBytes;
-  };
-  ncclResult_t result;
-  if (v8_) {
-    ncclNetProperties_v8_t p{};
-    result = v8_->getProperties(dev, &p);
-    if (result == ncclSuccess)
-      fill_common(p);
-  } else if (v9_ || v10_) {
-    ncclNetProperties_v9_t p{};
-    result = v9_ ? v9_->getProperties(dev, &p) : v10_->getProperties(dev, &p);
-    if (result == ncclSuccess)
-      fill_v9(p);
-  } else {
-    ncclNetProperties_v11_t p{};
-    result = v11_->getProperties(dev, &p);
-    if (result == ncclSuccess)
-      fill_v9(p);
+    out->max_comms = p.max_comms;
+    out->max_recvs = p.max_recvs;
+    out->device_type = p.net_device_type;
+    out->vdev_count = p.vdev_count;
+    out->max_p2p_bytes = p.max_p2p_bytes;
+    out->max_coll_bytes = p.max_coll_bytes;
   }
   return result;
 }
 
 int PluginDriver::find_device(const std::string& name) {
+  const std::string device = test_device_name(name);  // the operator's NIC under hw
   int n = 0;
   if (devices(&n) != ncclSuccess) {
     return -1;
   }
   for (int d = 0; d < n; ++d) {
     Properties p;
-    if (properties(d, &p) == ncclSuccess && p.name == name) {
+    if (properties(d, &p) == ncclSuccess && p.name == device) {
       return d;
     }
   }
@@ -222,50 +146,22 @@ int PluginDriver::find_device(const std::string& name) {
 }
 
 ncclResult_t PluginDriver::make_vdevice(int* d, const std::vector<int>& devs) {
-  ncclNetVDeviceProps_v9_t props{};
-  props.ndevs = static_cast<int>(devs.size());
-  for (size_t i = 0; i < devs.size() && i < NCCL_NET_MAX_DEVS_PER_NIC; ++i) {
-    props.devs[i] = devs[i];
-  }
-  if (v8_)
-    return ncclInvalidUsage;  // v8 has no virtual devices
-  if (v9_)
-    return v9_->makeVDevice(d, &props);
-  if (v10_)
-    return v10_->makeVDevice(d, &props);
-  return v11_->makeVDevice(d, &props);
+  return table_.make_vdevice(d, devs);
 }
 
 ncclResult_t PluginDriver::listen(int dev, Handle* handle, void** listen_comm) {
   handle->fill(0);
-  if (v8_) {
-    return v8_->listen(dev, handle->data(), listen_comm);
-  }
-  if (v9_) {
-    return v9_->listen(dev, handle->data(), listen_comm);
-  }
-  if (v10_) {
-    return v10_->listen(dev, handle->data(), listen_comm);
-  }
-  return v11_->listen(ctx_, dev, handle->data(), listen_comm);
+  return table_.listen(dev, handle->data(), listen_comm);
 }
 
 ncclResult_t PluginDriver::connect(int dev, Handle* handle, void** send_comm) {
-  if (v8_)
-    return v8_->connect(dev, handle->data(), send_comm, nullptr);
-  if (v9_)
-    return v9_->connect(dev, handle->data(), send_comm, nullptr);
-  if (v10_) {
-    ncclNetCommConfig_v10_t config{traffic_class_};
-    return v10_->connect(dev, &config, handle->data(), send_comm, nullptr);
-  }
-  ncclNetDeviceHandle_v11_t* dev_comm = nullptr;
-  return v11_->connect(ctx_, dev, handle->data(), send_comm, &dev_comm);
+  tools::NetDeviceHandle* dev_comm = nullptr;
+  return table_.connect(dev, handle->data(), send_comm, &dev_comm);
 }
 
 ncclResult_t PluginDriver::accept(void* listen_comm, void** recv_comm) {
-  ncclNetDeviceHandle_v8_t* dev_comm = reinterpret_cast<ncclNetDeviceHandle_v8_t*>(0x1);
-  ncclResult_t result = ROCE_DISPATCH(accept, listen_comm, recv_comm, &dev_comm);
+  auto* dev_comm = reinterpret_cast<tools::NetDeviceHandle*>(0x1);
+  ncclResult_t result = table_.accept(listen_comm, recv_comm, &dev_comm);
   if (result == ncclSuccess && dev_comm != nullptr) {
     std::fprintf(stderr, "test driver: accept left *recvDevComm set\n");
     return ncclInternalError;
@@ -274,85 +170,50 @@ ncclResult_t PluginDriver::accept(void* listen_comm, void** recv_comm) {
 }
 
 ncclResult_t PluginDriver::close_send(void* comm) {
-  return ROCE_DISPATCH(closeSend, comm);
+  return table_.close_send(comm);
 }
 ncclResult_t PluginDriver::close_recv(void* comm) {
-  return ROCE_DISPATCH(closeRecv, comm);
+  return table_.close_recv(comm);
 }
 ncclResult_t PluginDriver::close_listen(void* comm) {
-  return ROCE_DISPATCH(closeListen, comm);
+  return table_.close_listen(comm);
 }
 
 ncclResult_t PluginDriver::reg_mr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  return ROCE_DISPATCH(regMr, comm, data, size, type, mhandle);
+  return table_.reg_mr(comm, data, size, type, mhandle);
 }
 
 ncclResult_t PluginDriver::dereg_mr(void* comm, void* mhandle) {
-  return ROCE_DISPATCH(deregMr, comm, mhandle);
+  return table_.dereg_mr(comm, mhandle);
 }
 
 ncclResult_t PluginDriver::isend(void* comm, void* data, size_t size, int tag, void* mhandle,
                                  void** request) {
   *request = kRequestHint;
-  ncclResult_t result;
-  if (v8_) {
-    result = v8_->isend(comm, data, static_cast<int>(size), tag, mhandle, request);
-  } else if (v9_) {
-    result = v9_->isend(comm, data, size, tag, mhandle, request);
-  } else if (v10_) {
-    result = v10_->isend(comm, data, size, tag, mhandle, nullptr, request);
-  } else {
-    result = v11_->isend(comm, data, size, tag, mhandle, nullptr, request);
-  }
+  const ncclResult_t result = table_.isend(comm, data, size, tag, mhandle, nullptr, request);
   return check_overwritten(result, request, "isend");
 }
 
 ncclResult_t PluginDriver::irecv(void* comm, int n, void** data, const size_t* sizes,
                                  const int* tags, void** mhandles, void** request) {
   *request = kRequestHint;
-  std::array<size_t, 8> wide{};
-  std::array<int, 8> narrow{};
-  std::array<int, 8> tag_copy{};
-  std::array<void*, 8> phandles{};
-  for (int i = 0; i < n && i < 8; ++i) {
-    wide[static_cast<size_t>(i)] = sizes[i];
-    narrow[static_cast<size_t>(i)] = static_cast<int>(sizes[i]);
-    tag_copy[static_cast<size_t>(i)] = tags[i];
-  }
-  ncclResult_t result;
-  if (v8_) {
-    result = v8_->irecv(comm, n, data, narrow.data(), tag_copy.data(), mhandles, request);
-  } else if (v9_) {
-    result = v9_->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, request);
-  } else if (v10_) {
-    result = v10_->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, phandles.data(),
-                         request);
-  } else {
-    result = v11_->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, phandles.data(),
-                         request);
-  }
+  const ncclResult_t result = table_.irecv(comm, n, data, sizes, tags, mhandles, nullptr, request);
   return check_overwritten(result, request, "irecv");
 }
 
 ncclResult_t PluginDriver::iflush(void* comm, int n, void** data, const int* sizes, void** mhandles,
                                   void** request) {
   *request = kRequestHint;
-  std::array<int, 8> copy{};
-  for (int i = 0; i < n && i < 8; ++i) {
-    copy[static_cast<size_t>(i)] = sizes[i];
-  }
-  ncclResult_t result = ROCE_DISPATCH(iflush, comm, n, data, copy.data(), mhandles, request);
+  const ncclResult_t result = table_.iflush(comm, n, data, sizes, mhandles, request);
   return check_overwritten(result, request, "iflush");
 }
 
 ncclResult_t PluginDriver::test(void* request, int* done, int* sizes) {
-  return ROCE_DISPATCH(test, request, done, sizes);
+  return table_.test(request, done, sizes);
 }
 
 ncclResult_t PluginDriver::irecv_consumed(void* comm, int n, void* request) {
-  return ROCE_DISPATCH(irecvConsumed, comm, n, request);
+  return table_.irecv_consumed(comm, n, request);
 }
-
-#undef ROCE_DISPATCH
 
 }  // namespace roce::test

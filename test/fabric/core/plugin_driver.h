@@ -1,6 +1,7 @@
-// Drives libnccl-net-roce.so the way NCCL does: dlopen the built .so, take one exported
-// ncclNetPlugin_vN table, and call it through a version-neutral interface (v8's int sizes, v10's
-// connect config and profiler handles, v11's per-communicator context). Test support only.
+// Drives libnccl-net-roce.so the way NCCL does, through the tools' one version-neutral table
+// (tools/common/net_table.h), with what a test needs on top: results returned rather than
+// thrown, NCCL's (void*)0x1 request hint pre-set and checked, and a logger that keeps the WARN
+// and INFO lines. Test support only.
 #pragma once
 
 #include <array>
@@ -10,10 +11,11 @@
 #include <vector>
 
 #include "nccl_net/nccl_net.h"
+#include "net_table.h"
 
 namespace roce::test {
 
-enum class Api { V8 = 8, V9 = 9, V10 = 10, V11 = 11 };
+using Api = tools::NetApi;
 Api parse_api(const std::string& text);  // "v8".."v11"; throws on anything else
 std::string api_name(Api api);
 
@@ -44,7 +46,7 @@ class PluginDriver {
   PluginDriver(const PluginDriver&) = delete;
   PluginDriver& operator=(const PluginDriver&) = delete;
 
-  Api api() const { return api_; }
+  Api api() const { return table_.api(); }
 
   // v11: init with a context carrying `traffic_class`; v10: the class is passed at connect;
   // v8/v9 ignore it.
@@ -54,7 +56,7 @@ class PluginDriver {
 
   ncclResult_t devices(int* ndev);
   ncclResult_t properties(int dev, Properties* props);
-  // Index of the device whose name is `name`, or -1.
+  // Index of the device whose name is `name` (a test role, test_backend.h), or -1.
   int find_device(const std::string& name);
   ncclResult_t make_vdevice(int* d, const std::vector<int>& devs);
 
@@ -79,14 +81,7 @@ class PluginDriver {
   ncclResult_t irecv_consumed(void* comm, int n, void* request);
 
  private:
-  void* library_ = nullptr;
-  Api api_;
-  const ncclNet_v8_t* v8_ = nullptr;
-  const ncclNet_v9_t* v9_ = nullptr;
-  const ncclNet_v10_t* v10_ = nullptr;
-  const ncclNet_v11_t* v11_ = nullptr;
-  void* ctx_ = nullptr;
-  int traffic_class_ = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  tools::NetTable table_;
 };
 
 // The plugin's path (ROCE_PLUGIN_PATH, set by CTest) and the API under test (ROCE_TEST_API).

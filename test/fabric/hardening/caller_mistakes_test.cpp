@@ -13,6 +13,12 @@
 
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -52,8 +58,8 @@ bool last_warn_has(const std::string& text) {
 struct Pair {
   PluginDriver plugin{plugin_path_from_env(), Api::V8};
   CommPair comms;
-  explicit Pair(const char* devices) {
-    setenv("VROCE_DEVICES", devices, 1);
+  Pair() {
+    use_test_devices({"hda", "hdb"});
     REQUIRE(plugin.init() == ncclSuccess);
     const int a = require_device(plugin, "hda");
     const int b = require_device(plugin, "hdb");
@@ -80,7 +86,7 @@ void check_still_usable(Pair& pair, uint64_t seed) {
 
 TEST_CASE("NULL comms, requests, handles and arrays are refused, naming the argument",
           "[hardening][mistakes][quick]") {
-  Pair pair("hda=127.0.9.40,hdb=127.0.9.41");
+  Pair pair;
   auto& p = pair.plugin;
   std::vector<uint8_t> buffer(4096);
   void* mh = nullptr;
@@ -121,7 +127,7 @@ TEST_CASE("NULL comms, requests, handles and arrays are refused, naming the argu
 
 TEST_CASE("a comm of the wrong kind, closed comms, stale requests and stale handles are refused",
           "[hardening][mistakes][quick]") {
-  Pair pair("hda=127.0.9.42,hdb=127.0.9.43");
+  Pair pair;
   auto& p = pair.plugin;
   std::vector<uint8_t> buffer(4096);
   void* mh = nullptr;
@@ -179,7 +185,7 @@ TEST_CASE("a comm of the wrong kind, closed comms, stale requests and stale hand
 
 TEST_CASE("a request tested after it completed, or after its comm closed, is refused",
           "[hardening][mistakes][quick]") {
-  Pair pair("hda=127.0.9.44,hdb=127.0.9.45");
+  Pair pair;
   auto& p = pair.plugin;
   std::vector<uint8_t> sbuf(4096, 0x11);
   std::vector<uint8_t> rbuf(4096, 0);
@@ -223,7 +229,7 @@ TEST_CASE("a request tested after it completed, or after its comm closed, is ref
 
 TEST_CASE("sizes beyond the registered region, n > maxRecvs and negative sizes are refused",
           "[hardening][mistakes][quick]") {
-  Pair pair("hda=127.0.9.46,hdb=127.0.9.47");
+  Pair pair;
   auto& p = pair.plugin;
   // Two pages: the region registered is exactly the allocation, page-aligned.
   auto* raw = static_cast<uint8_t*>(std::aligned_alloc(4096, 8192));
@@ -288,7 +294,7 @@ TEST_CASE("sizes beyond the registered region, n > maxRecvs and negative sizes a
 
 TEST_CASE("deregMr with a receive in flight: the comms fail with an error, nothing crashes",
           "[hardening][mistakes][quick]") {
-  Pair pair("hda=127.0.9.48,hdb=127.0.9.49");
+  Pair pair;
   auto& p = pair.plugin;
   std::vector<uint8_t> sbuf(65536, 0x22);
   std::vector<uint8_t> rbuf(65536, 0);

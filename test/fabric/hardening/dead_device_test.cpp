@@ -3,7 +3,6 @@
 // of comms). Checked by behaviour, not by a timer: vroce counts every flush completion it
 // generates, and the drain is the only thing that posts to a QP at close; closing idle comms on
 // a healthy device produces the drain markers' flushes, closing them after DEVICE_FATAL none.
-// Loopback addresses 127.0.9.174-175.
 #include <infiniband/verbs.h>
 
 #include <catch2/catch.hpp>
@@ -16,6 +15,12 @@
 
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -35,8 +40,8 @@ void close_all(PluginDriver& plugin, const std::vector<CommPair>& pairs) {
 }  // namespace
 
 TEST_CASE("after DEVICE_FATAL, 200 comms close without draining their QPs",
-          "[hardening][dead-device]") {
-  setenv("VROCE_DEVICES", "dda=127.0.9.174,ddb=127.0.9.175", 1);
+          "[hardening][dead-device][vroce]") {
+  use_test_devices({"dda", "ddb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "dda");

@@ -5,7 +5,7 @@
 //   and each comm's close-time summary (NCCL_ROCE_STATS=1) and stats file name congestion;
 // - loss: with packets dropped, the close-time summaries report sequence errors or timeouts;
 // - failure: with every packet dropped, the failed comm's error names the ACK timeouts as loss.
-// Loopback addresses 127.0.11.20-29. Assertions are on counts and text, never on time.
+// Assertions are on counts and text, never on time.
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
@@ -19,7 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -95,14 +102,14 @@ std::vector<std::string> close_lines(const std::string& direction, const std::st
 }  // namespace
 
 TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports name congestion",
-          "[hardening][fabric-counters]") {
+          "[hardening][fabric-counters][vroce]") {
   SysfsRoot sysfs;
   recovering_timers();
   log_closes();
   const std::string stats = "/tmp/roce-fabric-counters-test." + std::to_string(getpid());
   setenv("NCCL_ROCE_STATS_FILE", (stats + ".jsonl").c_str(), 1);
   setenv("NCCL_ROCE_STATS_INTERVAL_MS", "100", 1);
-  setenv("VROCE_DEVICES", "fxa=127.0.11.20,fxb=127.0.11.21", 1);
+  use_test_devices({"fxa", "fxb"});
   setenv("VROCE_FAULTS", "ecn=0.3,seed=9", 1);
   setenv("NCCL_IB_TC", "106", 1);  // DSCP 26 with ECT(0): ECN-capable
   {
@@ -146,11 +153,11 @@ TEST_CASE("ECN marks at the receiver and CNPs at the sender: the close reports n
 }
 
 TEST_CASE("dropped packets: the close reports count sequence errors and timeouts as loss",
-          "[hardening][fabric-counters]") {
+          "[hardening][fabric-counters][vroce]") {
   SysfsRoot sysfs;
   recovering_timers();
   log_closes();
-  setenv("VROCE_DEVICES", "fxc=127.0.11.22,fxd=127.0.11.23", 1);
+  use_test_devices({"fxc", "fxd"});
   setenv("VROCE_FAULTS", "drop=0.02,seed=4", 1);
   {
     PluginDriver plugin(plugin_path_from_env(), Api::V10);
@@ -181,11 +188,11 @@ TEST_CASE("dropped packets: the close reports count sequence errors and timeouts
 }
 
 TEST_CASE("a comm that fails because every packet is lost names the timeouts in its error",
-          "[hardening][fabric-counters]") {
+          "[hardening][fabric-counters][vroce]") {
   SysfsRoot sysfs;
   setenv("NCCL_IB_TIMEOUT", "12", 1);  // 17 ms, 2 retries: fails fast, there is no recovery
   setenv("NCCL_IB_RETRY_CNT", "2", 1);
-  setenv("VROCE_DEVICES", "fxe=127.0.11.24,fxf=127.0.11.25", 1);
+  use_test_devices({"fxe", "fxf"});
   setenv("VROCE_FAULTS", "drop=1", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -206,7 +213,7 @@ TEST_CASE("a comm that fails because every packet is lost names the timeouts in 
   REQUIRE(request != nullptr);
   ncclResult_t result = ncclSuccess;
   int done = 0;
-  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  const auto give_up = Clock::now() + kHangBound;
   while (result == ncclSuccess && done == 0 && Clock::now() < give_up) {
     int size = 0;
     result = plugin.test(request, &done, &size);

@@ -10,6 +10,10 @@
 #include <string>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -17,14 +21,14 @@ namespace {
 
 struct FaultRun {
   const char* name;
-  const char* faults;     // VROCE_FAULTS
-  const char* addresses;  // VROCE_DEVICES, unique per case (cases run in parallel)
+  const char* faults;   // VROCE_FAULTS
+  std::string devices;  // VROCE_DEVICES, on this process's own addresses
   int comms;
   int groups;
 };
 
 void run_with_faults(const FaultRun& run) {
-  setenv("VROCE_DEVICES", run.addresses, 1);
+  setenv("VROCE_DEVICES", run.devices.c_str(), 1);
   setenv("VROCE_FAULTS", run.faults, 1);
   // 67 ms local ACK timeout, 7 retries (0.5 s without progress before RETRY_EXC): a lost tail
   // costs one timeout, not NCCL's 4 s, and a loaded 2-core machine that stalls the progress
@@ -100,8 +104,9 @@ void run_with_faults(const FaultRun& run) {
 
 }  // namespace
 
-TEST_CASE("no faults: the same four comms, the baseline of the fault runs", "[hardening][faults]") {
-  run_with_faults({"none", "seed=20", "hda=127.0.9.15,hdb=127.0.9.16", 4, 500});
+TEST_CASE("no faults: the same four comms, the baseline of the fault runs",
+          "[hardening][faults][vroce]") {
+  run_with_faults({"none", "seed=20", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   for (const char* fault : {"faults_injected.drop", "faults_injected.duplicate",
                             "faults_injected.corrupt", "faults_injected.reorder"}) {
@@ -109,47 +114,48 @@ TEST_CASE("no faults: the same four comms, the baseline of the fault runs", "[ha
   }
 }
 
-TEST_CASE("0.1% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
-  run_with_faults({"loss0.1%", "drop=0.001,seed=21", "hda=127.0.9.1,hdb=127.0.9.2", 4, 500});
+TEST_CASE("0.1% loss: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
+  run_with_faults({"loss0.1%", "drop=0.001,seed=21", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.drop") > 0);
   CHECK(vroce_stat(s, "retransmitted_packets") > 0);
 }
 
-TEST_CASE("1% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
-  run_with_faults({"loss1%", "drop=0.01,seed=22", "hda=127.0.9.3,hdb=127.0.9.4", 4, 500});
+TEST_CASE("1% loss: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
+  run_with_faults({"loss1%", "drop=0.01,seed=22", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.drop") > 0);
   CHECK(vroce_stat(s, "retransmitted_packets") > 0);
 }
 
-TEST_CASE("10% loss: four comms of verified traffic, no hang", "[hardening][faults]") {
-  run_with_faults({"loss10%", "drop=0.1,seed=23", "hda=127.0.9.5,hdb=127.0.9.6", 4, 200});
+TEST_CASE("10% loss: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
+  run_with_faults({"loss10%", "drop=0.1,seed=23", vroce_device_list({"hda", "hdb"}), 4, 200});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.drop") > 0);
   CHECK(vroce_stat(s, "retransmitted_packets") > 0);
 }
 
-TEST_CASE("reordering: four comms of verified traffic, no hang", "[hardening][faults]") {
-  run_with_faults({"reorder5%", "reorder=0.05,seed=24", "hda=127.0.9.7,hdb=127.0.9.8", 4, 500});
+TEST_CASE("reordering: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
+  run_with_faults({"reorder5%", "reorder=0.05,seed=24", vroce_device_list({"hda", "hdb"}), 4, 500});
   CHECK(vroce_stat(vroce_stats(), "faults_injected.reorder") > 0);
 }
 
-TEST_CASE("duplication: four comms of verified traffic, no hang", "[hardening][faults]") {
-  run_with_faults({"dup5%", "dup=0.05,seed=25", "hda=127.0.9.9,hdb=127.0.9.10", 4, 500});
+TEST_CASE("duplication: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
+  run_with_faults({"dup5%", "dup=0.05,seed=25", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.duplicate") > 0);
   CHECK(vroce_stat(s, "duplicate_requests") > 0);
 }
 
-TEST_CASE("corruption: four comms of verified traffic, no hang", "[hardening][faults]") {
-  run_with_faults({"corrupt1%", "corrupt=0.01,seed=26", "hda=127.0.9.11,hdb=127.0.9.12", 4, 500});
+TEST_CASE("corruption: four comms of verified traffic, no hang", "[hardening][faults][vroce]") {
+  run_with_faults({"corrupt1%", "corrupt=0.01,seed=26", vroce_device_list({"hda", "hdb"}), 4, 500});
   const std::string s = vroce_stats();
   CHECK(vroce_stat(s, "faults_injected.corrupt") > 0);
   CHECK(vroce_stat(s, "drops.bad_icrc") > 0);
 }
 
-TEST_CASE("all faults at once: eight comms of verified traffic, no hang", "[hardening][faults]") {
+TEST_CASE("all faults at once: eight comms of verified traffic, no hang",
+          "[hardening][faults][vroce]") {
   run_with_faults({"mixed", "drop=0.01,reorder=0.02,dup=0.02,corrupt=0.005,seed=27",
-                   "hda=127.0.9.13,hdb=127.0.9.14", 8, 300});
+                   vroce_device_list({"hda", "hdb"}), 8, 300});
 }

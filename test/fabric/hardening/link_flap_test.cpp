@@ -3,7 +3,7 @@
 // events are logged, not fatal: a connection with traffic in flight rides out an outage shorter
 // than its retry budget through RC retransmission and delivers every byte right; one that stays
 // down longer fails with IBV_WC_RETRY_EXC_ERR, as a silent peer does; and a connection made after
-// the link is back works (no stale mark of the port). Loopback addresses 127.0.9.170-179.
+// the link is back works (no stale mark of the port).
 #include <infiniband/verbs.h>
 
 #include <atomic>
@@ -15,7 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -82,7 +89,7 @@ struct Traffic {
 // Waits (a generous bound, not a timing check) until vroce has carried `bytes` more payload than
 // in `before`, so the link goes down with the transfer under way.
 void wait_for_payload(const std::string& before, int64_t bytes) {
-  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  const auto give_up = Clock::now() + kHangBound;
   while (vroce_stat(vroce_stats(), "rx_payload_bytes") - vroce_stat(before, "rx_payload_bytes") <
              bytes &&
          Clock::now() < give_up) {
@@ -95,12 +102,12 @@ void wait_for_payload(const std::string& before, int64_t bytes) {
 TEST_CASE(
     "a link flap shorter than the retry budget is ridden out: PORT_ERR and PORT_ACTIVE are "
     "logged, the transfer completes with every byte right, and a new connection works",
-    "[hardening][link-flap]") {
+    "[hardening][link-flap][vroce]") {
   // 268 ms local ACK timeout, 7 retries: 2.1 s without progress before RETRY_EXC; the outage is
   // 50 ms, so even a loaded machine that stalls the test thread stays well inside the budget.
   setenv("NCCL_IB_TIMEOUT", "16", 1);
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
-  setenv("VROCE_DEVICES", "lfa=127.0.9.170,lfb=127.0.9.171", 1);
+  use_test_devices({"lfa", "lfb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "lfa");
@@ -149,7 +156,7 @@ TEST_CASE(
 TEST_CASE(
     "a link that stays down longer than the retry budget fails the transfer with "
     "IBV_WC_RETRY_EXC_ERR, and connections made once it is back work",
-    "[hardening][link-flap]") {
+    "[hardening][link-flap][vroce]") {
   // 67 ms x 0.25 per attempt, 3 retries: 67 ms in all before RETRY_EXC.
   constexpr int kIbTimeout = 14;
   constexpr int kRetryCnt = 3;
@@ -157,7 +164,7 @@ TEST_CASE(
   setenv("NCCL_IB_TIMEOUT", std::to_string(kIbTimeout).c_str(), 1);
   setenv("NCCL_IB_RETRY_CNT", std::to_string(kRetryCnt).c_str(), 1);
   setenv("VROCE_TIME_SCALE", "0.25", 1);
-  setenv("VROCE_DEVICES", "lfc=127.0.9.172,lfd=127.0.9.173", 1);
+  use_test_devices({"lfc", "lfd"});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int c = require_device(plugin, "lfc");
@@ -182,11 +189,13 @@ TEST_CASE(
     CHECK(traffic.run.sent.close_result == ncclSuccess);
     CHECK(traffic.run.received.close_result == ncclSuccess);
   }
-  // Within the bound: the budget plus generous slack for a loaded machine (the traffic's own
-  // watchdog is 120 s; a hang would reach it).
+  // The time is a figure for docs/reliability.md, never an assertion (a loaded machine stretches
+  // it); what the configuration asks for is checked by count: the first transmission and every
+  // retry waited out one local ACK timeout.
   const double budget = retry_budget_ms(kIbTimeout, kRetryCnt, kTimeScale);
   std::printf("LINKFLAP long elapsed_ms=%.1f budget_ms=%.1f\n", elapsed_ms, budget);
-  CHECK(elapsed_ms < budget + 20000);
+  CHECK(vroce_stat(vroce_stats(), "ack_timeouts") - vroce_stat(before, "ack_timeouts") >=
+        kRetryCnt + 1);
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
   CHECK(warned("NCCL_IB_TIMEOUT"));
   CHECK(warned("dev lfc port 1", "IBV_EVENT_PORT_ERR"));

@@ -20,6 +20,12 @@
 #include "child_process.h"
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -30,9 +36,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kIbTimeout = 16;  // 268 ms at scale 1
 constexpr int kRetryCnt = 3;
 constexpr double kTimeScale = 0.25;  // 67 ms per attempt, 268 ms in all
-// The survivor polls test() in a loop and a loaded 2-core machine may deschedule it or vroce's
-// progress thread for a while; a second on top of the budget is slack, not the budget.
-constexpr double kSlackMs = 1000;
 
 std::string peer_binary() {
   const char* path = std::getenv("ROCE_FABRIC_PEER");
@@ -111,21 +114,23 @@ void check_live(const PairRun& run, const char* which) {
   CHECK(run.received.bytes > 0);
 }
 
-// The detection time against the budget, printed for docs/reliability.md.
-void check_detection(const char* what, double elapsed_ms) {
+// The detection time against the budget, printed for docs/reliability.md: a figure, never an
+// assertion (a loaded 2-core machine deschedules the survivor or vroce's progress thread at
+// will). What the configuration asks for is checked by count instead: the first transmission
+// and each of the retry_cnt retries waited out one local ACK timeout before RETRY_EXC.
+void check_detection(const char* what, double elapsed_ms, int64_t ack_timeouts) {
   const double budget = retry_budget_ms(kIbTimeout, kRetryCnt, kTimeScale);
-  std::printf("DETECTION %s elapsed_ms=%.1f budget_ms=%.1f bound_ms=%.1f\n", what, elapsed_ms,
-              budget, budget + kSlackMs);
+  std::printf("DETECTION %s elapsed_ms=%.1f budget_ms=%.1f ack_timeouts=%lld\n", what, elapsed_ms,
+              budget, static_cast<long long>(ack_timeouts));
   std::fflush(stdout);
-  CHECK(elapsed_ms <= budget + kSlackMs);
-  // Earlier than the budget would mean the retries the configuration asks for were not made.
-  CHECK(elapsed_ms >= 0.9 * budget);
+  CHECK(ack_timeouts >= kRetryCnt + 1);
 }
 
-// Tests `request`, just posted to a dead or silent peer, until it fails or completes (30 s at
-// most), and checks that it failed as it must: ncclRemoteError, not done, within the retry
-// budget (check_detection, whose line `what` names).
+// Tests `request`, just posted to a dead or silent peer, until it fails or completes (at most
+// the hang bound), and checks that it failed as it must: ncclRemoteError, not done, after the
+// retries the configuration asks for (check_detection, whose line `what` names).
 void expect_failure_detected(PluginDriver& plugin, void* request, const char* what) {
+  const int64_t timeouts_before = vroce_stat(vroce_stats(), "ack_timeouts");
   const auto posted = Clock::now();
   ncclResult_t result = ncclSuccess;
   int done = 0;
@@ -137,7 +142,7 @@ void expect_failure_detected(PluginDriver& plugin, void* request, const char* wh
       std::chrono::duration<double, std::milli>(Clock::now() - posted).count();
   CHECK_FALSE(done);
   CHECK(result == ncclRemoteError);
-  check_detection(what, elapsed_ms);
+  check_detection(what, elapsed_ms, vroce_stat(vroce_stats(), "ack_timeouts") - timeouts_before);
 }
 
 PlanShape small_shape() {
@@ -153,12 +158,12 @@ PlanShape small_shape() {
 TEST_CASE(
     "a peer killed with SIGKILL mid-transfer: test() fails within the retry budget, the "
     "comm closes cleanly and comms to a live peer keep running",
-    "[hardening][peer-failure]") {
+    "[hardening][peer-failure][vroce]") {
   set_timers();
-  setenv("VROCE_DEVICES", "hds=127.0.9.20,hdl=127.0.9.21", 1);
+  use_test_devices({"hds", "hdl"});
   ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups", "50",
                        "--max-recvs", "1", "--post-and-hang"},
-                      child_env("hdv=127.0.9.22"));
+                      child_env(vroce_device_list({"hdv"}, 2)));
   auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
   INFO("victim:\n" << all_lines(victim));
   REQUIRE(handle_line);
@@ -200,7 +205,7 @@ TEST_CASE(
   expect_failure_detected(plugin, request, "sigkill");
   detected = true;
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
-  CHECK(warned("127.0.9.22"));
+  CHECK(warned(test_address(2)));
 
   // Every later call on the failed comm reports the same error; then it closes cleanly.
   void* again = nullptr;
@@ -220,9 +225,9 @@ TEST_CASE(
 TEST_CASE(
     "a peer whose packets are all lost: test() fails within the retry budget, the comm "
     "closes cleanly and comms to a live peer keep running",
-    "[hardening][peer-failure]") {
+    "[hardening][peer-failure][vroce]") {
   set_timers();
-  setenv("VROCE_DEVICES", "hds=127.0.9.23,hdl=127.0.9.24", 1);
+  use_test_devices({"hds", "hdl"});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int s = require_device(plugin, "hds");
@@ -232,7 +237,7 @@ TEST_CASE(
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(s, &handle, &listen_comm) == ncclSuccess);
-  auto env = child_env("hdv=127.0.9.25");
+  auto env = child_env(vroce_device_list({"hdv"}, 2));
   env["VROCE_FAULTS"] = "drop=1";
   ChildProcess silent({peer_binary(), "send", "--device", "hdv", "--seed", "32", "--groups", "50",
                        "--max-recvs", "1", "--handle", handle_to_hex(handle), "--expect-error"},

@@ -13,12 +13,18 @@
 
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
 TEST_CASE("connect, accept, regMr and close on the service thread while the data path runs",
           "[hardening][threads][quick]") {
-  setenv("VROCE_DEVICES", "hda=127.0.9.50,hdb=127.0.9.51", 1);
+  use_test_devices({"hda", "hdb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "hda");

@@ -13,18 +13,24 @@
 #include <vector>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
 TEST_CASE("soak: 8 comms of random-size messages, RSS flat, no leaked QPs, CQs or MRs",
-          "[hardening][soak]") {
+          "[hardening][soak][vroce]") {
   constexpr int kComms = 8;
   long target = 1000000;
   if (const char* text = std::getenv("ROCE_SOAK_MESSAGES")) {
     target = std::atol(text);
   }
   REQUIRE(target > 0);
-  setenv("VROCE_DEVICES", "hda=127.0.9.60,hdb=127.0.9.61", 1);
+  use_test_devices({"hda", "hdb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "hda");

@@ -3,13 +3,18 @@
 // message is split over all QPs. The traffic helpers check every byte and size either way;
 // vroce's completion count tells the two apart (per small message, one send and one receive
 // completion against one per QP on each side), and NCCL's largest count, 128 QPs, works in both.
-// Loopback addresses 127.0.9.176-179.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -47,7 +52,7 @@ TEST_CASE(
     "with 4 QPs, NCCL_IB_SPLIT_DATA_ON_QPS=0 sends each message on one QP and 1 splits it over "
     "all",
     "[hardening][split]") {
-  setenv("VROCE_DEVICES", "sda=127.0.9.176,sdb=127.0.9.177", 1);
+  use_test_devices({"sda", "sdb"});
   constexpr int kGroups = 200;
   const int64_t whole = run_small_messages(4, "0", kGroups);
   const int64_t split = run_small_messages(4, "1", kGroups);
@@ -62,7 +67,7 @@ TEST_CASE(
 
 TEST_CASE("128 QPs per connection (NCCL's largest) carry verified traffic, split or not",
           "[hardening][split]") {
-  setenv("VROCE_DEVICES", "sda=127.0.9.178,sdb=127.0.9.179", 1);
+  use_test_devices({"sda", "sdb"});
   for (const char* split : {"0", "1"}) {
     CHECK(run_small_messages(128, split, 300) > 0);
   }

@@ -1,7 +1,7 @@
 // Runtime observability over vroce: stall reports name what a comm waits for (the peer's
 // clear-to-send when the peer does not receive; a completion when the fabric drops everything),
 // and the statistics file holds every comm's counters and latencies in JSON lines and
-// Prometheus text. Loopback addresses 127.0.9.220-229. No timing assertion: the stall threshold
+// Prometheus text. No timing assertion: the stall threshold
 // is 100 ms and every wait gives up only after 30 s.
 #include <infiniband/verbs.h>
 #include <unistd.h>
@@ -17,6 +17,12 @@
 
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "test_addresses.h"
+#include "test_backend.h"
+
+using roce::test::test_address;
+using roce::test::use_test_devices;
+using roce::test::vroce_device_list;
 
 using namespace roce::test;
 
@@ -28,9 +34,9 @@ constexpr auto kGiveUp = kHangBound;
 }  // namespace
 
 TEST_CASE("an isend whose peer posts no receive reports that it waits for the clear-to-send",
-          "[hardening][telemetry]") {
+          "[hardening][telemetry][vroce]") {
   setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
-  setenv("VROCE_DEVICES", "tla=127.0.9.220,tlb=127.0.9.221", 1);
+  use_test_devices({"tla", "tlb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const auto pairs =
@@ -47,7 +53,7 @@ TEST_CASE("an isend whose peer posts no receive reports that it waits for the cl
             ncclSuccess);
     REQUIRE(request == nullptr);  // no receive posted: nothing to match
   }
-  CHECK(warned("send comm on tla to 127.0.9.221", "waiting for the peer's clear-to-send"));
+  CHECK(warned("send comm on tla to " + test_address(1), "waiting for the peer's clear-to-send"));
   CHECK(warned("the peer is not receiving"));
   CHECK(warned("NCCL_ROCE_STALL_WARN_MS"));
   // One line, not a flood: the next would come only once the wait has doubled.
@@ -61,11 +67,11 @@ TEST_CASE("an isend whose peer posts no receive reports that it waits for the cl
 }
 
 TEST_CASE("a send the fabric drops reports that it waits for its completion, as does the irecv",
-          "[hardening][telemetry]") {
+          "[hardening][telemetry][vroce]") {
   setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
   setenv("NCCL_IB_TIMEOUT", "20", 1);  // 4.3 s x 8 attempts: the QP outlives the test's wait
   setenv("NCCL_IB_RETRY_CNT", "7", 1);
-  setenv("VROCE_DEVICES", "tlc=127.0.9.222,tld=127.0.9.223", 1);
+  use_test_devices({"tlc", "tld"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const auto pairs =
@@ -106,10 +112,11 @@ TEST_CASE("a send the fabric drops reports that it waits for its completion, as 
     REQUIRE(plugin.test(rreq, &rdone, nullptr) == ncclSuccess);
     REQUIRE(rdone == 0);
   }
-  CHECK(
-      warned("send comm on tlc to 127.0.9.223", "a 4096-byte send is waiting for its completion"));
+  CHECK(warned("send comm on tlc to " + test_address(1),
+               "a 4096-byte send is waiting for its completion"));
   CHECK(warned("is not being acknowledged"));
-  CHECK(warned("recv comm on tld from", "gid ::ffff:127.0.9.222): irecv is waiting for data"));
+  CHECK(warned("recv comm on tld from",
+               "gid ::ffff:" + test_address(0) + "): irecv is waiting for data"));
   // The link comes back: RC retransmission delivers, every request completes.
   REQUIRE(inject_port_event("tlc", IBV_EVENT_PORT_ACTIVE) >= 1);
   give_up = Clock::now() + kGiveUp;
@@ -141,7 +148,7 @@ TEST_CASE("a send the fabric drops reports that it waits for its completion, as 
 }
 
 TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Prometheus text",
-          "[hardening][telemetry]") {
+          "[hardening][telemetry][vroce]") {
   const std::string pattern = "/tmp/roce-telemetry-test.%p.jsonl";
   const std::string path = "/tmp/roce-telemetry-test." + std::to_string(getpid()) + ".jsonl";
   std::remove(path.c_str());
@@ -149,7 +156,7 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
   setenv("NCCL_ROCE_STATS_FILE", pattern.c_str(), 1);
   setenv("NCCL_ROCE_STATS_INTERVAL_MS", "100", 1);
   setenv("NCCL_ROCE_STATS", "1", 1);
-  setenv("VROCE_DEVICES", "tle=127.0.9.224,tlf=127.0.9.225", 1);
+  use_test_devices({"tle", "tlf"});
   {
     PluginDriver plugin(plugin_path_from_env(), Api::V11);
     REQUIRE(plugin.init() == ncclSuccess);
@@ -184,7 +191,8 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
   CHECK(recv_lines >= 2);
   const std::string prom = read_text_file(path + ".prom");
   CHECK(prom.find("# TYPE nccl_roce_comm_messages_total counter") != std::string::npos);
-  CHECK(prom.find("direction=\"send\",device=\"tle\",peer=\"127.0.9.225") != std::string::npos);
+  CHECK(prom.find("direction=\"send\",device=\"tle\",peer=\"" + test_address(1)) !=
+        std::string::npos);
   std::remove(path.c_str());
   std::remove((path + ".prom").c_str());
   unsetenv("NCCL_ROCE_STATS_FILE");

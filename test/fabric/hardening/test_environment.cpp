@@ -1,12 +1,15 @@
-// Process set-up of the hardening tests: points the plugin at the vroce library, the built .so
+// Process set-up of the hardening tests: points the plugin at the backend's libibverbs (vroce's,
+// or the operator's under ROCE_TEST_BACKEND=hw), the built .so
 // and the fabric peer (unless the caller already chose), so the binary runs the same under ctest
 // and by hand.
 #include "test_environment.h"
 
 #include <cstdlib>
 
+#include "test_backend.h"
+
 void roce_test_environment() {
-  setenv("NCCL_IBVERBS_LIB", ROCE_VROCE_LIBRARY, 0);
+  roce::test::prepare_test_backend(ROCE_VROCE_LIBRARY);
   setenv("ROCE_PLUGIN_PATH", ROCE_PLUGIN_LIBRARY, 0);
   setenv("ROCE_FABRIC_PEER", ROCE_FABRIC_PEER_PATH, 0);
 }

@@ -14,8 +14,13 @@
 
 #include "core/async_events.h"
 #include "core/device_discovery.h"
+#include "hang_bound.h"
+#include "test_addresses.h"
 #include "util/log.h"
 #include "vroce_process.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 using namespace std::chrono_literals;
@@ -60,11 +65,12 @@ InjectFn inject_hook() {
 
 }  // namespace
 
-TEST_CASE("port and device events injected into vroce reach the async-event thread", "[async]") {
+TEST_CASE("port and device events injected into vroce reach the async-event thread",
+          "[async][vroce]") {
   test::set_env("NCCL_DEBUG", "INFO");
   test::set_env("NCCL_DEBUG_SUBSYS", "ALL");
   log::set_nccl_logger(&capture);
-  const auto lib = test::load_vroce("pv0=127.0.8.70");
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
   REQUIRE(found.devices.size() == 1);
@@ -72,7 +78,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   const InjectFn inject = inject_hook();
 
   REQUIRE(inject("pv0", IBV_EVENT_PORT_ERR) == 1);  // one open context: the monitor's
-  REQUIRE(monitor.wait_for_events(1, 10s));
+  REQUIRE(monitor.wait_for_events(1, roce::test::kHangBound));
   CHECK_FALSE(monitor.device_fatal());
   CHECK(found.devices[0].context->query_port(1).attr.state == IBV_PORT_DOWN);
   CHECK(lines_with("dev pv0 port 1", "IBV_EVENT_PORT_ERR") == 1);
@@ -84,7 +90,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   CHECK(while_down.skipped_summary().find("pv0 port 1: state DOWN") != std::string::npos);
 
   REQUIRE(inject("pv0", IBV_EVENT_PORT_ACTIVE) >= 1);
-  REQUIRE(monitor.wait_for_events(2, 10s));
+  REQUIRE(monitor.wait_for_events(2, roce::test::kHangBound));
   CHECK_FALSE(monitor.device_fatal());
   CHECK(lines_with("dev pv0 port 1", "IBV_EVENT_PORT_ACTIVE") == 1);
   CHECK(lines_with("dev pv0 port 1", "the link is up again") == 1);
@@ -93,12 +99,12 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
             .devices.size() == 1);
 
   REQUIRE(inject("pv0", IBV_EVENT_DEVICE_FATAL) >= 1);
-  REQUIRE(monitor.wait_for_events(3, 10s));
+  REQUIRE(monitor.wait_for_events(3, roce::test::kHangBound));
   CHECK(monitor.device_fatal());
   CHECK(lines_with("dev pv0 device", "IBV_EVENT_DEVICE_FATAL") == 1);
 
-  const auto start = std::chrono::steady_clock::now();
+  // stop() wakes the thread out of its wait on the event fd; a stop that hung would be a hang
+  // (ctest's timeout), which is all there is to check here: not how long it took.
   monitor.stop();
-  CHECK(std::chrono::steady_clock::now() - start < 2s);
   log::set_nccl_logger(nullptr);
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/device_discovery.h"
+#include "hang_bound.h"
 #include "verbs/completion_queue.h"
 #include "verbs/protection_domain.h"
 #include "verbs/queue_pair.h"
@@ -58,7 +59,7 @@ inline void connect(Side& a, Side& b, uint8_t traffic_class) {
 
 inline ibv_wc wait_for_completion(verbs::CompletionQueue& cq) {
   using namespace std::chrono_literals;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  const auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
   ibv_wc wc{};
   for (;;) {
     const int n = cq.poll(1, &wc);

@@ -5,7 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include "core/device_discovery.h"
+#include "test_addresses.h"
 #include "vroce_process.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 
@@ -33,11 +37,12 @@ std::vector<std::string> names_of(const DiscoveryResult& result) {
 
 }  // namespace
 
-TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GID", "[discovery]") {
-  const auto lib = test::load_vroce("pv0=127.0.8.20,pv1=127.0.8.21");
+TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GID",
+          "[discovery][vroce]") {
+  const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult result = discover(lib);
   REQUIRE(result.devices.size() == 2);
-  const char* addresses[] = {"127.0.8.20", "127.0.8.21"};
+  const std::string addresses[] = {test_address(0), test_address(1)};
   for (size_t i = 0; i < 2; ++i) {
     const PluginDevice& dev = result.devices[i];
     INFO("device " << dev.name);
@@ -52,7 +57,7 @@ TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GI
     CHECK(dev.context != nullptr);
     CHECK_FALSE(dev.pci_path.has_value());  // no sysfs tree for vroce devices here
     CHECK(dev.gid.entry.type == GidType::RoceV2);
-    CHECK(dev.gid.entry.gid == v4_mapped(addresses[i]));
+    CHECK(dev.gid.entry.gid == v4_mapped(addresses[i].c_str()));
     REQUIRE(dev.gid.index >= 0);
     REQUIRE(static_cast<size_t>(dev.gid.index) < dev.gid_table.size());
     CHECK(dev.gid_table[static_cast<size_t>(dev.gid.index)].gid == dev.gid.entry.gid);
@@ -60,9 +65,9 @@ TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GI
   CHECK(result.devices[0].guid != result.devices[1].guid);
 }
 
-TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery]") {
+TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery][vroce]") {
   // One load for all filters: vroce reads its device list once per process.
-  const auto lib = test::load_vroce("pv0=127.0.8.30,pv1=127.0.8.31,pv10=127.0.8.32");
+  const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1", "pv10"}));
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"", {"pv0", "pv1", "pv10"}},      // unset: every device
       {"pv1", {"pv1", "pv10"}},          // a prefix
@@ -84,8 +89,8 @@ TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery]"
 }
 
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 entry is an init error naming the v2 index",
-          "[discovery]") {
-  const auto lib = test::load_vroce("pv0=127.0.8.40");
+          "[discovery][vroce]") {
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult automatic = discover(lib);
   REQUIRE(automatic.devices.size() == 1);
   const PluginDevice& dev = automatic.devices[0];

@@ -19,12 +19,17 @@
 #include "core/gdr_probe.h"
 #include "core/mr_cache.h"
 #include "core/verbs_registrar.h"
+#include "hang_bound.h"
 #include "nccl_net/types.h"
+#include "test_addresses.h"
 #include "util/config.h"
 #include "verbs/completion_queue.h"
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
 #include "verbs/queue_pair.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 
@@ -67,7 +72,7 @@ std::optional<std::string> env_lookup(std::string_view name, void*) {
 }
 
 bool wait_for(verbs::CompletionQueue& cq, ibv_wc* wc) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
   while (std::chrono::steady_clock::now() < deadline) {
     const int n = cq.poll(1, wc);
     if (n < 0) {
@@ -103,7 +108,7 @@ int run() {
     return kSkip;
   }
 
-  setenv("VROCE_DEVICES", "pv0=127.0.8.90,pv1=127.0.8.91", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"pv0", "pv1"}).c_str(), 1);
   setenv("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH, 0);  // a copy elsewhere may be named instead
   std::string error;
   const auto config = parse_config(&env_lookup, nullptr, &error);

@@ -1,14 +1,18 @@
 // The plugin's libibverbs loader binding vroce's libibverbs.so.1 through NCCL_IBVERBS_LIB.
 #include <catch2/catch.hpp>
 
+#include "test_addresses.h"
 #include "verbs/context.h"
 #include "verbs/device_list.h"
 #include "vroce_process.h"
 
+using roce::test::test_address;
+using roce::test::vroce_device_list;
+
 using namespace roce;
 
-TEST_CASE("NCCL_IBVERBS_LIB loads vroce and binds every required entry point", "[loader]") {
-  const auto lib = test::load_vroce("pv0=127.0.8.10");
+TEST_CASE("NCCL_IBVERBS_LIB loads vroce and binds every required entry point", "[loader][vroce]") {
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   CHECK(lib->resolved_path() == VROCE_LIBRARY_PATH);
   const ibv::Functions& fn = lib->fn();
   CHECK(fn.get_device_list != nullptr);
@@ -29,7 +33,7 @@ TEST_CASE("NCCL_IBVERBS_LIB loads vroce and binds every required entry point", "
   CHECK(context->device_attr().phys_port_cnt == 1);
 }
 
-TEST_CASE("a NCCL_IBVERBS_LIB that does not exist fails naming it", "[loader]") {
+TEST_CASE("a NCCL_IBVERBS_LIB that does not exist fails naming it", "[loader][vroce]") {
   test::set_env("NCCL_IBVERBS_LIB", "/nonexistent/pv/libibverbs.so.1");
   const Config config = test::config_from_env();
   CHECK_THROWS_WITH(

@@ -13,14 +13,18 @@
 #include "connected_pair.h"
 #include "core/gdr.h"
 #include "core/verbs_registrar.h"
+#include "test_addresses.h"
 #include "verbs/memory_region.h"
 #include "vroce_process.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 
 TEST_CASE("cached registrations over vroce (relaxed ordering, dma-buf) carry RDMA writes",
-          "[mr_cache]") {
-  const auto lib = test::load_vroce("pv0=127.0.8.100,pv1=127.0.8.101");
+          "[mr_cache][vroce]") {
+  const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
   REQUIRE(found.devices.size() == 2);

@@ -11,11 +11,15 @@
 
 #include "connected_pair.h"
 #include "core/device_discovery.h"
+#include "test_addresses.h"
 #include "verbs/completion_queue.h"
 #include "verbs/memory_region.h"
 #include "verbs/protection_domain.h"
 #include "verbs/queue_pair.h"
 #include "vroce_process.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 using namespace std::chrono_literals;
@@ -27,8 +31,9 @@ namespace {
 constexpr uint8_t kTrafficClass = 106;  // DSCP 26 + ECT(0), a common lossless-class marking
 }  // namespace
 
-TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves data", "[qp]") {
-  const auto lib = test::load_vroce("pv0=127.0.8.50,pv1=127.0.8.51");
+TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves data",
+          "[qp][vroce]") {
+  const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
   REQUIRE(found.devices.size() == 2);

@@ -4,17 +4,21 @@
 
 #include "../../unit/fixture_tree.h"
 #include "core/device_discovery.h"
+#include "test_addresses.h"
 #include "vroce_process.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace roce;
 
 TEST_CASE("an emulated mlx5 traffic-class override is detected and conflicts with another class",
-          "[sysfs]") {
+          "[sysfs][vroce]") {
   test::FixtureTree tree;
   test::set_env("VROCE_SYSFS_ROOT", tree.root());
   test::set_env("VROCE_TC_OVERRIDE", "236");
   test::set_env("NCCL_ROCE_SYSFS_ROOT", tree.root());
-  const auto lib = test::load_vroce("pv0=127.0.8.60");
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult found =
       discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
   REQUIRE(found.devices.size() == 1);
@@ -30,11 +34,11 @@ TEST_CASE("an emulated mlx5 traffic-class override is detected and conflicts wit
 }
 
 TEST_CASE("the fake sysfs gives a PCI path and GID types that agree with the verbs query",
-          "[sysfs]") {
+          "[sysfs][vroce]") {
   test::FixtureTree tree;
   test::set_env("VROCE_SYSFS_ROOT", tree.root());
   test::set_env("NCCL_ROCE_SYSFS_ROOT", tree.root());
-  const auto lib = test::load_vroce("pv0=127.0.8.61");
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryOptions options = DiscoveryOptions::from_config(test::config_from_env());
   const DiscoveryResult with_gid_ex = discover_devices(lib, options);
   REQUIRE(with_gid_ex.devices.size() == 1);

@@ -18,14 +18,19 @@
 #include <string>
 #include <thread>
 
+#include "hang_bound.h"
 #include "harness.h"
+#include "test_addresses.h"
 #include "test_environment.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
 void roce_test_environment() {
-  setenv("VROCE_DEVICES", "pfA=127.0.11.1,pfB=127.0.11.2", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"pfA", "pfB"}).c_str(), 1);
 }
 
 namespace {
@@ -34,7 +39,7 @@ constexpr unsigned kRemote =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 constexpr size_t kRegion = 64 * 1024;
 constexpr uint64_t kSeqTag = 0x5EC0'0000'0000'0000ull;  // no pattern byte run looks like this
-constexpr auto kWait = 10s;
+constexpr auto kWait = roce::test::kHangBound;
 
 // Sizes that end in a sequence word: one word, odd multiples of 8 around the 16- and 64-byte
 // steps of the copy loop and of glibc's memcpy, one MTU and a bit, and three packets.

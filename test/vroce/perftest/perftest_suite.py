@@ -15,7 +15,7 @@ side. Suites:
 Iteration counts are small so that the suite stays cheap; nothing here measures time. Exit 0
 on success, 1 on a failed case, 77 (skip) when perftest is not installed.
 
-  perftest_suite.py --lib <dir holding libibverbs.so.1> --suite basic|load|loss --base 127.0.6.1
+  perftest_suite.py --lib <dir holding libibverbs.so.1> --suite basic|load|loss [--base A]
 """
 import argparse
 import ipaddress
@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
 
 SKIP = 77
 CASE_TIMEOUT_S = 180  # generous: a loaded 2-core machine runs these slowly
@@ -192,7 +195,7 @@ def basic(runner):
         print(f"ok: {name}: {output.strip().splitlines()[-1]}", flush=True)
     env = runner.env({}, runner.work / "devinfo.json")
     devinfo = subprocess.run(["ibv_devinfo", "-v", "-d", "vrS"], capture_output=True, text=True,
-                             env=env, timeout=60)
+                             env=env, timeout=HANG_BOUND_S)
     if devinfo.returncode != 0 or "PORT_ACTIVE" not in devinfo.stdout:
         raise Failure(f"ibv_devinfo -v failed ({devinfo.returncode})\n{devinfo.stdout}"
                       f"{devinfo.stderr}")
@@ -253,16 +256,23 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", required=True)
     parser.add_argument("--suite", choices=["basic", "load", "loss"], required=True)
-    parser.add_argument("--base", required=True, help="server address; the client gets the next")
+    parser.add_argument("--base", default=None,
+                        help="server address; the client gets the next (default: the first of "
+                        "ROCE_TEST_ADDRESSES, the block with_test_addresses claimed for this run)")
     args = parser.parse_args()
     needed = ["ib_send_lat", "ib_read_bw", "ibv_rc_pingpong", "ibv_devinfo"]
     missing = [p for p in needed if shutil.which(p) is None]
     if missing:
         print(f"SKIP: {' '.join(missing)} not installed (apt-get install perftest ibverbs-utils)")
         return SKIP
+    base = args.base or os.environ.get("ROCE_TEST_ADDRESSES", "").split(" ")[0]
+    if not base:
+        print("error: no --base and no ROCE_TEST_ADDRESSES: run this under test/support's "
+              "with_test_addresses, or name the server address with --base", file=sys.stderr)
+        return 2
     lib = str(Path(args.lib).resolve())
     with tempfile.TemporaryDirectory(prefix="vr-perftest.") as work:
-        runner = Runner(lib, args.base, Path(work))
+        runner = Runner(lib, base, Path(work))
         try:
             {"basic": basic, "load": load, "loss": loss}[args.suite](runner)
         except Failure as failure:

@@ -1,8 +1,8 @@
 // The device-level verbs entry points, called in-process as a linked program calls them:
 // enumeration, open/close, the device/port/GID/P_Key queries with rdma-core's return
 // conventions, the header inlines that go through the extended context, async events and the
-// port-event hook, and the helper functions. The devices are vpt0=127.0.2.1, vpt1=127.0.2.2
-// (main.cpp).
+// port-event hook, and the helper functions. The devices are vpt0 and vpt1 on the
+// process's first two test addresses (test_environment.cpp).
 #include <arpa/inet.h>
 #include <endian.h>
 #include <fcntl.h>
@@ -19,7 +19,12 @@
 #include "abi/private_decls.h"
 #include "abi/test_hooks.h"
 #include "device/device.h"
+#include "hang_bound.h"
 #include "sysfs/fake_sysfs.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace std::chrono_literals;
 
@@ -253,7 +258,7 @@ TEST_CASE("GID table through ibv_query_gid, _ex, _table and ibv_query_gid_type",
 
   ibv_gid gid{};
   REQUIRE(ibv_query_gid(ctx, 1, 3, &gid) == 0);
-  CHECK(same(gid, mapped_v4("127.0.2.2")));
+  CHECK(same(gid, mapped_v4(test_address(1).c_str())));
   std::memset(&gid, 0x11, sizeof(gid));
   REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);  // mlx5's link-local slot: empty on vroce
   CHECK(same(gid, ibv_gid{}));
@@ -298,7 +303,7 @@ TEST_CASE("GID table through ibv_query_gid, _ex, _table and ibv_query_gid_type",
   REQUIRE(ibv_query_gid_table(ctx, table, 8, 0) == 2);
   CHECK(table[0].gid_index == 2);
   CHECK(table[1].gid_index == 3);
-  CHECK(same(table[1].gid, mapped_v4("127.0.2.2")));
+  CHECK(same(table[1].gid, mapped_v4(test_address(1).c_str())));
   CHECK(table[1].gid_type == IBV_GID_TYPE_ROCE_V2);
   CHECK(ibv_query_gid_table(ctx, table, 1, 0) == -EINVAL);  // too small for 2 entries
   CHECK(ibv_query_gid_table(ctx, table, 8, 1) == -EINVAL);
@@ -348,7 +353,7 @@ TEST_CASE("injected port events reach every open context and move the port state
   });
   std::this_thread::sleep_for(20ms);
   CHECK(vroce_inject_port_event("vpt0", IBV_EVENT_PORT_ACTIVE) == 2);
-  REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
+  REQUIRE(waiter.wait_for(roce::test::kHangBound) == std::future_status::ready);
   CHECK(waiter.get() == IBV_EVENT_PORT_ACTIVE);
   ibv_port_attr attr{};
   REQUIRE(ibv_query_port(first.context(), 1, &attr) == 0);

@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "hang_bound.h"
+
 using vroce::AsyncEventQueue;
 using namespace std::chrono_literals;
 
@@ -76,7 +78,7 @@ TEST_CASE("get blocks until an event is pushed", "[async]") {
   std::this_thread::sleep_for(50ms);
   CHECK_FALSE(returned.load());  // still blocked: nothing queued
   queue->push(port_event(IBV_EVENT_GID_CHANGE));
-  REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
+  REQUIRE(waiter.wait_for(roce::test::kHangBound) == std::future_status::ready);
   CHECK(waiter.get() == IBV_EVENT_GID_CHANGE);
 }
 
@@ -110,7 +112,7 @@ TEST_CASE("each event goes to exactly one of several waiting threads", "[async]"
   }
   std::multiset<int> received;
   for (auto& waiter : waiters) {
-    REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
+    REQUIRE(waiter.wait_for(roce::test::kHangBound) == std::future_status::ready);
     received.insert(waiter.get());
   }
   CHECK(received == std::multiset<int>(std::begin(types), std::end(types)));
@@ -149,7 +151,7 @@ TEST_CASE("retire drops undelivered events and waits for delivered ones to be ac
   std::this_thread::sleep_for(50ms);
   CHECK_FALSE(retired.load());  // waits: one delivered event of `doomed` is not acked
   queue->ack(delivered);
-  REQUIRE(destroyer.wait_for(5s) == std::future_status::ready);
+  REQUIRE(destroyer.wait_for(roce::test::kHangBound) == std::future_status::ready);
   CHECK(retired.load());
 
   // The undelivered event of `doomed` is gone; the other QP's event stays.

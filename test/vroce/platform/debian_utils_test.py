@@ -4,10 +4,12 @@
 They are the oracle for the ABI: built against rdma-core 44 with immediate binding, they start
 only if every symbol and version node they import exists, and they print what rdma-core's
 inline wrappers and exported functions return. The output is parsed and each value checked
-against what vroce's devices must report. Devices use 127.0.2.31..34 (this suite's block).
+against what vroce's devices must report. Devices use the
+loopback addresses with_test_addresses claimed for this run (ROCE_TEST_ADDRESSES).
 Exit 0 on success, 1 on a failed check, 77 (skip) without ibverbs-utils.
 """
 import argparse
+import ipaddress
 import os
 import re
 import shutil
@@ -15,8 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
+from test_addresses import test_addresses  # noqa: E402
+
 SKIP = 77
 failures = []
+ADDR = test_addresses()
 
 
 def check(ok, what):
@@ -30,7 +37,7 @@ def run(lib_dir, args, **env):
     environment.pop("SYSFS_PATH", None)
     environment["LD_LIBRARY_PATH"] = str(lib_dir)
     environment.update(env)
-    return subprocess.run(args, capture_output=True, text=True, env=environment, timeout=30)
+    return subprocess.run(args, capture_output=True, text=True, env=environment, timeout=HANG_BOUND_S)
 
 
 def hex_groups(guid_text):
@@ -71,7 +78,7 @@ def check_loads_our_library(lib_dir, binary):
 
 
 def check_devices_listing(lib_dir):
-    result = run(lib_dir, ["ibv_devices"], VROCE_DEVICES="vpu0=127.0.2.31,vpu1=127.0.2.32")
+    result = run(lib_dir, ["ibv_devices"], VROCE_DEVICES=f"vpu0={ADDR[0]},vpu1={ADDR[1]}")
     check(result.returncode == 0, f"ibv_devices exits 0 ({result.returncode}: {result.stderr})")
     rows = re.findall(r"^\s+(\S+)\s+([0-9a-f]{16})$", result.stdout, flags=re.M)
     check([name for name, _ in rows] == ["vpu0", "vpu1"], f"ibv_devices lists vpu0, vpu1: {rows}")
@@ -86,14 +93,14 @@ def check_devices_listing(lib_dir):
 
 
 def check_devinfo(lib_dir, gbps, width, speed, guids):
-    env = {"VROCE_DEVICES": "vpu0=127.0.2.31,vpu1=127.0.2.32"}
+    env = {"VROCE_DEVICES": f"vpu0={ADDR[0]},vpu1={ADDR[1]}"}
     if gbps is not None:
         env["VROCE_PORT_GBPS"] = str(gbps)
     result = run(lib_dir, ["ibv_devinfo", "-v"], **env)
     check(result.returncode == 0, f"ibv_devinfo -v exits 0 ({result.returncode}: {result.stderr})")
     devices = parse_devinfo(result.stdout)
     check(sorted(devices) == ["vpu0", "vpu1"], f"ibv_devinfo shows vpu0 and vpu1: {sorted(devices)}")
-    for name, last_octet in (("vpu0", 31), ("vpu1", 32)):
+    for name, address in (("vpu0", ADDR[0]), ("vpu1", ADDR[1])):
         device = devices.get(name)
         if device is None:
             continue
@@ -138,13 +145,13 @@ def check_devinfo(lib_dir, gbps, width, speed, guids):
         # Only the pair the device sends from (no link-local GIDs at 0/1, which vroce never
         # sends from).
         check(sorted(gids) == [2, 3], f"{name} shows GIDs 2-3 only: {sorted(gids)}")
-        mapped = f"0000:0000:0000:0000:0000:ffff:7f00:02{last_octet:02x}"
+        mapped = ipaddress.IPv6Address("::ffff:" + address).exploded
         check(gids.get(2) == (mapped, "RoCE v1"), f"{name} GID 2 {gids.get(2)}")
-        check(gids.get(3) == (f"::ffff:127.0.2.{last_octet}", "RoCE v2"), f"{name} GID 3 {gids.get(3)}")
+        check(gids.get(3) == (f"::ffff:{address}", "RoCE v2"), f"{name} GID 3 {gids.get(3)}")
 
 
 def check_connectx7_identity(lib_dir):
-    result = run(lib_dir, ["ibv_devinfo", "-v", "-d", "vpu0"], VROCE_DEVICES="vpu0=127.0.2.35",
+    result = run(lib_dir, ["ibv_devinfo", "-v", "-d", "vpu0"], VROCE_DEVICES=f"vpu0={ADDR[4]}",
                  VROCE_IDENTITY="connectx7")
     attrs = parse_devinfo(result.stdout).get("vpu0", {}).get("attrs", {})
     check(attrs.get("vendor_id") == "0x02c9" and attrs.get("vendor_part_id") == "4129",
@@ -154,7 +161,7 @@ def check_connectx7_identity(lib_dir):
 
 def check_errors_reported(lib_dir):
     result = run(lib_dir, ["ibv_devinfo", "-l"],
-                 VROCE_DEVICES="vpu0=127.0.2.33,vpbad=10.254.254.254", VROCE_PORT_GBPS="300")
+                 VROCE_DEVICES=f"vpu0={ADDR[2]},vpbad=10.254.254.254", VROCE_PORT_GBPS="300")
     check(result.returncode == 0, "ibv_devinfo -l runs with a bad device configured")
     check("1 HCA found" in result.stdout and "vpu0" in result.stdout,
           f"only the resolvable device is listed: {result.stdout!r}")
@@ -163,7 +170,7 @@ def check_errors_reported(lib_dir):
     check("device vpbad (10.254.254.254) is not available" in result.stderr and
           "ip addr add" in result.stderr,
           f"the unowned address is reported with a fix: {result.stderr!r}")
-    missing = run(lib_dir, ["ibv_devinfo", "-d", "vp-none"], VROCE_DEVICES="vpu0=127.0.2.34")
+    missing = run(lib_dir, ["ibv_devinfo", "-d", "vp-none"], VROCE_DEVICES=f"vpu0={ADDR[3]}")
     check(missing.returncode != 0 and "wasn't found" in missing.stderr,
           "ibv_devinfo -d on an unknown device fails")
     empty = run(lib_dir, ["ibv_devinfo"], VROCE_DEVICES="")

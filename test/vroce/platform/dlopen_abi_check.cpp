@@ -4,6 +4,7 @@
 //
 // The PD/MR/CQ/QP entry points belong to the RC engine (another part of vroce): either all of
 // them are present or none is (a build without the data path); a partial set fails.
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <limits.h>
@@ -15,6 +16,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "hang_bound.h"
 
 namespace {
 
@@ -175,13 +178,20 @@ void use_device_level_entry_points(void* library) {
 
   ibv_gid gid{};
   check(query_gid(ctx, 1, 3, &gid) == 0, "ibv_query_gid");
-  const unsigned char mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 2, 21};
-  check(std::memcmp(gid.raw, mapped, 16) == 0, "GID 3 is ::ffff:127.0.2.21");
+  // The first device's address, from VROCE_DEVICES ("vpdl0=<address>,...").
+  const std::string devices =
+      std::getenv("VROCE_DEVICES") != nullptr ? std::getenv("VROCE_DEVICES") : "";
+  const std::string first = devices.substr(0, devices.find(','));
+  const std::string address = first.substr(first.find('=') + 1);
+  unsigned char mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  check(inet_pton(AF_INET, address.c_str(), mapped + 12) == 1,
+        "VROCE_DEVICES names vpdl0's IPv4 address");
+  check(std::memcmp(gid.raw, mapped, 16) == 0, "GID 3 is ::ffff:" + address);
 
   // Never block forever in a test: wait for readiness with a timeout before each read.
   auto event_ready = [ctx] {
     pollfd p{ctx->async_fd, POLLIN, 0};
-    return poll(&p, 1, 5000) == 1;
+    return poll(&p, 1, roce::test::kHangBoundMs) == 1;
   };
   check(inject("vpdl0", IBV_EVENT_PORT_ERR) == 1, "vroce_inject_port_event");
   ibv_async_event event{};

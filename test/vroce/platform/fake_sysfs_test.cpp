@@ -3,6 +3,7 @@
 // an overlay mount at /sys/class, as NCCL-style code would.)
 #include "sysfs/fake_sysfs.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,11 +11,16 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "device/netdev.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 namespace {
 
@@ -36,6 +42,17 @@ int read_errno(const std::string& path) {
   int saved = errno;
   close(fd);
   return n < 0 ? saved : 0;
+}
+
+// The sysfs text of the IPv4-mapped GID of `address`, as the kernel writes it.
+std::string mapped_gid_text(const std::string& address) {
+  in_addr ip{};
+  REQUIRE(inet_pton(AF_INET, address.c_str(), &ip) == 1);
+  const uint32_t v = ntohl(ip.s_addr);
+  char text[64];
+  std::snprintf(text, sizeof text, "0000:0000:0000:0000:0000:ffff:%04x:%04x\n", v >> 16,
+                v & 0xffff);
+  return text;
 }
 
 class TempDir {
@@ -85,8 +102,8 @@ TEST_CASE("kernel text forms", "[sysfs]") {
 
 TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   TempDir root;
-  auto dev0 = make_device("vps0", "127.0.2.61", 0);
-  auto dev1 = make_device("vps1", "127.0.2.62", 1);
+  auto dev0 = make_device("vps0", test_address(0).c_str(), 0);
+  auto dev1 = make_device("vps1", test_address(1).c_str(), 1);
   std::vector<vroce::Device*> devices{dev0.get(), dev1.get()};
   vroce::Config config;
   config.tc_override = 106;
@@ -108,7 +125,7 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   CHECK(read_file(port + "/lid") == "0x0\n");
   CHECK(read_file(port + "/cap_mask") == "0x04010000\n");
   CHECK(read_file(port + "/pkeys/0") == "0xffff\n");
-  CHECK(read_file(port + "/gids/3") == "0000:0000:0000:0000:0000:ffff:7f00:023e\n");
+  CHECK(read_file(port + "/gids/3") == mapped_gid_text(test_address(1)));
   CHECK(read_file(port + "/gids/15") == "0000:0000:0000:0000:0000:0000:0000:0000\n");
   CHECK(read_file(port + "/gid_attrs/types/2") == "IB/RoCE v1\n");
   CHECK(read_errno(port + "/gid_attrs/types/0") == EINVAL);  // mlx5's link-local slot: empty
@@ -132,7 +149,7 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   CHECK(read_file(uverbs + "/ibdev") == "vps1\n");
   CHECK(read_file(root.path() + "/class/infiniband_verbs/abi_version") == "6\n");
   CHECK(read_file(root.path() + "/class/infiniband/vps0/ports/1/gids/3") ==
-        "0000:0000:0000:0000:0000:ffff:7f00:023d\n");
+        mapped_gid_text(test_address(0)));
 
   // Rewriting the same root without an override drops the stale override file.
   config.tc_override.reset();
@@ -143,7 +160,7 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
 }
 
 TEST_CASE("an unwritable root is reported, not fatal", "[sysfs]") {
-  auto dev = make_device("vps0", "127.0.2.61", 0);
+  auto dev = make_device("vps0", test_address(0).c_str(), 0);
   std::vector<vroce::Device*> devices{dev.get()};
   std::vector<std::string> errors =
       vroce::write_fake_sysfs("/proc/vp-not-writable/sys", devices, vroce::Config{});

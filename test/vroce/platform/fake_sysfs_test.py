@@ -6,16 +6,22 @@ then overlays <root>/class onto /sys/class in a private mount namespace (read-on
 layers, the live /sys/class underneath) and reads it there the way NCCL-style code does: cat,
 open/read with errno (unused GID slots must fail with EINVAL), realpath of the PCI link, and
 Debian's ibv_devinfo, whose board_id line comes from ibdev_path (/sys/class/infiniband/<dev>)
-through ibv_read_sysfs_file. Devices use 127.0.2.51/52 (this suite's block).
+through ibv_read_sysfs_file. Devices use the first two
+loopback addresses with_test_addresses claimed for this run (ROCE_TEST_ADDRESSES).
 Exit 0 on success, 1 on a failed check, 77 (skip) without root, unshare or ibverbs-utils.
 """
 import argparse
+import ipaddress
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
+from test_addresses import test_addresses  # noqa: E402
 
 SKIP = 77
 failures = []
@@ -45,11 +51,19 @@ def check(ok, what):
         print(f"FAIL: {what}")
 
 
+ADDR = test_addresses()
+
+
+def mapped_gid(address):
+    """The sysfs text of an IPv4-mapped GID, as the kernel writes it."""
+    return ipaddress.IPv6Address("::ffff:" + address).exploded
+
+
 def environment(lib_dir, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VROCE_")}
     env.pop("SYSFS_PATH", None)
     env["LD_LIBRARY_PATH"] = str(lib_dir)
-    env["VROCE_DEVICES"] = "vps0=127.0.2.51,vps1=127.0.2.52"
+    env["VROCE_DEVICES"] = f"vps0={ADDR[0]},vps1={ADDR[1]}"
     env.update(extra)
     return env
 
@@ -60,7 +74,7 @@ def in_private_mounts(root, command, env):
               f"mount -t overlay vp-sysfs -o ro,lowerdir={root}/class:/sys/class /sys/class && "
               'exec "$@"')
     return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *command],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=env, timeout=HANG_BOUND_S)
 
 
 def main():
@@ -77,7 +91,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="vp-sysfs-") as root:
         # First enumeration writes the tree (with the traffic-class override shown).
-        listing = subprocess.run(["ibv_devices"], capture_output=True, text=True, timeout=30,
+        listing = subprocess.run(["ibv_devices"], capture_output=True, text=True, timeout=HANG_BOUND_S,
                                  env=environment(lib_dir, VROCE_SYSFS_ROOT=root,
                                                  VROCE_TC_OVERRIDE="106"))
         check(listing.returncode == 0, f"ibv_devices with VROCE_SYSFS_ROOT: {listing.stderr}")
@@ -98,13 +112,13 @@ def main():
             f"{port}/rate": "400 Gb/sec (4X NDR)",
             f"{port}/link_layer": "Ethernet",
             f"{port}/gids/0": "0000:0000:0000:0000:0000:0000:0000:0000",
-            f"{port}/gids/3": "0000:0000:0000:0000:0000:ffff:7f00:0233",
+            f"{port}/gids/3": mapped_gid(ADDR[0]),
             f"{port}/gid_attrs/types/0": "errno=22",
             f"{port}/gid_attrs/types/1": "errno=22",
             f"{port}/gid_attrs/types/2": "IB/RoCE v1",
             f"{port}/gid_attrs/types/3": "RoCE v2",
             f"{port}/gid_attrs/ndevs/3": "lo",
-            "/sys/class/infiniband/vps1/ports/1/gids/3": "0000:0000:0000:0000:0000:ffff:7f00:0234",
+            "/sys/class/infiniband/vps1/ports/1/gids/3": mapped_gid(ADDR[1]),
             "/sys/class/infiniband_verbs/uverbs0/ibdev": "vps0",
             "/sys/class/infiniband_verbs/uverbs1/ibdev": "vps1",
         }
@@ -140,17 +154,17 @@ def main():
         check("board_id:\t\t\tVROCE_0000000001" in devinfo.stdout,
               f"ibv_devinfo reads board_id from the overlaid tree: {devinfo.stdout!r}")
         plain = subprocess.run(["ibv_devinfo", "-d", "vps0"], capture_output=True, text=True,
-                               env=environment(lib_dir), timeout=30)
+                               env=environment(lib_dir), timeout=HANG_BOUND_S)
         check("board_id" not in plain.stdout, "without the overlay there is no board_id")
         # rdma-core's own knob for another sysfs root works the same way.
         via_path = subprocess.run(["ibv_devinfo", "-d", "vps0"], capture_output=True, text=True,
-                                  env=environment(lib_dir, SYSFS_PATH=root), timeout=30)
+                                  env=environment(lib_dir, SYSFS_PATH=root), timeout=HANG_BOUND_S)
         check("board_id:\t\t\tVROCE_0000000001" in via_path.stdout,
               "SYSFS_PATH=<root> points ibdev_path at the tree")
 
         # A later process without the override refreshes the tree and drops the override file.
         subprocess.run(["ibv_devices"], capture_output=True, env=environment(
-            lib_dir, VROCE_SYSFS_ROOT=root), timeout=30, check=True)
+            lib_dir, VROCE_SYSFS_ROOT=root), timeout=HANG_BOUND_S, check=True)
         check(not (Path(root) / "class/infiniband/vps0/tc/1/traffic_class").exists(),
               "the traffic-class file goes when the override goes")
     check(not Path(root).exists(), "the tree is removed")

@@ -22,6 +22,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from hang_bound import HANG_BOUND_S  # noqa: E402  (one bound for every suite)
+
 SKIP = 77
 failures = []
 
@@ -33,7 +36,7 @@ def check(ok, what):
 
 
 def ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=30)
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True, timeout=HANG_BOUND_S)
 
 
 def eui64_text(mac):
@@ -95,7 +98,7 @@ class Namespaces:
 
     def __exit__(self, *exc):
         for namespace in (self.a, self.b):
-            subprocess.run(["ip", "netns", "del", namespace], capture_output=True, timeout=30)
+            subprocess.run(["ip", "netns", "del", namespace], capture_output=True, timeout=HANG_BOUND_S)
 
     def restore_mtu(self):
         """MTU 1500 again; the kernel drops IPv6 addresses below MTU 1280, so re-add ours."""

@@ -1,6 +1,6 @@
 // vroce_rc_bench: vroce's loopback performance next to the plain UDP-socket floor, measured in
 // the same run. Two processes (this one and a forked responder), one RC QP each on its own vroce
-// device (127.0.3.60 and .61), path MTU 4096:
+// device (the process's first two test addresses), path MTU 4096:
 //   - RDMA WRITE bandwidth for 4 KiB .. 64 MiB messages (a few in flight), against a UDP stream
 //     of 4096-byte datagrams between two sockets (sendmmsg/recvmmsg, what vroce itself uses);
 //   - 8-byte RDMA WRITE WITH IMMEDIATE ping-pong round trips (busy-polling the CQ), against a
@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "hang_bound.h"
 #include "harness.h"
+#include "test_addresses.h"
 
 using namespace vroce_test;
 using Clock = std::chrono::steady_clock;
@@ -146,9 +148,9 @@ int responder(int ctl, int pings) {
   }
   // UDP ping-pong peer.
   (void)get<int>(ctl);
-  int fd = udp_socket("127.0.3.61", kUdpPortB);
+  int fd = udp_socket(roce::test::test_address(1).c_str(), kUdpPortB);
   put<int>(ctl, 1);
-  sockaddr_in to = udp_peer("127.0.3.60", kUdpPortA);
+  sockaddr_in to = udp_peer(roce::test::test_address(0).c_str(), kUdpPortA);
   char buf[kDatagram];
   for (int i = 0; i < pings; ++i) {
     while (::recv(fd, buf, sizeof(buf), MSG_DONTWAIT) < 0) {
@@ -260,7 +262,7 @@ double write_bandwidth(Endpoint& ep, Buffer& src, Buffer& back, const PeerInfo& 
   if (ibv_post_send(ep.qp, &rd, &bad) != 0) {
     die("post READ failed");
   }
-  auto wcs = wait_completions(ep.send_cq, 1, std::chrono::seconds(60));
+  auto wcs = wait_completions(ep.send_cq, 1, roce::test::kHangBound);
   if (wcs.size() != 1 || wcs[0].status != IBV_WC_SUCCESS ||
       find_mismatch(back.data, size, size) != -1) {
     die("the data read back differs from what was written");
@@ -274,7 +276,7 @@ double udp_stream(int fd, int ctl, uint64_t size, uint64_t total) {
   put<int>(ctl, static_cast<int>(std::min<uint64_t>(size, 1 << 30)));
   put<int64_t>(ctl, static_cast<int64_t>(datagrams * kDatagram));
   (void)get<int>(ctl);
-  sockaddr_in to = udp_peer("127.0.3.61", kUdpPortB);
+  sockaddr_in to = udp_peer(roce::test::test_address(1).c_str(), kUdpPortB);
   static char buf[kDatagram];
   mmsghdr msgs[64];
   iovec iov[64];
@@ -363,10 +365,10 @@ int requester(int ctl, bool quick) {
   }
 
   // UDP ping-pong.
-  int fd = udp_socket("127.0.3.60", kUdpPortA);
+  int fd = udp_socket(roce::test::test_address(0).c_str(), kUdpPortA);
   put<int>(ctl, 1);
   (void)get<int>(ctl);
-  sockaddr_in to = udp_peer("127.0.3.61", kUdpPortB);
+  sockaddr_in to = udp_peer(roce::test::test_address(1).c_str(), kUdpPortB);
   std::vector<double> udp_rtt;
   char buf[kDatagram] = {};
   for (int i = 0; i < pings; ++i) {
@@ -413,7 +415,7 @@ int requester(int ctl, bool quick) {
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   // Before vroce reads its environment (the first verbs call, after the fork).
-  setenv("VROCE_DEVICES", "vrBenchA=127.0.3.60,vrBenchB=127.0.3.61", 1);
+  setenv("VROCE_DEVICES", roce::test::vroce_device_list({"vrBenchA", "vrBenchB"}).c_str(), 1);
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     die("socketpair");

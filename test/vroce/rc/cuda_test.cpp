@@ -1,7 +1,7 @@
 // vroce's CUDA memory path on a machine without a GPU: regions over "device memory" of a
 // stand-in libcuda.so.1 (fake_cuda/) that the CPU cannot touch (PROT_NONE), so every byte vroce
 // moves in or out of them must go through gpu/memory.h's driver copies; a direct access would
-// crash the test. Two devices in one process (vrC1=127.0.3.70, vrC2=127.0.3.71).
+// crash the test. Two devices in one process (vrC1, vrC2).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fake_cuda/fake_cuda.h"
+#include "hang_bound.h"
 #include "harness.h"
 
 using namespace vroce_test;
@@ -75,7 +76,7 @@ int post(Endpoint& e, ibv_wr_opcode op, ibv_sge sge, uint64_t raddr = 0, uint32_
 }
 
 ibv_wc one(ibv_cq* cq) {
-  auto wcs = wait_completions(cq, 1, 10000ms);
+  auto wcs = wait_completions(cq, 1, roce::test::kHangBound);
   REQUIRE(wcs.size() == 1);
   return wcs[0];
 }
@@ -293,7 +294,7 @@ TEST_CASE("a copy into device memory blocked in the driver is reported with its 
   // WRITE's data reaches vroce, whose copy into db then blocks (VROCE_GPU_STALL_WARN_MS=300).
   fake_cuda_hold_stream_syncs(1);
   REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
-  bool reported = log.wait_for("blocked inside the CUDA driver", 5000ms);
+  bool reported = log.wait_for("blocked inside the CUDA driver", roce::test::kHangBound);
   fake_cuda_hold_stream_syncs(0);
   REQUIRE(reported);
   std::string text = log.text();
@@ -303,7 +304,7 @@ TEST_CASE("a copy into device memory blocked in the driver is reported with its 
   // Once the driver moves again the data lands and the end of the stall is reported too.
   CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
   CHECK(db.mismatch(44) == -1);
-  CHECK(log.wait_for("reported blocked has completed after", 5000ms));
+  CHECK(log.wait_for("reported blocked has completed after", roce::test::kHangBound));
   CHECK(ibv_dereg_mr(mb) == 0);
 }
 

@@ -1,8 +1,8 @@
-// The RC data path in one process, between two vroce devices on loopback (vrA=127.0.3.20,
-// vrB=127.0.3.21, set by the test's main): every opcode with data checked, several SGEs,
-// unaligned buffers, inline data, unsignaled WRs, fences, completion channels, and the error
-// paths (remote access, receive too small, RNR, local protection, flush). Small enough to run
-// under ASan/UBSan and TSan; the two-process suite covers the large sizes.
+// The RC data path in one process, between two vroce devices on loopback (vrA and vrB on
+// the process's first two test addresses, set by the test's main): every opcode with data checked,
+// several SGEs, unaligned buffers, inline data, unsignaled WRs, fences, completion channels, and
+// the error paths (remote access, receive too small, RNR, local protection, flush). Small enough to
+// run under ASan/UBSan and TSan; the two-process suite covers the large sizes.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -14,14 +14,19 @@
 #include <cstring>
 #include <thread>
 
+#include "hang_bound.h"
 #include "harness.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto kWait = 10000ms;
+constexpr auto kWait = roce::test::kHangBound;
 constexpr unsigned kRemote =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
@@ -491,7 +496,7 @@ TEST_CASE("completion channel: solicited-only and any-completion events", "[data
   CHECK(::poll(&pfd, 1, 0) == 0);  // unsolicited: no event
   REQUIRE(post_send(p.ea, IBV_WR_SEND, 2, {src.sge(0, 64)},
                     IBV_SEND_SIGNALED | IBV_SEND_SOLICITED) == 0);
-  REQUIRE(::poll(&pfd, 1, 10000) == 1);
+  REQUIRE(::poll(&pfd, 1, roce::test::kHangBoundMs) == 1);
   ibv_cq* cq = nullptr;
   void* context = nullptr;
   REQUIRE(ibv_get_cq_event(p.eb.channel, &cq, &context) == 0);
@@ -634,13 +639,13 @@ TEST_CASE("malformed and stray packets are dropped and counted, never executed",
   sockaddr_in me{};
   me.sin_family = AF_INET;
   me.sin_port = htons(4791);
-  inet_pton(AF_INET, "127.0.3.22", &me.sin_addr);  // not the responder QP's peer
+  inet_pton(AF_INET, test_address(2).c_str(), &me.sin_addr);  // not the responder QP's peer
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof(me)) == 0);
   sockaddr_in to{};
   to.sin_family = AF_INET;
   to.sin_port = htons(4791);
-  inet_pton(AF_INET, "127.0.3.21", &to.sin_addr);
-  const uint32_t from_ip = 0x7F000316, to_ip = 0x7F000315;
+  inet_pton(AF_INET, test_address(1).c_str(), &to.sin_addr);
+  const uint32_t from_ip = ntohl(me.sin_addr.s_addr), to_ip = ntohl(to.sin_addr.s_addr);
   uint32_t qpn = p.eb.qp->qp_num;
   auto send = [&](const std::vector<uint8_t>& bytes) {
     REQUIRE(::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to),

@@ -2,8 +2,9 @@
 // be configured before vroce reads its environment (at the first verbs call).
 #include <cstdlib>
 
+#include "test_addresses.h"
 #include "test_environment.h"
 
 void roce_test_environment() {
-  setenv("VROCE_DEVICES", "vrO=127.0.3.10", 1);
+  setenv("VROCE_DEVICES", roce::test::vroce_device_list({"vrO"}).c_str(), 1);
 }

@@ -1,7 +1,7 @@
-// The verbs objects in one process on one vroce device (vrO=127.0.3.10, set by main): memory
-// registration rules (access, bounds, mapping, dma-buf), PD/CQ/channel busy rules, CQ sizes and
-// overrun, QP creation caps, modify_qp refusals that leave the QP unchanged, and post-time
-// errors with *bad_wr.
+// The verbs objects in one process on one vroce device (vrO on the process's first test address,
+// set by main): memory registration rules (access, bounds, mapping, dma-buf), PD/CQ/channel busy
+// rules, CQ sizes and overrun, QP creation caps, modify_qp refusals that leave the QP unchanged,
+// and post-time errors with *bad_wr.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -12,7 +12,12 @@
 #include <cstring>
 #include <thread>
 
+#include "hang_bound.h"
 #include "harness.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace vroce_test;
 using namespace std::chrono_literals;
@@ -213,7 +218,7 @@ TEST_CASE("a CQ overrun raises IBV_EVENT_CQ_ERR", "[objects][cq]") {
   a.qp_state = IBV_QPS_ERR;
   REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
   ibv_async_event ev{};
-  REQUIRE(wait_async_event(d.ctx, &ev, 5000ms));
+  REQUIRE(wait_async_event(d.ctx, &ev, roce::test::kHangBound));
   CHECK(ev.event_type == IBV_EVENT_CQ_ERR);
   CHECK(ev.element.cq == cq);
   ibv_ack_async_event(&ev);
@@ -469,7 +474,7 @@ TEST_CASE("a device address whose UDP port 4791 is taken: ibv_create_qp fails wi
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(4791);
-  inet_pton(AF_INET, "127.0.3.10", &addr.sin_addr);
+  inet_pton(AF_INET, test_address(0).c_str(), &addr.sin_addr);
   REQUIRE(::bind(squatter, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
   {
     Device d("vrO");
@@ -525,7 +530,7 @@ TEST_CASE("ibv_close_device returns 0 and releases what the program left, as rdm
     a.qp_state = IBV_QPS_ERR;
     REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
     ibv_async_event ev{};
-    REQUIRE(wait_async_event(d.ctx, &ev, 5000ms));
+    REQUIRE(wait_async_event(d.ctx, &ev, roce::test::kHangBound));
     std::string during = stats_json();
     CHECK(stat(during, "live.qps") == qps + 1);
     CHECK(stat(during, "live.mrs") == mrs + 1);

@@ -1,7 +1,7 @@
 // vroce's port counters in its fake sysfs tree (mlx5's hw_counters and counters, kept current
 // from the engine's own counts) and its ECN fault: marked packets counted at the receiver, CNPs
 // sent back and counted at the sender, no marks on traffic that is not ECN-capable, and the
-// sequence-error counters under loss. Two devices in one process on 127.0.11.11/.12 (own
+// sequence-error counters under loss. Two devices in one process on its own test addresses (own
 // executable, one process per case: each sets its faults before vroce reads its environment).
 // Assertions are on counts, never on time.
 #include <unistd.h>
@@ -13,14 +13,19 @@
 #include <sstream>
 #include <string>
 
+#include "hang_bound.h"
 #include "harness.h"
+#include "test_addresses.h"
+
+using roce::test::test_address;
+using roce::test::vroce_device_list;
 
 using namespace vroce_test;
 using namespace std::chrono_literals;
 
 namespace {
 
-constexpr auto kWait = 30000ms;
+constexpr auto kWait = roce::test::kHangBound;
 constexpr unsigned kRemote =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
@@ -30,7 +35,7 @@ std::string sysfs_root() {
 
 // Configures vroce for this process (before its first verbs call).
 void use_vroce(const char* faults) {
-  setenv("VROCE_DEVICES", "ecA=127.0.11.11,ecB=127.0.11.12", 1);
+  setenv("VROCE_DEVICES", vroce_device_list({"ecA", "ecB"}).c_str(), 1);
   setenv("VROCE_SYSFS_ROOT", sysfs_root().c_str(), 1);
   if (faults != nullptr) {
     setenv("VROCE_FAULTS", faults, 1);

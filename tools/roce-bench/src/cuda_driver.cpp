@@ -1,31 +1,25 @@
-// CUDA driver API, loaded with dlopen. Types and constants are declared here from the driver
-// API's documented ABI (cuda.h), so there is no build-time CUDA dependency.
+// roce-bench's GPU memory and reduction over the tools' CUDA driver API table
+// (tools/common/cuda_driver_api.h: declared from the documented ABI, loaded at run time).
 #include "cuda_driver.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <utility>
 
+#include "cuda_driver_api.h"
 #include "errors.h"
 
 namespace roce::bench {
 namespace {
 
-using CUresult = int;
-using CUdevice = int;
-using CUdeviceptr = unsigned long long;
-using CUcontext = void*;
-using CUmodule = void*;
-using CUfunction = void*;
-using CUstream = void*;
-
-constexpr int kSuccess = 0;
-constexpr int kErrorNoDevice = 100;
-constexpr int kAttrComputeCapabilityMajor = 75;
-constexpr int kAttrDmaBufSupported = 124;
-constexpr int kPointerAttrSyncMemops = 6;
-constexpr int kRangeHandleDmaBufFd = 1;
+using tools::cuda_abi::CUdevice;
+using tools::cuda_abi::CUdeviceptr;
+using tools::cuda_abi::CUresult;
+using tools::cuda_abi::kAttrComputeCapabilityMajor;
+using tools::cuda_abi::kAttrDmaBufSupported;
+using tools::cuda_abi::kErrorNoDevice;
+using tools::cuda_abi::kPointerAttrSyncMemops;
+using tools::cuda_abi::kRangeHandleDmaBufFd;
+using tools::cuda_abi::kSuccess;
 
 // out[i] = a[i] + b[i], grid-stride loops over n elements of fp32, fp16 and bf16. The 16-bit
 // types are widened to f32, added and rounded back to nearest even (bf16 by integer rounding,
@@ -98,43 +92,6 @@ const char* reduction_ptx() {
   return kAddPtx;
 }
 
-struct CudaDriver::Api {
-  void* library = nullptr;
-  CUresult (*cuInit)(unsigned) = nullptr;
-  CUresult (*cuDeviceGetCount)(int*) = nullptr;
-  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
-  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
-  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
-  CUresult (*cuCtxSynchronize)() = nullptr;
-  CUresult (*cuMemAlloc)(CUdeviceptr*, std::size_t) = nullptr;
-  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, std::size_t) = nullptr;
-  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, std::size_t) = nullptr;
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, std::size_t) = nullptr;
-  CUresult (*cuPointerSetAttribute)(const void*, int, CUdeviceptr) = nullptr;
-  CUresult (*cuMemGetHandleForAddressRange)(void*, CUdeviceptr, std::size_t, int,
-                                            unsigned long long) = nullptr;
-  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
-  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, CUstream, void**, void**) = nullptr;
-  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
-};
-
-namespace {
-
-template <typename Fn>
-void bind(void* library, Fn& fn, const char* name, bool required) {
-  fn = reinterpret_cast<Fn>(dlsym(library, name));
-  if (fn == nullptr && required) {
-    throw BenchError(std::string("libcuda.so.1 lacks ") + name + "; the NVIDIA driver is too old");
-  }
-}
-
-}  // namespace
-
 CudaDriver& CudaDriver::instance() {
   static CudaDriver driver;
   return driver;
@@ -142,35 +99,20 @@ CudaDriver& CudaDriver::instance() {
 
 CudaDriver::~CudaDriver() = default;
 
-CudaDriver::CudaDriver() : api_(std::make_unique<Api>()) {
-  Api* api = api_.get();
-  api->library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (api->library == nullptr) {
-    const char* why = dlerror();
-    throw BenchError(std::string("--cuda: no GPU driver on this machine (cannot load "
-                                 "libcuda.so.1: ") +
-                     (why != nullptr ? why : "?") + "); run without --cuda for host memory");
+CudaDriver::CudaDriver() : api_(&tools::cuda_driver_api()) {
+  const tools::CudaDriverApi* api = api_;
+  if (!api->load_error.empty()) {
+    throw BenchError("--cuda: no GPU driver on this machine (" + api->load_error +
+                     "); run without --cuda for host memory");
   }
-  void* lib = api->library;
-  bind(lib, api->cuInit, "cuInit", true);
-  bind(lib, api->cuDeviceGetCount, "cuDeviceGetCount", true);
-  bind(lib, api->cuDeviceGet, "cuDeviceGet", true);
-  bind(lib, api->cuDeviceGetName, "cuDeviceGetName", true);
-  bind(lib, api->cuDeviceGetAttribute, "cuDeviceGetAttribute", true);
-  bind(lib, api->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", true);
-  bind(lib, api->cuCtxSetCurrent, "cuCtxSetCurrent", true);
-  bind(lib, api->cuCtxSynchronize, "cuCtxSynchronize", true);
-  bind(lib, api->cuMemAlloc, "cuMemAlloc_v2", true);
-  bind(lib, api->cuMemFree, "cuMemFree_v2", true);
-  bind(lib, api->cuMemcpyHtoD, "cuMemcpyHtoD_v2", true);
-  bind(lib, api->cuMemcpyDtoH, "cuMemcpyDtoH_v2", true);
-  bind(lib, api->cuMemsetD8, "cuMemsetD8_v2", true);
-  bind(lib, api->cuPointerSetAttribute, "cuPointerSetAttribute", true);
-  bind(lib, api->cuModuleLoadData, "cuModuleLoadData", true);
-  bind(lib, api->cuModuleGetFunction, "cuModuleGetFunction", true);
-  bind(lib, api->cuLaunchKernel, "cuLaunchKernel", true);
-  bind(lib, api->cuGetErrorString, "cuGetErrorString", false);
-  bind(lib, api->cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange", false);
+  if (const char* missing = api->first_missing(
+          {"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
+           "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuCtxSynchronize", "cuMemAlloc_v2",
+           "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemsetD8_v2",
+           "cuPointerSetAttribute", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel"})) {
+    throw BenchError(std::string("libcuda.so.1 lacks ") + missing +
+                     "; the NVIDIA driver is too old");
+  }
   const CUresult init = api->cuInit(0);
   if (init == kErrorNoDevice) {
     throw BenchError(
@@ -185,15 +127,9 @@ CudaDriver::CudaDriver() : api_(std::make_unique<Api>()) {
 }
 
 void CudaDriver::check(int result, const char* call) const {
-  if (result == kSuccess) {
-    return;
+  if (result != kSuccess) {
+    throw BenchError(std::string("CUDA ") + call + " failed: " + api_->error_text(result));
   }
-  const char* text = nullptr;
-  if (api_ != nullptr && api_->cuGetErrorString != nullptr) {
-    api_->cuGetErrorString(result, &text);
-  }
-  throw BenchError(std::string("CUDA ") + call + " failed: error " + std::to_string(result) +
-                   (text != nullptr ? std::string(" (") + text + ")" : std::string()));
 }
 
 void CudaDriver::use_device(int ordinal) {

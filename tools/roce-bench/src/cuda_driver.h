@@ -1,5 +1,6 @@
-// The few CUDA driver API entry points roce-bench needs, loaded at run time from libcuda.so.1 so
-// the tool builds and runs on machines without CUDA. The driver API (rather than libcudart)
+// The CUDA driver API as roce-bench uses it, over the tools' one loader
+// (tools/common/cuda_driver_api.h: loaded at run time from libcuda.so.1), so the tool builds and
+// runs on machines without CUDA. The driver API (rather than libcudart)
 // because it is the one stable ABI every GPU host has, and it alone offers the dma-buf export
 // (cuMemGetHandleForAddressRange) and PTX loading used for the all-reduce's GPU reduction.
 #pragma once
@@ -10,6 +11,10 @@
 #include <string>
 
 #include "dtype.h"
+
+namespace roce::tools {
+struct CudaDriverApi;
+}  // namespace roce::tools
 
 namespace roce::bench {
 
@@ -47,8 +52,7 @@ class CudaDriver {
   void load_kernels();
   void check(int result, const char* call) const;
 
-  struct Api;
-  std::unique_ptr<Api> api_;
+  const tools::CudaDriverApi* api_;
   int device_count_ = 0;
   int device_ = -1;
   void* context_ = nullptr;

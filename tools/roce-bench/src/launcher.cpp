@@ -120,7 +120,7 @@ std::string describe_status(int status) {
 
 // The document --json gets when the ranks failed before rank 0 reported.
 void write_failure_json(const Options& options, const std::string& why) {
-  JsonWriter j;
+  tools::JsonWriter j;
   j.begin_object();
   j.key("tool").value("roce-bench");
   j.key("mode").value(mode_name(options.mode));

@@ -1,10 +1,9 @@
-// A version-neutral adapter over the ncclNet_v8..v11 tables a plugin exports: ours or any other
-// (NCCL's IB transport built as nccl-rdma-sharp-plugins' libnccl-net.so, for the side-by-side).
-// It loads the plugin by path (dlopen RTLD_NOW|RTLD_LOCAL, then dlsym "ncclNetPlugin_vN", as
-// NCCL does), checks the name and init at load and the other members after init, and offers one set
-// of calls whatever the version: v10's traffic-class connect config and v11's per-communicator
-// context are handled here. Every call that returns an error throws BenchError naming the call, the
-// device or comm and the ncclResult_t.
+// roce-bench's driver of the ncclNet_v8..v11 table a plugin exports: ours or any other (NCCL's IB
+// transport built as nccl-rdma-sharp-plugins' libnccl-net.so, for the side-by-side). The version
+// dispatch is the tools' shared one (tools/common/net_table.h, also under the fabric tests); this
+// layer checks the name and init at load and the other members after init, passes the profiler
+// callback and handles, counts the calls for the callgrind figures, and turns every error into a
+// BenchError naming the call, the device or comm and the ncclResult_t.
 #pragma once
 
 #include <array>
@@ -19,33 +18,12 @@
 
 namespace roce::bench {
 
-// ncclNetProperties_vN in one shape. Fields a version lacks hold what NCCL's shim assumes for
-// that version (v8: forceFlush 0, maxP2pBytes 1 GiB, maxCollBytes 512 MiB).
-struct NetProperties {
-  std::string name;
-  std::optional<std::string> pci_path;  // nullopt when the plugin gives NULL
-  std::uint64_t guid = 0;
-  int ptr_support = 0;
-  int reg_is_global = 0;
-  int force_flush = 0;
-  int speed_mbps = 0;
-  int port = 0;
-  float latency_us = 0;
-  int max_comms = 0;
-  int max_recvs = 0;
-  int net_device_type = 0;
-  int net_device_version = 0;
-  int vdev_count = 0;
-  std::size_t max_p2p_bytes = 0;
-  std::size_t max_coll_bytes = 0;
-  std::optional<int> max_multi_request_size;  // v11 only
-};
-
-// "HOST|CUDA|DMABUF".
-std::string ptr_support_text(int ptr_support);
-const char* nccl_result_name(ncclResult_t result);
-
-using NetHandle = std::array<char, NCCL_NET_HANDLE_MAXSIZE>;
+// The shared table's types (tools/common/net_table.h). properties() fills what v8 lacks with
+// what NCCL's v8 shim assumes (maxP2pBytes 1 GiB, maxCollBytes 512 MiB).
+using tools::nccl_result_name;
+using tools::NetHandle;
+using tools::NetProperties;
+using tools::ptr_support_text;
 
 // Calls made and how often the plugin asked to be called again: the figures the callgrind
 // script divides by.
@@ -116,19 +94,12 @@ class NetPlugin {
 
  private:
   void check(ncclResult_t result, const char* call, const std::string& context) const;
-  std::string current_name() const;
 
   std::string path_;
   Api api_;
-  void* library_ = nullptr;
+  std::unique_ptr<tools::NetTable> table_;
   std::string name_;
-  const ncclNet_v8_t* v8_ = nullptr;
-  const ncclNet_v9_t* v9_ = nullptr;
-  const ncclNet_v10_t* v10_ = nullptr;
-  const ncclNet_v11_t* v11_ = nullptr;
   bool initialized_ = false;
-  void* ctx_ = nullptr;  // v11
-  ncclNetCommConfig_v10_t comm_config_{NCCL_NET_TRAFFIC_CLASS_UNDEF};
   CallCounters counters_;
   CallCounters region_start_;
   CallCounters timed_counters_;

@@ -10,12 +10,14 @@
 #include <string_view>
 
 #include "dtype.h"
+#include "net_table.h"
 
 namespace roce::bench {
 
 // Tp: the all-reduces of tensor-parallel decoding, per token (tp_model.h, tp_mode.h).
 enum class Mode { PingPong, Bandwidth, BiBandwidth, AllReduce, Tp };
-enum class Api { V8 = 8, V9 = 9, V10 = 10, V11 = 11 };
+// The ncclNet table version to drive (tools/common/net_table.h).
+using Api = tools::NetApi;
 // What carries the messages: the plugin (default), raw verbs (--raw) or both (--compare-raw).
 enum class Path { Plugin, Raw, Both };
 // iflush: as NCCL decides (auto), after every received message (always), or never.

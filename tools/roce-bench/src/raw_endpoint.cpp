@@ -11,9 +11,39 @@
 #include <vector>
 
 #include "errors.h"
+#include "ibv/port_query.h"
 #include "rendezvous.h"
 
 namespace roce::bench {
+
+namespace {
+
+// The library a rank should load: --ibverbs, else NCCL_IBVERBS_LIB, else libibverbs.so.1.
+std::string verbs_library_path(const std::string& option) {
+  if (!option.empty()) {
+    return option;
+  }
+  const char* env = std::getenv("NCCL_IBVERBS_LIB");
+  if (env != nullptr && *env != '\0') {
+    return env;
+  }
+  return "libibverbs.so.1";
+}
+
+// A full ibv_port_attr (the extended op where the library has it, as the plugin reads it).
+int query_port(const ibv::Library& lib, ibv_context* context, uint8_t port, ibv_port_attr* attr) {
+  ibv::PortAttributes full{};
+  const int rc = ibv::query_port(lib, context, port, &full);
+  *attr = full.attr;
+  return rc;
+}
+
+const char* status_text(const ibv::Library& lib, ibv_wc_status status) {
+  return lib.fn().wc_status_str != nullptr ? lib.fn().wc_status_str(status) : "?";
+}
+
+}  // namespace
+
 namespace {
 
 // What each rank tells its peer at setup.
@@ -93,7 +123,12 @@ RawDeviceChoice choose_raw_device(const std::string& hca_option, const char* ncc
 
 RawEndpoint::RawEndpoint(Rendezvous& rendezvous, const Options& options, std::size_t capacity)
     : capacity_(capacity) {
-  api_ = &VerbsApi::load(verbs_library_path(options.ibverbs_path));
+  try {
+    verbs_ = ibv::Library::open(verbs_library_path(options.ibverbs_path));
+  } catch (const ibv::LoadError& e) {
+    throw BenchError(std::string("--raw: ") + e.what() +
+                     " (vroce: --ibverbs build/<preset>/vroce/lib/libibverbs.so.1)");
+  }
   send_buffer_ = options.cuda ? Buffer::cuda(capacity) : Buffer::host(capacity);
   recv_buffer_ = options.cuda ? Buffer::cuda(capacity) : Buffer::host(capacity);
   try {
@@ -111,27 +146,27 @@ RawEndpoint::~RawEndpoint() {
 
 void RawEndpoint::release() noexcept {
   if (qp_ != nullptr) {
-    api_->destroy_qp(qp_);
+    verbs_->fn().destroy_qp(qp_);
     qp_ = nullptr;
   }
   if (send_mr_ != nullptr) {
-    api_->dereg_mr(send_mr_);
+    verbs_->fn().dereg_mr(send_mr_);
     send_mr_ = nullptr;
   }
   if (recv_mr_ != nullptr) {
-    api_->dereg_mr(recv_mr_);
+    verbs_->fn().dereg_mr(recv_mr_);
     recv_mr_ = nullptr;
   }
   if (cq_ != nullptr) {
-    api_->destroy_cq(cq_);
+    verbs_->fn().destroy_cq(cq_);
     cq_ = nullptr;
   }
   if (pd_ != nullptr) {
-    api_->dealloc_pd(pd_);
+    verbs_->fn().dealloc_pd(pd_);
     pd_ = nullptr;
   }
   if (context_ != nullptr) {
-    api_->close_device(context_);
+    verbs_->fn().close_device(context_);
     context_ = nullptr;
   }
 }
@@ -140,33 +175,33 @@ void RawEndpoint::open(const Options& options) {
   const RawDeviceChoice choice = choose_raw_device(options.hca, std::getenv("NCCL_IB_HCA"));
   port_ = choice.port;
   int count = 0;
-  ibv_device** list = api_->get_device_list(&count);
+  ibv_device** list = verbs_->fn().get_device_list(&count);
   if (list == nullptr || count == 0) {
     if (list != nullptr) {
-      api_->free_device_list(list);
+      verbs_->fn().free_device_list(list);
     }
-    throw BenchError("--raw: " + api_->path + " lists no RDMA device (vroce: check " +
+    throw BenchError("--raw: " + verbs_->requested_path() + " lists no RDMA device (vroce: check " +
                      "VROCE_DEVICES; hardware: check the driver and /dev/infiniband)");
   }
   std::string seen;
   for (int i = 0; i < count && context_ == nullptr; ++i) {
-    const std::string name = api_->get_device_name(list[i]);
+    const std::string name = verbs_->fn().get_device_name(list[i]);
     seen += (seen.empty() ? "" : ", ") + name;
     const bool match = choice.name.empty() ||
                        (choice.exact ? name == choice.name : name.rfind(choice.name, 0) == 0);
     if (!match) {
       continue;
     }
-    ibv_context* ctx = api_->open_device(list[i]);
+    ibv_context* ctx = verbs_->fn().open_device(list[i]);
     if (ctx == nullptr) {
       continue;
     }
     ibv_port_attr attr{};
-    if (api_->query_port(ctx, static_cast<uint8_t>(port_), &attr) != 0 ||
+    if (query_port(*verbs_, ctx, static_cast<uint8_t>(port_), &attr) != 0 ||
         attr.state != IBV_PORT_ACTIVE) {
-      api_->close_device(ctx);
+      verbs_->fn().close_device(ctx);
       if (!choice.name.empty()) {
-        api_->free_device_list(list);
+        verbs_->fn().free_device_list(list);
         throw BenchError("--raw: device " + name + " port " + std::to_string(port_) +
                          " is not active");
       }
@@ -176,7 +211,7 @@ void RawEndpoint::open(const Options& options) {
     device_name_ = name;
     active_mtu_ = attr.active_mtu;
   }
-  api_->free_device_list(list);
+  verbs_->fn().free_device_list(list);
   if (context_ == nullptr) {
     throw BenchError("--raw: no usable device" +
                      (choice.name.empty() ? std::string() : " matching '" + choice.name + "'") +
@@ -191,21 +226,21 @@ void RawEndpoint::open(const Options& options) {
     }
   }
   ibv_port_attr attr{};
-  api_->query_port(context_, static_cast<uint8_t>(port_), &attr);
+  query_port(*verbs_, context_, static_cast<uint8_t>(port_), &attr);
   if (gid_index_ < 0) {
     for (int i = 0; i < attr.gid_tbl_len && gid_index_ < 0; ++i) {
       bool v2 = false;
       ibv_gid gid{};
-      if (api_->query_gid_ex != nullptr) {
+      if (verbs_->fn().query_gid_ex != nullptr) {
         ibv_gid_entry entry{};
-        if (api_->query_gid_ex(context_, static_cast<uint32_t>(port_), static_cast<uint32_t>(i),
-                               &entry, 0, sizeof(entry)) != 0) {
+        if (verbs_->fn().query_gid_ex(context_, static_cast<uint32_t>(port_),
+                                      static_cast<uint32_t>(i), &entry, 0, sizeof(entry)) != 0) {
           continue;
         }
         v2 = entry.gid_type == IBV_GID_TYPE_ROCE_V2;
         gid = entry.gid;
       } else {
-        if (api_->query_gid(context_, static_cast<uint8_t>(port_), i, &gid) != 0) {
+        if (verbs_->fn().query_gid(context_, static_cast<uint8_t>(port_), i, &gid) != 0) {
           continue;
         }
         v2 = sysfs_gid_is_roce_v2(device_name_, port_, i);
@@ -219,19 +254,19 @@ void RawEndpoint::open(const Options& options) {
                        " has no RoCE v2 IPv4 GID; pass --gid-index N");
     }
   }
-  if (api_->query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid_) != 0) {
+  if (verbs_->fn().query_gid(context_, static_cast<uint8_t>(port_), gid_index_, &gid_) != 0) {
     throw BenchError("--raw: ibv_query_gid(" + device_name_ + ", index " +
                      std::to_string(gid_index_) + ") failed: " + errno_text());
   }
 
-  pd_ = api_->alloc_pd(context_);
+  pd_ = verbs_->fn().alloc_pd(context_);
   if (pd_ == nullptr) {
     throw BenchError("--raw: ibv_alloc_pd on " + device_name_ + " failed: " + errno_text());
   }
   // Sends in flight are at most the window; receives go kReceiveDepth deep (receive_depth).
   const int send_depth = 2 * options.window + 4;
   const int recv_depth = kReceiveDepth + 4;
-  cq_ = api_->create_cq(context_, send_depth + recv_depth, nullptr, nullptr, 0);
+  cq_ = verbs_->fn().create_cq(context_, send_depth + recv_depth, nullptr, nullptr, 0);
   if (cq_ == nullptr) {
     throw BenchError("--raw: ibv_create_cq on " + device_name_ + " failed: " + errno_text());
   }
@@ -244,11 +279,11 @@ void RawEndpoint::open(const Options& options) {
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   init.cap.max_inline_data = 64;
-  qp_ = api_->create_qp(pd_, &init);
+  qp_ = verbs_->fn().create_qp(pd_, &init);
   if (qp_ == nullptr) {
     // Some devices have no inline support: retry without before giving up.
     init.cap.max_inline_data = 0;
-    qp_ = api_->create_qp(pd_, &init);
+    qp_ = verbs_->fn().create_qp(pd_, &init);
   }
   if (qp_ == nullptr) {
     throw BenchError("--raw: ibv_create_qp(RC) on " + device_name_ + " failed: " + errno_text() +
@@ -258,9 +293,9 @@ void RawEndpoint::open(const Options& options) {
   }
   max_inline_ = init.cap.max_inline_data;
   const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-  send_mr_ =
-      api_->reg_mr(pd_, send_buffer_.data(), send_buffer_.allocated(), IBV_ACCESS_LOCAL_WRITE);
-  recv_mr_ = api_->reg_mr(pd_, recv_buffer_.data(), recv_buffer_.allocated(), access);
+  send_mr_ = verbs_->fn().reg_mr(pd_, send_buffer_.data(), send_buffer_.allocated(),
+                                 IBV_ACCESS_LOCAL_WRITE);
+  recv_mr_ = verbs_->fn().reg_mr(pd_, recv_buffer_.data(), recv_buffer_.allocated(), access);
   if (send_mr_ == nullptr || recv_mr_ == nullptr) {
     throw BenchError("--raw: ibv_reg_mr of " + std::to_string(recv_buffer_.allocated()) +
                      " bytes on " + device_name_ + " failed: " + errno_text());
@@ -302,8 +337,8 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
   attr.pkey_index = 0;
   attr.port_num = static_cast<uint8_t>(port_);
   attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  if (api_->modify_qp(qp_, &attr,
-                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+  if (verbs_->fn().modify_qp(
+          qp_, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
     throw BenchError("--raw: qp " + std::to_string(qp_->qp_num) +
                      " RESET->INIT failed: " + errno_text());
   }
@@ -321,9 +356,10 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
   attr.ah_attr.grh.traffic_class =
       static_cast<uint8_t>(options.traffic_class >= 0 ? options.traffic_class : 0);
   attr.ah_attr.port_num = static_cast<uint8_t>(port_);
-  if (api_->modify_qp(qp_, &attr,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+  if (verbs_->fn().modify_qp(qp_, &attr,
+                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                 IBV_QP_MIN_RNR_TIMER) != 0) {
     ibv_gid remote{};
     std::memcpy(remote.raw, theirs.gid, sizeof(theirs.gid));
     throw BenchError("--raw: qp " + std::to_string(qp_->qp_num) + " INIT->RTR to gid " +
@@ -338,9 +374,9 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
   attr.rnr_retry = 7;
   attr.sq_psn = psn_;
   attr.max_rd_atomic = 1;
-  if (api_->modify_qp(qp_, &attr,
-                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+  if (verbs_->fn().modify_qp(qp_, &attr,
+                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
     throw BenchError("--raw: qp " + std::to_string(qp_->qp_num) +
                      " RTR->RTS failed: " + errno_text());
   }
@@ -415,7 +451,7 @@ void RawEndpoint::poll_completions() {
     auto* ticket = reinterpret_cast<Ticket*>(static_cast<std::uintptr_t>(wc.wr_id));
     if (wc.status != IBV_WC_SUCCESS) {
       throw BenchError("--raw: completion error on qp " + std::to_string(wc.qp_num) + ": " +
-                       api_->status_text(wc.status) + " (status " +
+                       status_text(*verbs_, wc.status) + " (status " +
                        std::to_string(static_cast<int>(wc.status)) + ", vendor_err " +
                        std::to_string(wc.vendor_err) + ")");
     }

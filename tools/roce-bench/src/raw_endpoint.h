@@ -8,11 +8,12 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "endpoint.h"
+#include "ibv/library.h"
 #include "options.h"
-#include "verbs_api.h"
 
 namespace roce::bench {
 
@@ -55,7 +56,9 @@ class RawEndpoint final : public Endpoint {
   void poll_completions();
   void release() noexcept;
 
-  const VerbsApi* api_ = nullptr;
+  // libibverbs through the plugin's run-time table (plugin/ibv/library.h), the one every part
+  // of the tree loads it with: the --ibverbs path, NCCL_IBVERBS_LIB, else libibverbs.so.1.
+  std::shared_ptr<const ibv::Library> verbs_;
   std::size_t capacity_;
   Buffer send_buffer_;
   Buffer recv_buffer_;

@@ -151,7 +151,7 @@ std::size_t total_wrong(const std::vector<Series>& series) {
   return wrong;
 }
 
-void write_run_fields(JsonWriter& j, const RunInfo& info) {
+void write_run_fields(tools::JsonWriter& j, const RunInfo& info) {
   j.key("tool").value("roce-bench");
   j.key("version").value(info.version);
   j.key("date").value(info.date);
@@ -161,7 +161,7 @@ void write_run_fields(JsonWriter& j, const RunInfo& info) {
   j.key("mode").value(mode_name(info.mode));
 }
 
-void write_percentiles(JsonWriter& j, const char* name, const Percentiles& p) {
+void write_percentiles(tools::JsonWriter& j, const char* name, const Percentiles& p) {
   j.key(name).begin_object();
   j.key("p50").value(p.p50);
   j.key("p90").value(p.p90);
@@ -175,7 +175,7 @@ void write_percentiles(JsonWriter& j, const char* name, const Percentiles& p) {
 std::string render_json(const RunInfo& info, const std::vector<Series>& series,
                         const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
                         const std::string& error) {
-  JsonWriter j;
+  tools::JsonWriter j;
   j.begin_object();
   write_run_fields(j, info);
   j.key("path").value(path_name(info.path));

@@ -10,6 +10,10 @@
 #include "options.h"
 #include "results.h"
 
+namespace roce::tools {
+class JsonWriter;
+}  // namespace roce::tools
+
 namespace roce::bench {
 
 struct RunInfo {
@@ -48,11 +52,10 @@ struct Ratio {
 };
 std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw);
 
-class JsonWriter;
 // The fields every JSON document starts with: tool, version, date, host, command, cpus, mode.
-void write_run_fields(JsonWriter& j, const RunInfo& info);
+void write_run_fields(tools::JsonWriter& j, const RunInfo& info);
 // "name": {"p50", "p90", "p99", "min", "max", "mean"}.
-void write_percentiles(JsonWriter& j, const char* name, const Percentiles& p);
+void write_percentiles(tools::JsonWriter& j, const char* name, const Percentiles& p);
 
 void print_header(std::FILE* out, const RunInfo& info);
 void print_table(std::FILE* out, Mode mode, int nranks, const Series& series);

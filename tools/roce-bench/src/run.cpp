@@ -423,7 +423,7 @@ int run_init_check(const Options& options) {
 
   // With --json on stdout the human-readable lines go to stderr.
   std::FILE* out = options.json_stdout ? stderr : stdout;
-  JsonWriter json;
+  tools::JsonWriter json;
   json.begin_object();
   json.key("tool").value("roce-bench --init-check");
   bool passed = true;

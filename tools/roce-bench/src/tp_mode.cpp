@@ -174,7 +174,7 @@ void print_tp_report(std::FILE* out, const TpReport& r) {
 
 std::string render_tp_json(const RunInfo& info, const TpReport& r) {
   const TpShape& s = r.run.shape;
-  JsonWriter j;
+  tools::JsonWriter j;
   j.begin_object();
   write_run_fields(j, info);
   j.key("api").value(api_name(info.api));

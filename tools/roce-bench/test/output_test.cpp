@@ -7,6 +7,7 @@
 #include "report.h"
 
 using namespace roce::bench;
+using roce::tools::JsonWriter;
 
 TEST_CASE("JSON strings are escaped and containers separated") {
   JsonWriter j;
@@ -18,6 +19,14 @@ TEST_CASE("JSON strings are escaped and containers separated") {
   j.end_object();
   CHECK(j.str() ==
         R"({"a\"b":"line\nnext\t\\ \u0001","list":[1,2.5,true,null],"nan":null,"empty":{}})");
+}
+
+TEST_CASE(
+    "JSON output survives invalid UTF-8 (replaced by U+FFFD) and rounds figures to 6 digits") {
+  JsonWriter j;
+  j.begin_array().value("dev\xff").value(1.0 / 3.0).value(std::uint64_t{1} << 63).end_array();
+  CHECK(j.str() == "[\"dev\xEF\xBF\xBD\",0.333333,9223372036854775808]");
+  CHECK(roce::tools::json_string("a\"b") == "\"a\\\"b\"");
 }
 
 TEST_CASE("NCCL_DEBUG and NCCL_DEBUG_SUBSYS are read with NCCL's meaning") {

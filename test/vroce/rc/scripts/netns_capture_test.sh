@@ -11,6 +11,8 @@
 #
 #   netns_capture_test.sh <vroce_rc_peer> <pcap-icrc-check>
 set -euo pipefail
+# shellcheck source=../../../support/hang_bound.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../../support/hang_bound.sh"
 
 usage() { echo "usage: $0 <vroce_rc_peer> <pcap-icrc-check>" >&2; exit 2; }
 [[ $# -eq 2 && -x $1 && -x $2 ]] || usage
@@ -59,7 +61,7 @@ ip -n "$ns_b" link set "$if_b" up
 start_capture() {  # $1: pcap file
   ip netns exec "$ns_a" tshark -i "$if_a" -w "$1" >"$work/tshark.log" 2>&1 &
   capture_pid=$!
-  for _ in $(seq 100); do
+  for _ in $(seq "$roce_hang_polls"); do
     grep -q "Capturing on" "$work/tshark.log" && return 0
     sleep 0.1
   done

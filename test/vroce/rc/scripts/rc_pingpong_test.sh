@@ -7,6 +7,8 @@
 #
 #   rc_pingpong_test.sh <dir holding vroce's libibverbs.so.1>
 set -euo pipefail
+# shellcheck source=../../../support/hang_bound.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../../support/hang_bound.sh"
 
 usage() { echo "usage: $0 <vroce lib dir>" >&2; exit 2; }
 [[ $# -eq 1 && -e $1/libibverbs.so.1 ]] || usage
@@ -25,7 +27,9 @@ cleanup() {
 trap cleanup EXIT
 
 export LD_LIBRARY_PATH=$libdir
-export VROCE_DEVICES=vrP1=127.0.3.50,vrP2=127.0.3.51
+# with_test_addresses (see CMakeLists.txt) has claimed this run's own loopback addresses.
+read -ra addr <<<"${ROCE_TEST_ADDRESSES:?run this under with_test_addresses (test/support), which claims its loopback addresses}"
+export VROCE_DEVICES=vrP1=${addr[0]},vrP2=${addr[1]}
 
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do echo "--- $f" >&2; cat "$f" >&2; done; exit 1; }
 
@@ -33,13 +37,13 @@ run_case() {
   local name=$1; shift
   local port=$((20000 + (RANDOM % 20000)))
   local iters=200
-  VROCE_STATS_FILE=$work/$name.server.json timeout 60 ibv_rc_pingpong -d vrP1 -g 3 -p "$port" -n "$iters" "$@" \
+  VROCE_STATS_FILE=$work/$name.server.json timeout "$ROCE_HANG_BOUND_S" ibv_rc_pingpong -d vrP1 -g 3 -p "$port" -n "$iters" "$@" \
     >"$work/$name.server.log" 2>&1 &
   server=$!
   # The server listens once its device is open; retry the client until then.
   local ok=0
-  for _ in $(seq 50); do
-    if VROCE_STATS_FILE=$work/$name.client.json timeout 60 ibv_rc_pingpong -d vrP2 -g 3 -p "$port" -n "$iters" "$@" 127.0.0.1 \
+  for _ in $(seq "$roce_hang_polls"); do
+    if VROCE_STATS_FILE=$work/$name.client.json timeout "$ROCE_HANG_BOUND_S" ibv_rc_pingpong -d vrP2 -g 3 -p "$port" -n "$iters" "$@" 127.0.0.1 \
       >"$work/$name.client.log" 2>&1; then
       ok=1
       break
@@ -53,7 +57,7 @@ run_case() {
   for side in server client; do
     local log=$work/$name.$side.log
     grep -Eq "^$iters iters in [0-9.]+ seconds" "$log" || fail "$name: $side did not report $iters iterations"
-    grep -q "local address:  LID 0x0000, QPN 0x[0-9a-f]*, PSN 0x[0-9a-f]*, GID ::ffff:127.0.3.5" "$log" ||
+    grep -Eq "local address:  LID 0x0000, QPN 0x[0-9a-f]*, PSN 0x[0-9a-f]*, GID ::ffff:(${addr[0]}|${addr[1]})$" "$log" ||
       fail "$name: $side did not report a RoCEv2 IPv4 GID"
     # Each iteration is one SEND each way; every one went through vroce's engine.
     python3 - "$work/$name.$side.json" "$iters" <<'PY' || fail "$name: $side counters"
@@ -79,7 +83,7 @@ run_case size-1-mtu-4096 -s 1 -m 4096 -e
 expect_refusal() {
   local prog=$1 message=$2
   local status=0
-  VROCE_DEVICES=vrP1=127.0.3.50 timeout 30 "$prog" -d vrP1 -g 3 -p $((20000 + (RANDOM % 20000))) \
+  VROCE_DEVICES=vrP1=${addr[0]} timeout "$ROCE_HANG_BOUND_S" "$prog" -d vrP1 -g 3 -p $((20000 + (RANDOM % 20000))) \
     >"$work/$prog.log" 2>&1 || status=$?
   ((status == 1)) || fail "$prog: exit status $status, expected 1 (a refusal, not a crash)"
   grep -q "$message" "$work/$prog.log" || fail "$prog: no '$message'"

@@ -1,5 +1,8 @@
-// A small streaming JSON writer for --json output: objects, arrays, strings (escaped per RFC
-// 8259), integers, finite doubles (non-finite ones become null) and booleans.
+// The tools' one JSON writer (roce-bench --json, gdr-check --json, pcap-icrc-check --json): a
+// streaming builder of objects and arrays in the order written, compact, whose strings and
+// numbers are encoded by nlohmann/json (Debian's nlohmann-json3-dev): RFC 8259 escaping, invalid
+// UTF-8 replaced by U+FFFD rather than thrown, non-finite doubles as null, finite ones rounded to
+// six significant digits (figures, not data).
 #pragma once
 
 #include <cstdint>
@@ -7,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace roce::bench {
+namespace roce::tools {
 
 class JsonWriter {
  public:
@@ -21,6 +24,7 @@ class JsonWriter {
   JsonWriter& value(std::int64_t number);
   JsonWriter& value(std::uint64_t number);
   JsonWriter& value(int number) { return value(static_cast<std::int64_t>(number)); }
+  JsonWriter& value(unsigned number) { return value(static_cast<std::uint64_t>(number)); }
   JsonWriter& value(double number);
   JsonWriter& value(bool flag);
   JsonWriter& null();
@@ -34,6 +38,7 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-std::string json_escape(std::string_view text);
+// `text` as one JSON string, quotes included (for a quoted field in a text report).
+std::string json_string(std::string_view text);
 
-}  // namespace roce::bench
+}  // namespace roce::tools

@@ -1,45 +1,22 @@
-// Streaming JSON writer.
+// The tools' JSON writer: see json_writer.h.
 #include "json_writer.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdio>
+#include <nlohmann/json.hpp>
 
-namespace roce::bench {
+namespace roce::tools {
+namespace {
 
-std::string json_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-  return out;
+std::string encoded(const nlohmann::json& scalar) {
+  return scalar.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string json_string(std::string_view text) {
+  return encoded(nlohmann::json(std::string(text)));
 }
 
 void JsonWriter::separate() {
@@ -83,7 +60,7 @@ JsonWriter& JsonWriter::end_array() {
 
 JsonWriter& JsonWriter::key(std::string_view name) {
   separate();
-  out_ += json_escape(name);
+  out_ += json_string(name);
   out_ += ':';
   after_key_ = true;
   return *this;
@@ -91,29 +68,27 @@ JsonWriter& JsonWriter::key(std::string_view name) {
 
 JsonWriter& JsonWriter::value(std::string_view text) {
   separate();
-  out_ += json_escape(text);
+  out_ += json_string(text);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(std::int64_t number) {
   separate();
-  out_ += std::to_string(number);
+  out_ += encoded(nlohmann::json(number));
   return *this;
 }
 
 JsonWriter& JsonWriter::value(std::uint64_t number) {
   separate();
-  out_ += std::to_string(number);
+  out_ += encoded(nlohmann::json(number));
   return *this;
 }
 
 JsonWriter& JsonWriter::value(double number) {
   separate();
-  if (std::isfinite(number)) {
-    out_ += fmt::format("{:.6g}", number);
-  } else {
-    out_ += "null";
-  }
+  // Six significant digits, then nlohmann's shortest round-trip form of that (2.5, 0.000123).
+  out_ += std::isfinite(number) ? encoded(nlohmann::json(std::stod(fmt::format("{:.6g}", number))))
+                                : "null";
   return *this;
 }
 
@@ -129,4 +104,4 @@ JsonWriter& JsonWriter::null() {
   return *this;
 }
 
-}  // namespace roce::bench
+}  // namespace roce::tools
