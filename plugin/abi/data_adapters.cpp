@@ -7,8 +7,8 @@
 #include "abi/adapters.h"
 #include "abi/guard.h"
 #include "core/api.h"
-#include "core/api_test.h"
-#include "core/data_path_limits.h"
+#include "core/datapath/api_test.h"
+#include "core/datapath/data_path_limits.h"
 
 namespace roce::abi {
 namespace {

@@ -4,7 +4,7 @@
 #include "abi/adapters.h"
 #include "abi/guard.h"
 #include "core/api.h"
-#include "core/data_path_limits.h"
+#include "core/datapath/data_path_limits.h"
 
 namespace roce::abi {
 namespace {

@@ -6,14 +6,14 @@
 #include <mutex>
 #include <set>
 
-#include "core/api_test.h"
 #include "core/comm.h"
-#include "core/data_path_limits.h"
-#include "core/mr_handle.h"
+#include "core/datapath/api_test.h"
+#include "core/datapath/data_path_limits.h"
+#include "core/datapath/recv_comm.h"
+#include "core/datapath/request.h"
+#include "core/datapath/send_comm.h"
+#include "core/memory/mr_handle.h"
 #include "core/plugin.h"
-#include "core/recv_comm.h"
-#include "core/request.h"
-#include "core/send_comm.h"
 #include "telemetry/profiler_events.h"
 #include "util/log.h"
 

@@ -77,7 +77,7 @@ ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
 void set_profiler(ncclProfilerCallback_t profiler) noexcept;
 ncclResult_t iflush(void* recv_comm, int n, void** data, const int* sizes, void** mhandles,
                     void** request);
-// test(): inline, in core/api_test.h.
+// test(): inline, in core/datapath/api_test.h.
 ncclResult_t irecv_consumed(void* recv_comm, int n, void* request);
 ncclResult_t get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
 

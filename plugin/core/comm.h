@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "core/device_runtime.h"
+#include "core/device/device_runtime.h"
 #include "core/recycled_blocks.h"
 #include "nccl_net/types.h"
 #include "util/log.h"

@@ -5,10 +5,10 @@
 
 #include <map>
 
-#include "core/gdr_probe.h"
-#include "core/hca_filter.h"
-#include "core/init_banner.h"
-#include "core/traffic_class.h"
+#include "core/device/hca_filter.h"
+#include "core/device/init_banner.h"
+#include "core/device/traffic_class.h"
+#include "core/memory/gdr_probe.h"
 #include "telemetry/stats_writer.h"
 #include "util/config.h"
 #include "util/log.h"

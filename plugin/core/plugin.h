@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/device_runtime.h"
+#include "core/device/device_runtime.h"
 #include "ibv/library.h"
 #include "nccl_net/types.h"
 

@@ -1,8 +1,9 @@
 // Deciding when a comm should report a stall: a request (or an isend waiting for its
 // clear-to-send) outstanding longer than NCCL_ROCE_STALL_WARN_MS. A comm asks at each of its
-// health checks (paced by the device's async-event thread, core/connected_comm.h); warn_after()
-// says whether to warn now: first at the threshold, then each time the wait has doubled, so
-// a stalled job logs a handful of lines per comm rather than a flood. Pure, unit-tested.
+// health checks (paced by the device's async-event thread, core/datapath/connected_comm.h);
+// warn_after() says whether to warn now: first at the threshold, then each time the wait has
+// doubled, so a stalled job logs a handful of lines per comm rather than a flood. Pure,
+// unit-tested.
 #pragma once
 
 #include <cstdint>

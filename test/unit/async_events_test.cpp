@@ -1,5 +1,5 @@
 // The async-event thread over an in-memory provider whose async fd is an eventfd.
-#include "core/async_events.h"
+#include "core/device/async_events.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

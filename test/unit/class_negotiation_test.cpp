@@ -1,5 +1,5 @@
 // How the two ends of a connection settle the traffic class and service level.
-#include "core/class_negotiation.h"
+#include "core/connect/class_negotiation.h"
 
 #include <catch2/catch.hpp>
 

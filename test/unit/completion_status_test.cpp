@@ -1,5 +1,5 @@
 // Mapping of completion statuses to NCCL results and operator hints.
-#include "core/completion_status.h"
+#include "core/datapath/completion_status.h"
 
 #include <infiniband/verbs.h>
 

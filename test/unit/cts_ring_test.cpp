@@ -1,6 +1,6 @@
 // The clear-to-send ring: slot arithmetic and the sender's readiness check over torn, stale and
 // corrupt slots.
-#include "core/cts_ring.h"
+#include "core/datapath/cts_ring.h"
 
 #include <array>
 #include <catch2/catch.hpp>

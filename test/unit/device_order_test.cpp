@@ -1,6 +1,6 @@
 // Device order by PCI path (NCCL_IB_DEVICE_PCI_ORDER) and net_ib's real port for the functions
 // of one PCI device: pure functions over PluginDevice, no verbs.
-#include "core/device_order.h"
+#include "core/device/device_order.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

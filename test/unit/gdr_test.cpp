@@ -1,10 +1,10 @@
 // GPUDirect decisions over probe results, and the peermem check over fixture trees.
-#include "core/gdr.h"
+#include "core/memory/gdr.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>
 
-#include "core/gdr_probe.h"
+#include "core/memory/gdr_probe.h"
 #include "fake_verbs.h"
 #include "fixture_tree.h"
 #include "nccl_net/types.h"

@@ -1,6 +1,6 @@
 // GID selection on synthetic tables shaped like mlx5's: v1/v2 pairs per address (link-local
 // first), IPv4-mapped and IPv6 addresses, empty slots, and container views with unknown types.
-#include "core/gid_selection.h"
+#include "core/device/gid_selection.h"
 
 #include <arpa/inet.h>
 

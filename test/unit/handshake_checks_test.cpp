@@ -1,10 +1,10 @@
 // Connection-setup decisions on handshake messages.
-#include "core/handshake_checks.h"
+#include "core/connect/handshake_checks.h"
 
 #include <catch2/catch.hpp>
 
-#include "core/cts_ring.h"
-#include "core/data_path_limits.h"
+#include "core/datapath/cts_ring.h"
+#include "core/datapath/data_path_limits.h"
 
 using namespace roce;
 

@@ -1,5 +1,5 @@
 // NCCL_IB_HCA: NCCL's prefix / exact / exclude / port semantics, and clear errors for bad input.
-#include "core/hca_filter.h"
+#include "core/device/hca_filter.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // The init banner names every fact an operator needs.
-#include "core/init_banner.h"
+#include "core/device/init_banner.h"
 
 #include <catch2/catch.hpp>
 

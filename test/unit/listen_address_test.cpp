@@ -1,6 +1,6 @@
 // Where the handshake listener binds: the GID's address when it is local, else
 // NCCL_SOCKET_IFNAME's interface, else the default route's (net_ib parity F8).
-#include "core/listen_address.h"
+#include "core/connect/listen_address.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // The registration cache's interval logic, with a registrar that records what it registers.
-#include "core/mr_cache.h"
+#include "core/memory/mr_cache.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // Tag matching of isends against the oldest pending multi-receive.
-#include "core/multi_recv_match.h"
+#include "core/datapath/multi_recv_match.h"
 
 #include <array>
 #include <catch2/catch.hpp>

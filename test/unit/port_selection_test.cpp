@@ -1,5 +1,5 @@
 // Which ports become plugin devices, and their names.
-#include "core/port_selection.h"
+#include "core/device/port_selection.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Port speed from IB speed and width codes.
-#include "core/port_speed.h"
+#include "core/device/port_speed.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // The fixed-capacity request pool.
-#include "core/request_pool.h"
+#include "core/datapath/request_pool.h"
 
 #include <catch2/catch.hpp>
 #include <set>

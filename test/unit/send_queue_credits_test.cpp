@@ -1,5 +1,5 @@
 // Send-queue accounting with unsignaled work requests.
-#include "core/send_queue_credits.h"
+#include "core/datapath/send_queue_credits.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Splitting messages over the data QPs of a connection.
-#include "core/size_split.h"
+#include "core/datapath/size_split.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // sysfs readers over fixture trees shaped like the kernel's.
-#include "core/sysfs.h"
+#include "core/device/sysfs.h"
 
 #include <catch2/catch.hpp>
 

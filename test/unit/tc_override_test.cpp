@@ -1,5 +1,5 @@
 // mlx5's host-level traffic-class override file.
-#include "core/tc_override.h"
+#include "core/device/tc_override.h"
 
 #include <catch2/catch.hpp>
 

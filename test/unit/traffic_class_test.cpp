@@ -1,6 +1,6 @@
 // Traffic class in force: environment over communicator over 0, FIFO_TC kept apart, SL, and
 // the DSCP/ECN breakdown printed in logs.
-#include "core/traffic_class.h"
+#include "core/device/traffic_class.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Work-request id packing: every field survives the round trip at its limits.
-#include "core/wr_id.h"
+#include "core/datapath/wr_id.h"
 
 #include <catch2/catch.hpp>
 

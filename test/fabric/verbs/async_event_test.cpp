@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/async_events.h"
-#include "core/device_discovery.h"
+#include "core/device/async_events.h"
+#include "core/device/device_discovery.h"
 #include "hang_bound.h"
 #include "test_addresses.h"
 #include "util/log.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "core/device_discovery.h"
+#include "core/device/device_discovery.h"
 #include "hang_bound.h"
 #include "verbs/completion_queue.h"
 #include "verbs/protection_domain.h"

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/device_discovery.h"
+#include "core/device/device_discovery.h"
 #include "test_addresses.h"
 #include "vroce_process.h"
 

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/device_discovery.h"
-#include "core/gdr_probe.h"
-#include "core/mr_cache.h"
-#include "core/verbs_registrar.h"
+#include "core/device/device_discovery.h"
+#include "core/memory/gdr_probe.h"
+#include "core/memory/mr_cache.h"
+#include "core/memory/verbs_registrar.h"
 #include "hang_bound.h"
 #include "nccl_net/types.h"
 #include "test_addresses.h"

@@ -1,7 +1,7 @@
 // The MR cache with the verbs registrar over vroce: relaxed-ordering registrations through
 // ibv_reg_mr_iova2 and a dma-buf registration whose fd is closed right away (as NCCL does) both
 // carry RDMA writes, and the cache reuses registrations for ranges inside them.
-#include "core/mr_cache.h"
+#include "core/memory/mr_cache.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "connected_pair.h"
-#include "core/gdr.h"
-#include "core/verbs_registrar.h"
+#include "core/memory/gdr.h"
+#include "core/memory/verbs_registrar.h"
 #include "test_addresses.h"
 #include "verbs/memory_region.h"
 #include "vroce_process.h"

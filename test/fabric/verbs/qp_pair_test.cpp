@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "connected_pair.h"
-#include "core/device_discovery.h"
+#include "core/device/device_discovery.h"
 #include "test_addresses.h"
 #include "verbs/completion_queue.h"
 #include "verbs/memory_region.h"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "../../unit/fixture_tree.h"
-#include "core/device_discovery.h"
+#include "core/device/device_discovery.h"
 #include "test_addresses.h"
 #include "vroce_process.h"
 

@@ -1,0 +1,192 @@
+// Connection setup entry points of core/api.h: listen, connect, accept, closeListen.
+//
+// NCCL gives connect() the same handle buffer on every retry until the comm is returned, so an
+// attempt in progress is found again by the handle's address (and its content, in case the
+// buffer was reused for another handle). Attempts are removed when they finish either way.
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/api.h"
+#include "core/connect/handshake_checks.h"
+#include "core/connect/listen_address.h"
+#include "core/connect/listen_comm.h"
+#include "core/connect/send_connector.h"
+#include "core/device/hca_filter.h"
+#include "core/plugin.h"
+#include "net/listen_handle.h"
+#include "util/config.h"
+#include "util/log.h"
+
+namespace roce::api {
+namespace {
+
+struct Attempt {
+  std::array<uint8_t, net::kListenHandleSize> handle{};
+  int dev = -1;
+  std::unique_ptr<SendConnector> connector;
+};
+
+std::mutex g_attempts_mutex;
+std::map<const void*, Attempt> g_attempts;
+
+std::shared_ptr<DeviceRuntime> device_or_warn(const char* entry, int dev) {
+  auto device = Plugin::instance().device(dev);
+  if (device == nullptr) {
+    ROCE_WARN(NCCL_NET, "{}: device {} does not exist ({} devices{})", entry, dev,
+              Plugin::instance().device_count(),
+              Plugin::instance().initialized() ? "" : "; init has not succeeded");
+  }
+  return device;
+}
+
+// The GID's address, or (not an address of this namespace) NCCL_SOCKET_IFNAME's / the default
+// route's, as net_ib does.
+std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& device,
+                                                      std::string* error) {
+  ListenAddressInputs in;
+  in.gid_address = bind_address_for_gid(device.info().gid.entry.gid);
+  in.gid_address_is_local = address_is_local(in.gid_address);
+  std::optional<HcaFilter> ifname;
+  if (!in.gid_address_is_local) {
+    const std::string& text = config().socket_ifname;
+    if (!text.empty()) {
+      ifname = parse_hca_filter(text, error);
+      if (!ifname) {
+        *error = "NCCL_SOCKET_IFNAME=" + text + ": " + *error;
+        return std::nullopt;
+      }
+      in.socket_ifname = &*ifname;
+      in.socket_ifname_text = text;
+    }
+    in.interfaces = namespace_interface_addresses();
+    in.default_interface = default_route_interface();
+  }
+  return choose_listen_address(in, error);
+}
+
+}  // namespace
+
+ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm) {
+  auto device = device_or_warn("listen", dev);
+  if (device == nullptr) {
+    return ncclInvalidArgument;
+  }
+  std::string error;
+  auto offer = local_class_offer(traffic_class, &error);
+  if (!offer) {
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    return ncclInvalidUsage;
+  }
+  const auto bind = listen_address_for(*device, &error);
+  if (!bind) {
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    return ncclSystemError;
+  }
+  const net::SocketAddress address =
+      net::SocketAddress::from_bytes(bind->address.family, bind->address.bytes, 0);
+  auto listener = net::Listener::open(address, &error);
+  if (!listener) {
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    return ncclSystemError;
+  }
+  auto nonce = net::random_nonce(&error);
+  if (!nonce) {
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    return ncclSystemError;
+  }
+  net::ListenHandle out;
+  out.address = listener->address();
+  out.nonce = *nonce;
+  std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
+  net::encode_listen_handle(
+      out, std::span<uint8_t>(static_cast<uint8_t*>(handle), NCCL_NET_HANDLE_MAXSIZE));
+  auto* comm = new ListenComm(device, std::move(*listener), *nonce, *offer);
+  ROCE_INFO(NCCL_NET, "listening on {} at {} ({})", device->name(), comm->address().to_string(),
+            bind->why);
+  *listen_comm = static_cast<Comm*>(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm) {
+  std::array<uint8_t, net::kListenHandleSize> bytes{};
+  std::memcpy(bytes.data(), handle, bytes.size());
+
+  std::unique_lock lock(g_attempts_mutex);
+  auto it = g_attempts.find(handle);
+  if (it != g_attempts.end() && (it->second.handle != bytes || it->second.dev != dev)) {
+    g_attempts.erase(it);  // the buffer now holds another handle: a new attempt
+    it = g_attempts.end();
+  }
+  if (it == g_attempts.end()) {
+    auto device = device_or_warn("connect", dev);
+    if (device == nullptr) {
+      return ncclInvalidArgument;
+    }
+    std::string error;
+    auto decoded = net::decode_listen_handle(bytes, &error);
+    if (!decoded) {
+      ROCE_WARN(NCCL_NET, "connect on {}: the handle is not a RoCE listen handle: {}",
+                device->name(), error);
+      return ncclInvalidArgument;
+    }
+    ncclResult_t result = ncclSuccess;
+    auto connector = SendConnector::start(device, traffic_class, *decoded, &result);
+    if (connector == nullptr) {
+      return result;
+    }
+    it = g_attempts.emplace(handle, Attempt{bytes, dev, std::move(connector)}).first;
+  }
+  // Each attempt is driven by the thread that calls connect with its handle; the lock only
+  // protects the map, so release it while the step runs.
+  SendConnector* connector = it->second.connector.get();
+  lock.unlock();
+  SendComm* comm = nullptr;
+  ncclResult_t result = connector->step(&comm);
+  if (result != ncclSuccess || comm != nullptr) {
+    lock.lock();
+    g_attempts.erase(handle);
+  }
+  if (comm != nullptr) {
+    *send_comm = static_cast<Comm*>(comm);
+  }
+  return result;
+}
+
+ncclResult_t accept(void* listen_comm, void** recv_comm) {
+  Comm* comm = Comm::from_handle(listen_comm, CommKind::Listen);
+  if (comm == nullptr) {
+    ROCE_WARN(NCCL_NET, "accept: {} is not a live RoCE listen comm", listen_comm);
+    return ncclInvalidArgument;
+  }
+  RecvComm* accepted = nullptr;
+  ncclResult_t result = static_cast<ListenComm*>(comm)->accept(&accepted);
+  if (accepted != nullptr) {
+    *recv_comm = static_cast<Comm*>(accepted);
+  }
+  return result;
+}
+
+void abandon_connect_attempts() noexcept {
+  std::map<const void*, Attempt> abandoned;
+  {
+    const std::lock_guard lock(g_attempts_mutex);
+    abandoned.swap(g_attempts);
+  }
+  if (!abandoned.empty()) {
+    ROCE_INFO(NCCL_NET, "{} connect attempt(s) never completed; their resources are released",
+              abandoned.size());
+  }
+}
+
+ncclResult_t close_listen(void* listen_comm) {
+  Comm* comm = Comm::from_handle(listen_comm, CommKind::Listen);
+  if (comm == nullptr) {
+    ROCE_WARN(NCCL_NET, "closeListen: {} is not a live RoCE listen comm", listen_comm);
+    return ncclInvalidArgument;
+  }
+  delete comm;
+  return ncclSuccess;
+}
+
+}  // namespace roce::api

@@ -1,0 +1,86 @@
+// Shared connection-setup helpers: see connection_setup.h.
+#include "core/connect/connection_setup.h"
+
+#include <fmt/format.h>
+
+#include "core/device/gid_selection.h"
+#include "core/device/traffic_class.h"
+#include "util/config.h"
+
+namespace roce {
+
+ConnectionSettings ConnectionSettings::from_config() {
+  const Config& cfg = config();
+  ConnectionSettings s;
+  s.qps_per_connection = cfg.qps_per_connection;
+  s.timeout = static_cast<uint8_t>(cfg.ib_timeout);
+  s.retry_count = static_cast<uint8_t>(cfg.retry_count);
+  s.pkey_index = static_cast<uint16_t>(cfg.pkey_index);
+  s.handshake_timeout = std::chrono::milliseconds(cfg.connect_timeout_ms);
+  s.flush = !cfg.gdr_flush_disable;
+  s.use_inline = cfg.use_inline;
+  s.split_data = cfg.split_data_on_qps;
+  s.fifo_traffic_class = cfg.fifo_traffic_class;
+  s.ece_enable = cfg.ece_enable;
+  s.adaptive_routing = cfg.adaptive_routing;
+  s.ar_threshold = static_cast<uint32_t>(cfg.ar_threshold);
+  return s;
+}
+
+std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error) {
+  const Config& cfg = config();
+  auto choice = resolve_traffic_class(cfg, comm_traffic_class, error);
+  if (!choice) {
+    return std::nullopt;
+  }
+  ClassOffer offer;
+  offer.traffic_class = choice->traffic_class;
+  offer.configured = choice->source != TrafficClassSource::Default;
+  offer.service_level = choice->service_level;
+  offer.sl_configured = cfg.service_level.has_value();
+  offer.source = traffic_class_source_name(choice->source);
+  return offer;
+}
+
+net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class, int service_level,
+                                 const std::vector<std::unique_ptr<verbs::QueuePair>>& qps,
+                                 const std::vector<uint32_t>& psns) {
+  net::EndpointInfo info;
+  info.plugin_version = net::plugin_version_code();
+  info.device_name = device.name();
+  info.gid = device.info().gid.entry.gid;
+  info.gid_index = static_cast<uint8_t>(device.gid_index());
+  info.mtu = static_cast<uint8_t>(device.info().active_mtu);
+  info.traffic_class = static_cast<uint16_t>(traffic_class);
+  info.service_level = static_cast<uint8_t>(service_level);
+  for (size_t i = 0; i < qps.size(); ++i) {
+    info.qps.push_back(net::QpInfo{qps[i]->qp_num(), psns[i]});
+  }
+  return info;
+}
+
+std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint) {
+  if (endpoint == nullptr) {
+    return address.to_string();
+  }
+  return fmt::format("{} (dev {}, gid {})", address.to_string(), endpoint->device_name,
+                     gid_to_string(endpoint->gid));
+}
+
+void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
+                             const std::string& text, uint64_t nonce) {
+  net::Reject reject;
+  reject.reason = static_cast<uint16_t>(reason);
+  reject.nonce = nonce;
+  // Only printable ASCII travels; the peer logs it.
+  for (char c : text.substr(0, net::kMaxRejectTextLength)) {
+    reject.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  std::string error;
+  auto bytes = net::encode_message(reject, &error);
+  if (bytes && channel.queue(*bytes)) {
+    (void)channel.flush();
+  }
+}
+
+}  // namespace roce

@@ -1,0 +1,60 @@
+// What both connection state machines (send_connector.h, pending_accept.h) share: the settings
+// they apply, this side's class offer, the EndpointInfo this side sends, and text for logs.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/connect/class_negotiation.h"
+#include "core/device/device_runtime.h"
+#include "net/handshake.h"
+#include "net/socket.h"
+#include "verbs/queue_pair.h"
+
+namespace roce {
+
+// The settings of util/config.h that connection setup applies, read once per connection.
+struct ConnectionSettings {
+  int qps_per_connection = 1;
+  uint8_t timeout = 20;
+  uint8_t retry_count = 7;
+  uint16_t pkey_index = 0;
+  std::chrono::milliseconds handshake_timeout{30000};
+  bool flush = true;  // GPUDirect flush QP on receivers (off with NCCL_GDR_FLUSH_DISABLE)
+  // NCCL_IB_USE_INLINE / NCCL_ROCE_INLINE: CTS entries and small host payloads posted inline;
+  // off, the data QPs get max_inline_data 0.
+  bool use_inline = true;
+  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (the sender's is sent to the receiver)
+  // NCCL_IB_FIFO_TC: the class of a receiver's data QPs (its clear-to-send writes and the ACKs
+  // of the data), as net_ib applies it; nullopt: the agreed traffic class.
+  std::optional<int> fifo_traffic_class;
+  bool ece_enable = true;         // NCCL_IB_ECE_ENABLE: the sender offers its ECE
+  bool adaptive_routing = false;  // NCCL_IB_ADAPTIVE_ROUTING (sender only)
+  uint32_t ar_threshold = 8192;   // NCCL_IB_AR_THRESHOLD
+  static ConnectionSettings from_config();
+};
+
+// Largest handshake frame we accept: far above any valid message, small enough that thousands
+// of hostile connections cost little.
+inline constexpr size_t kMaxHandshakeFrame = 4096;
+
+// This side's class and SL for a comm whose communicator asked for `comm_traffic_class`
+// (NCCL_NET_TRAFFIC_CLASS_UNDEF: none). std::nullopt with *error for an invalid class.
+std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error);
+
+// This side's EndpointInfo: device, GID, MTU, class and SL, and each QP with its starting PSN.
+net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class, int service_level,
+                                 const std::vector<std::unique_ptr<verbs::QueuePair>>& qps,
+                                 const std::vector<uint32_t>& psns);
+
+// "10.0.0.2:41234 (dev mlx5_1, gid ::ffff:10.0.0.2)" for logs and errors.
+std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint);
+
+// Queues a Reject and tries once to send it; never blocks (the peer may not read it).
+// `nonce`: the listen handle's, which the sender knows (0: do not claim one).
+void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
+                             const std::string& text, uint64_t nonce);
+
+}  // namespace roce

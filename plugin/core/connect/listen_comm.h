@@ -1,0 +1,52 @@
+// A listener: one TCP socket bound to the device's GID address on an ephemeral port, the random
+// nonce its handle carries, and the connections accepted from it that are still being set up.
+// Every accept() takes what the kernel has queued and advances every pending connection, so a
+// slow, silent or hostile connection never holds up the real one. Pending connections are
+// bounded: when too many wait for a first valid message, the oldest of those is dropped.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/connect/connection_setup.h"
+#include "core/connect/pending_accept.h"
+#include "core/datapath/recv_comm.h"
+#include "net/socket.h"
+
+namespace roce {
+
+class ListenComm final : public Comm {
+ public:
+  static constexpr size_t kMaxPending = 128;
+  static constexpr int kMaxAcceptsPerCall = 64;
+  static constexpr uint64_t kMaxLoggedRefusals = 16;
+
+  ListenComm(std::shared_ptr<DeviceRuntime> device, net::Listener listener, uint64_t nonce,
+             ClassOffer offer);
+  ~ListenComm() override;
+
+  // ncclSuccess with *comm null: nothing ready yet; call again.
+  ncclResult_t accept(RecvComm** comm);
+
+  const net::SocketAddress& address() const noexcept { return listener_.address(); }
+  uint64_t nonce() const noexcept { return nonce_; }
+
+ private:
+  void take_new_connections();
+  void note_drop(const PendingAccept& pending, const std::string& why);
+  // Drops the oldest connection that has not sent its request yet; false if there is none.
+  bool evict_oldest_silent(const char* why);
+
+  net::Listener listener_;
+  uint64_t nonce_;
+  ClassOffer offer_;
+  ConnectionSettings settings_;
+  std::vector<std::unique_ptr<PendingAccept>> pending_;
+  std::deque<std::unique_ptr<RecvComm>> ready_;
+  uint64_t dropped_ = 0;
+  bool descriptors_warned_ = false;
+};
+
+}  // namespace roce

@@ -1,0 +1,125 @@
+// What the sending and the receiving end of a connection share: the completion queue and the data
+// QPs with their owners, the peer's name for messages, the comm's telemetry, and the three steps
+// every test() takes for a request not yet done: give up on a failed comm, poll the completion
+// queue, and, when the device's async-event thread says it is time, look at the comm's health
+// (the fatal marks of the device, the CQ and the QPs, then the side's own stall checks).
+// The two sides differ only in the words of their messages: "->" / "to" for the sender, "<-" /
+// "from" for the receiver.
+//
+// The polling and the pacing of the health checks are inline: every test() that finds nothing
+// costs them, so they cost no call of their own; every report is out of line and cold.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/datapath/data_path_limits.h"
+#include "core/datapath/request.h"
+#include "core/device/async_events.h"
+#include "telemetry/connection_telemetry.h"
+#include "verbs/completion_queue.h"
+#include "verbs/queue_pair.h"
+
+namespace roce {
+
+// What connection setup hands to either side, besides that side's own buffers.
+struct ConnectionSetup {
+  std::shared_ptr<verbs::CompletionQueue> cq;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
+  int traffic_class = 0;
+  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/datapath/size_split.h)
+  std::string peer;         // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
+};
+
+class ConnectedComm : public Comm {
+ public:
+  ~ConnectedComm() override;
+
+  int qp_count() const noexcept { return nqps_; }
+  int traffic_class() const noexcept { return traffic_class_; }
+  const std::string& peer() const noexcept { return peer_; }
+
+ protected:
+  ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> device, ConnectionSetup setup);
+
+  // test()'s step for a request not yet Done: ncclSuccess (the request may be Done now), or the
+  // comm's failure, counted in its telemetry.
+  template <typename Request, typename Progress>
+  [[gnu::always_inline]] ncclResult_t advance(const Request& request, Progress progress) noexcept {
+    if (failed()) [[unlikely]] {
+      return count_failure(failure());
+    }
+    if (ncclResult_t r = progress(); r != ncclSuccess) [[unlikely]] {
+      return count_failure(r);
+    }
+    if (request.state != RequestState::Done) {
+      return check_health();
+    }
+    return ncclSuccess;
+  }
+
+  // Up to kPollBatch completions into wcs_: how many, all successful; or -1 when the poll failed
+  // or one of them is in error, the comm's failure then being recorded and logged.
+  int poll_completions() noexcept {
+    const int got = cq_->poll(kPollBatch, wcs_.data());
+    if (got < 0) [[unlikely]] {
+      return fail_poll(got);
+    }
+    for (int k = 0; k < got; ++k) {
+      if (wcs_[static_cast<size_t>(k)].status != IBV_WC_SUCCESS) [[unlikely]] {
+        return fail_completion(wcs_[static_cast<size_t>(k)]);
+      }
+    }
+    return got;
+  }
+
+  // Cheap unless the device's async-event thread has moved checks_due() since the last look (an
+  // event, or another check interval gone by): then the fatal marks and the side's stalls.
+  ncclResult_t check_health() noexcept {
+    const uint64_t due = monitor_->checks_due();
+    if (due == checks_seen_) [[likely]] {
+      return ncclSuccess;
+    }
+    checks_seen_ = due;
+    return run_health_checks();
+  }
+
+  // The side's own part of a health check (its stalls, its other QPs); cold.
+  virtual ncclResult_t check_side_health() noexcept = 0;
+
+  // "to" or "from" the peer, for messages.
+  const char* direction() const noexcept { return kind() == CommKind::Send ? "to" : "from"; }
+
+  // Hot members first.
+  const AsyncEventMonitor* monitor_;
+  uint64_t checks_seen_ = 0;
+  int nqps_;
+  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
+  // NCCL passed a profiler callback to init (which comes before any comm): QP events are due.
+  bool profiling_;
+  uint64_t next_seq_ = 1;  // the sequence of the next message (the receiver's irecv order)
+  std::array<verbs::QueuePair*, kMaxQpsPerConnection> qp_ptrs_{};
+  std::array<ibv_wc, kPollBatch> wcs_{};
+
+  // Cold: the owners. Each side's destructor destroys the QPs first, before the buffers its work
+  // requests point into and before the telemetry's close-time summary reads the port counters
+  // (vroce publishes a QP's counts as the QP goes).
+  std::shared_ptr<verbs::CompletionQueue> cq_;
+  std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
+  int traffic_class_;
+  std::string peer_;
+  telemetry::ConnectionTelemetry telemetry_;
+
+ private:
+  [[gnu::cold, gnu::noinline]] ncclResult_t count_failure(ncclResult_t result) noexcept;
+  [[gnu::cold, gnu::noinline]] int fail_poll(int got) noexcept;
+  [[gnu::cold, gnu::noinline]] int fail_completion(const ibv_wc& wc) noexcept;
+  [[gnu::noinline]] ncclResult_t run_health_checks() noexcept;
+};
+
+}  // namespace roce

@@ -1,0 +1,381 @@
+// The receiver's data path; see recv_comm.h for the protocol.
+#include "core/datapath/recv_comm.h"
+
+#include "core/datapath/size_split.h"
+#include "core/datapath/wr_id.h"
+#include "util/log.h"
+#include "verbs/error.h"
+
+namespace roce {
+
+RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
+    : ConnectedComm(CommKind::Recv, std::move(device),
+                    std::move(static_cast<ConnectionSetup&>(setup))),
+      cts_staging_(static_cast<CtsEntry*>(setup.cts_staging.data())),
+      cts_staging_lkey_(setup.cts_staging.lkey()),
+      sizes_area_(static_cast<const int32_t*>(setup.sizes_area.data())),
+      remote_ring_addr_(setup.remote_ring_addr),
+      remote_ring_rkey_(setup.remote_ring_rkey),
+      flush_lkey_(setup.flush_word.size() > 0 ? setup.flush_word.lkey() : 0),
+      flush_addr_(setup.flush_word.addr()),
+      max_inline_(qps_.front()->capabilities().max_inline_data),
+      cts_staging_buffer_(std::move(setup.cts_staging)),
+      sizes_area_buffer_(std::move(setup.sizes_area)),
+      flush_word_(std::move(setup.flush_word)),
+      flush_qp_(std::move(setup.flush_qp)),
+      fifo_traffic_class_(setup.fifo_traffic_class) {
+  // CTS writes go on QP 0; one send-queue entry stays free for the drain marker at close.
+  cts_credits_ = SendQueueCredits(qps_.front()->capabilities().max_send_wr - 1, kCtsSignalInterval);
+  if (flush_qp_ != nullptr) {
+    flush_qp_ptr_ = flush_qp_.get();
+    flush_credits_ = SendQueueCredits(flush_qp_->capabilities().max_send_wr - 1, 1);
+  }
+  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
+    requests_[i].kind = RequestKind::Recv;
+    requests_[i].index = i;
+    requests_[i].comm = this;
+  }
+  for (uint16_t i = 0; i < flushes_.capacity(); ++i) {
+    flushes_[i].kind = RequestKind::Flush;
+    flushes_[i].index = i;
+    flushes_[i].comm = this;
+  }
+  // Fields of the preallocated work requests that never change.
+  recv_wr_[0].sg_list = nullptr;
+  recv_wr_[0].num_sge = 0;
+  recv_wr_[0].next = nullptr;
+  cts_wr_.opcode = IBV_WR_RDMA_WRITE;
+  cts_wr_.sg_list = &cts_sge_;
+  cts_wr_.num_sge = 1;
+  cts_wr_.wr.rdma.rkey = remote_ring_rkey_;
+  cts_sge_.lkey = cts_staging_lkey_;
+  flush_wr_.opcode = IBV_WR_RDMA_READ;
+  flush_wr_.sg_list = &flush_sge_;
+  flush_wr_.num_sge = 1;
+  flush_wr_.send_flags = IBV_SEND_SIGNALED;
+  flush_sge_.addr = flush_addr_;
+  flush_sge_.length = 1;
+  flush_sge_.lkey = flush_lkey_;
+}
+
+RecvComm::~RecvComm() {
+  // The QPs go first, before the telemetry's close-time summary reads the port counters, so
+  // that what the NIC counted for them is in (vroce publishes its counters as a QP goes).
+  flush_qp_.reset();
+  qps_.clear();
+}
+
+ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int* tags,
+                             void* const* mhandles, void* const* phandles,
+                             void** request) noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  if (!cts_credits_.can_post(1)) [[unlikely]] {
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (!cts_credits_.can_post(1)) {
+      return ncclSuccess;
+    }
+  }
+  // Check the buffers before taking anything.
+  std::array<CtsBuffer, kMaxRecvs> buffers;
+  for (int i = 0; i < n; ++i) {
+    const auto addr = reinterpret_cast<uintptr_t>(data[i]);
+    const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
+    uint32_t rkey = 0;
+    if (sizes[i] > 0) {
+      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, sizes[i])) [[unlikely]] {
+        ROCE_WARN(NCCL_NET,
+                  "recv comm on {}: irecv buffer {} [0x{:x}, +{}) is not covered by its memory "
+                  "handle; register the buffer on this comm's device",
+                  device().name(), i, addr, sizes[i]);
+        return ncclInvalidArgument;
+      }
+      rkey = mh->rkey;
+    }
+    buffers[static_cast<size_t>(i)] =
+        CtsBuffer{addr, static_cast<uint32_t>(sizes[i]), rkey, tags[i]};
+  }
+  const auto index = requests_.take();
+  if (!index) {
+    return ncclSuccess;  // kMaxRequests receives in flight: NCCL retries later
+  }
+  RecvRequest& r = requests_[*index];
+
+  // Receives first, so the sender's immediate always finds one: on every QP when the sender
+  // splits messages, else on the one QP that carries this sequence number's message.
+  const int q_begin = split_data_ ? 0 : qp_of_message(next_seq_, nqps_);
+  const int q_end = split_data_ ? nqps_ : q_begin + 1;
+  for (int q = q_begin; q < q_end; ++q) {
+    recv_wr_[0].wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q), *index);
+    ibv_recv_wr* bad = nullptr;
+    if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_recv(recv_wr_.data(), &bad); rc != 0)
+        [[unlikely]] {
+      requests_.give_back(*index);
+      return fail(ncclSystemError, "ibv_post_recv on qp 0x{:x} failed: {}; from {}",
+                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
+    }
+  }
+
+  CtsEntry* staged = cts_staging_ + size_t{*index} * kMaxRecvs;
+  const size_t bytes =
+      fill_cts_slot(std::span<CtsEntry>(staged, kMaxRecvs),
+                    std::span<const CtsBuffer>(buffers.data(), size_t(n)), next_seq_, *index);
+  cts_sge_.addr = reinterpret_cast<uintptr_t>(staged);
+  cts_sge_.length = static_cast<uint32_t>(bytes);
+  cts_wr_.wr.rdma.remote_addr = remote_ring_addr_ + cts_slot_offset(next_seq_);
+  const bool signal = cts_credits_.should_signal();
+  const uint32_t pos = cts_credits_.post();
+  cts_wr_.wr_id = pack_wr_id(WrKind::CtsWrite, 0, *index, pos);
+  cts_wr_.send_flags =
+      (bytes <= max_inline_ ? IBV_SEND_INLINE : 0) | (signal ? IBV_SEND_SIGNALED : 0);
+  if (signal) {
+    cts_credits_.signaled_at(pos);
+  }
+  ibv_send_wr* bad = nullptr;
+  if (int rc = qp_ptrs_[0]->post_send(&cts_wr_, &bad); rc != 0) [[unlikely]] {
+    return fail(ncclSystemError, "ibv_post_send (clear-to-send) on qp 0x{:x} failed: {}; to {}",
+                qp_ptrs_[0]->qp_num(), verbs::errno_text(rc), peer_);
+  }
+
+  r.state = RequestState::Pending;
+  r.count = static_cast<uint8_t>(n);
+  r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
+  r.posted_ticks = telemetry::now_ticks();
+  // received[] is written by on_receive for every buffer before the request is Done.
+  for (int i = 0; i < n; ++i) {
+    r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
+  }
+  r.profiled = false;
+  if (phandles != nullptr && profiling_) [[unlikely]] {
+    r.profiled = true;
+    // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
+    const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
+    const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q_end - 1), *index);
+    for (int i = 0; i < n; ++i) {
+      auto& event = r.events[static_cast<size_t>(i)];
+      event.phandle = phandles[i];
+      event.start(device().index(), wr_id, 0, qpn, 0);
+    }
+  }
+  ++next_seq_;
+  *request = static_cast<RequestHeader*>(&r);
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
+                              void** request) noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  if (flush_qp_ptr_ == nullptr) {
+    return ncclSuccess;  // GPUDirect not in use (or NCCL_GDR_FLUSH_DISABLE): nothing to flush
+  }
+  // The last non-empty GPU buffer: reading it back orders every earlier NIC write before it.
+  int last = -1;
+  for (int i = n - 1; i >= 0; --i) {
+    const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
+    if (sizes[i] > 0 && mh != nullptr && mh->valid() && mh->gpu_memory()) {
+      last = i;
+      break;
+    }
+  }
+  if (last < 0) {
+    return ncclSuccess;
+  }
+  // A NULL request would tell NCCL the flush is done and let the GPU read data the NIC may not
+  // have written yet, so running out of flush slots or send-queue entries is an error, never a
+  // skipped flush. (NCCL keeps far fewer flushes in flight; this is a caller that never tests.)
+  if (!flush_credits_.can_post(1)) [[unlikely]] {
+    if (ncclResult_t r = progress(); r != ncclSuccess) {
+      return r;
+    }
+    if (!flush_credits_.can_post(1)) {
+      return flush_exhausted("send-queue entries of the flush qp", flush_credits_.depth());
+    }
+  }
+  const auto index = flushes_.take();
+  if (!index) [[unlikely]] {
+    return flush_exhausted("flush requests", kMaxRequests);
+  }
+  const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
+  flush_wr_.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(data[last]);
+  flush_wr_.wr.rdma.rkey = mh->rkey;
+  const uint32_t pos = flush_credits_.post();
+  flush_credits_.signaled_at(pos);
+  flush_wr_.wr_id = pack_wr_id(WrKind::Flush, 0, *index, pos);
+  ibv_send_wr* bad = nullptr;
+  if (int rc = flush_qp_ptr_->post_send(&flush_wr_, &bad); rc != 0) [[unlikely]] {
+    flushes_.give_back(*index);
+    return fail(ncclSystemError, "ibv_post_send (flush read) on qp 0x{:x} failed: {}",
+                flush_qp_ptr_->qp_num(), verbs::errno_text(rc));
+  }
+  FlushRequest& f = flushes_[*index];
+  f.state = RequestState::Pending;
+  *request = static_cast<RequestHeader*>(&f);
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const noexcept {
+  ROCE_WARN(NCCL_NET,
+            "iflush on recv comm from {}: all {} {} are in use by flushes not yet completed; "
+            "test() the earlier flush requests before posting more (the flush is refused, not "
+            "skipped: skipping it could let the GPU read data not yet written)",
+            peer_, limit, what);
+  return ncclInternalError;
+}
+
+ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
+  RecvRequest& r = requests_[index];
+  if (r.count == 1) [[likely]] {
+    const uint32_t size = wc.imm_data;
+    if (size > r.posted[0]) [[unlikely]] {
+      return fail_oversized(size, r.posted[0]);
+    }
+    r.received[0] = static_cast<int32_t>(size);
+    if (--r.remaining_qps == 0) {
+      complete(r, size);
+    }
+    return ncclSuccess;
+  }
+  if (--r.remaining_qps > 0) {
+    return ncclSuccess;
+  }
+  // Written by the sender with the immediate of the message's first QP, before it arrived.
+  const int32_t* sizes = sizes_area_ + size_t{index} * kMaxRecvs;
+  uint64_t bytes = 0;
+  for (int i = 0; i < r.count; ++i) {
+    const int32_t size = sizes[i];
+    if (size < 0 || static_cast<uint32_t>(size) > r.posted[static_cast<size_t>(i)]) [[unlikely]] {
+      return fail_oversized_member(size, i, r.posted[static_cast<size_t>(i)]);
+    }
+    r.received[static_cast<size_t>(i)] = size;
+    bytes += static_cast<uint32_t>(size);
+  }
+  complete(r, bytes);
+  return ncclSuccess;
+}
+
+void RecvComm::complete(RecvRequest& r, uint64_t bytes) noexcept {
+  r.state = RequestState::Done;
+  if (r.profiled) [[unlikely]] {
+    stop_events(r);
+  }
+  telemetry_.completed(bytes, r.posted_ticks, "the wait for data");
+}
+
+void RecvComm::stop_events(RecvRequest& r) noexcept {
+  for (int i = 0; i < r.count; ++i) {
+    r.events[static_cast<size_t>(i)].stop();
+  }
+  r.profiled = false;
+}
+
+ncclResult_t RecvComm::fail_oversized(uint32_t size, uint32_t posted) noexcept {
+  return fail(ncclRemoteError,
+              "{} reported {} bytes written into a {}-byte receive; the peer is not a "
+              "compatible RoCE plugin",
+              peer_, size, posted);
+}
+
+ncclResult_t RecvComm::fail_oversized_member(int32_t size, int i, uint32_t posted) noexcept {
+  return fail(ncclRemoteError,
+              "{} reported {} bytes for buffer {} of a multi-receive whose buffer holds {}", peer_,
+              size, i, posted);
+}
+
+void RecvComm::check_stall() noexcept {
+  const RecvRequest* oldest = oldest_pending(requests_);
+  if (oldest == nullptr) {
+    return;
+  }
+  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ticks, telemetry::now_ticks())) {
+    telemetry_.warn_stall(
+        "irecv is waiting for data", *ms,
+        "its clear-to-send went out, but the peer has not sent this message: the peer rank is "
+        "not calling isend (stalled or waiting for something else), or its data is lost on "
+        "the path. Look at the peer rank's own stall warnings first");
+  }
+}
+
+ncclResult_t RecvComm::progress() noexcept {
+  const int got = poll_completions();
+  if (got < 0) [[unlikely]] {
+    return failure();
+  }
+  for (int k = 0; k < got; ++k) {
+    const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    const WrId id = unpack_wr_id(wc.wr_id);
+    switch (id.kind) {
+      case WrKind::Recv:
+        if (id.qp < nqps_ && requests_.in_use(id.index)) [[likely]] {
+          if (ncclResult_t r = on_receive(wc, id.index); r != ncclSuccess) {
+            return r;
+          }
+          continue;
+        }
+        break;
+      case WrKind::CtsWrite:
+        cts_credits_.retire(id.sq_pos);
+        continue;
+      case WrKind::Flush:
+        if (flushes_.in_use(id.index)) {
+          flush_credits_.retire(id.sq_pos);
+          flushes_[id.index].state = RequestState::Done;
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}", wc.wr_id,
+                wc.qp_num);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcept {
+  if (request.state != RequestState::Done) {
+    if (ncclResult_t r = advance(request, [this] { return progress(); });
+        r != ncclSuccess || request.state != RequestState::Done) {
+      return r;
+    }
+  }
+  if (sizes != nullptr) {
+    for (int i = 0; i < request.count; ++i) {
+      sizes[i] = request.received[static_cast<size_t>(i)];
+    }
+  }
+  request.state = RequestState::Free;
+  requests_.give_back(request.index);
+  *done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
+  if (request.state != RequestState::Done) {
+    if (ncclResult_t r = advance(request, [this] { return progress(); });
+        r != ncclSuccess || request.state != RequestState::Done) {
+      return r;
+    }
+  }
+  request.state = RequestState::Free;
+  flushes_.give_back(request.index);
+  *done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::check_side_health() noexcept {
+  if (telemetry_.stall().enabled()) {
+    check_stall();
+  }
+  if (flush_qp_ptr_ != nullptr && flush_qp_ptr_->has_fatal_event()) [[unlikely]] {
+    return fail(ncclSystemError, "the flush qp 0x{:x} reported a fatal asynchronous event",
+                flush_qp_ptr_->qp_num());
+  }
+  return ncclSuccess;
+}
+
+}  // namespace roce

@@ -1,0 +1,105 @@
+// The receiving end of a connection. irecv posts one zero-SGE receive per data QP (consumed by
+// the sender's WRITE WITH IMMEDIATE) and announces the buffers with one RDMA WRITE of a
+// clear-to-send slot into the sender's ring. Sizes come back in the immediate (n == 1) or in the
+// multi-receive sizes area the sender writes before its immediate. iflush reads one byte of the
+// last GPU buffer back through a QP connected to itself, so the NIC's writes are visible to the
+// GPU. No allocation, lock or syscall of ours on these paths.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/datapath/connected_comm.h"
+#include "core/datapath/cts_ring.h"
+#include "core/datapath/data_path_limits.h"
+#include "core/datapath/request.h"
+#include "core/datapath/request_pool.h"
+#include "core/datapath/send_queue_credits.h"
+#include "core/memory/mr_handle.h"
+#include "core/memory/registered_buffer.h"
+#include "telemetry/connection_telemetry.h"
+
+namespace roce {
+
+// Everything connection setup hands over to a new RecvComm.
+struct RecvCommSetup : ConnectionSetup {
+  std::unique_ptr<verbs::QueuePair> flush_qp;  // connected to itself; null: no flush
+  RegisteredBuffer cts_staging;                // kMaxRequests x kMaxRecvs entries, local
+  RegisteredBuffer sizes_area;                 // kMaxRequests x kMaxRecvs int32, remote-writable
+  RegisteredBuffer flush_word;                 // the RDMA READ target of iflush
+  uint64_t remote_ring_addr = 0;
+  uint32_t remote_ring_rkey = 0;
+  int fifo_traffic_class = 0;  // the data QPs' class (NCCL_IB_FIFO_TC, else traffic_class)
+};
+
+class RecvComm final : public ConnectedComm {
+ public:
+  RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup);
+  ~RecvComm() override;
+
+  // phandles: NCCL's profiler handle per buffer (v10+), or nullptr.
+  ncclResult_t irecv(int n, void** data, const size_t* sizes, const int* tags,
+                     void* const* mhandles, void* const* phandles, void** request) noexcept;
+  ncclResult_t iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
+                      void** request) noexcept;
+  ncclResult_t test(RecvRequest& request, int* done, int* sizes) noexcept;
+  ncclResult_t test(FlushRequest& request, int* done) noexcept;
+
+  // Largest CTS write posted inline (the QPs' granted max_inline_data; 0: inlining is off).
+  uint32_t max_inline() const noexcept { return max_inline_; }
+  int fifo_traffic_class() const noexcept { return fifo_traffic_class_; }
+  bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
+
+ private:
+  ncclResult_t progress() noexcept;
+  // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).
+  ncclResult_t check_side_health() noexcept override;
+  ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
+  // The last immediate of `r` is in, carrying `bytes` in all: done, and its telemetry. Inline
+  // (defined in recv_comm.cpp, used by on_receive only).
+  [[gnu::always_inline]] inline void complete(RecvRequest& r, uint64_t bytes) noexcept;
+  [[gnu::noinline]] void stop_events(RecvRequest& r) noexcept;
+  // The peer reported more bytes than the receive (or buffer i of a multi-receive) holds.
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized(uint32_t size, uint32_t posted) noexcept;
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized_member(int32_t size, int i,
+                                                                  uint32_t posted) noexcept;
+  // NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv: a WARN.
+  void check_stall() noexcept;
+  // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
+  // comm goes on once earlier flushes are tested.
+  ncclResult_t flush_exhausted(const char* what, uint32_t limit) const noexcept;
+
+  // Hot members first.
+  CtsEntry* cts_staging_;
+  uint32_t cts_staging_lkey_;
+  const int32_t* sizes_area_;
+  uint64_t remote_ring_addr_;
+  uint32_t remote_ring_rkey_;
+  uint32_t flush_lkey_;
+  uint64_t flush_addr_;
+  uint32_t max_inline_;
+  RequestPool<RecvRequest, kMaxRequests> requests_;
+  RequestPool<FlushRequest, kMaxRequests> flushes_;
+  SendQueueCredits cts_credits_;
+  SendQueueCredits flush_credits_;
+  verbs::QueuePair* flush_qp_ptr_ = nullptr;
+  std::array<ibv_recv_wr, 1> recv_wr_{};
+  ibv_send_wr cts_wr_{};
+  ibv_sge cts_sge_{};
+  ibv_send_wr flush_wr_{};
+  ibv_sge flush_sge_{};
+
+  // Cold: the buffers the QPs' work requests point into, and the flush QP (the destructor
+  // destroys the QPs first).
+  RegisteredBuffer cts_staging_buffer_;
+  RegisteredBuffer sizes_area_buffer_;
+  RegisteredBuffer flush_word_;
+  std::unique_ptr<verbs::QueuePair> flush_qp_;
+  int fifo_traffic_class_;
+};
+
+}  // namespace roce

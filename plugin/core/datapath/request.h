@@ -1,0 +1,71 @@
+// Requests handed to NCCL by isend, irecv and iflush. They live in fixed pools inside their comm
+// (no allocation on the data path) and start with a header that test() checks and dispatches on.
+// A request is Pending from its post until its completions arrive, Done until NCCL's test() sees
+// it, then Free again.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/datapath/data_path_limits.h"
+#include "telemetry/profiler_events.h"
+
+namespace roce {
+
+class Comm;
+
+enum class RequestKind : uint8_t { Send = 1, Recv = 2, Flush = 3 };
+enum class RequestState : uint8_t { Free = 0, Pending = 1, Done = 2 };
+
+struct RequestHeader {
+  static constexpr uint32_t kMagic = 0x72657121;  // "req!"
+  uint32_t magic = kMagic;
+  RequestKind kind = RequestKind::Send;
+  RequestState state = RequestState::Free;
+  uint16_t index = 0;  // slot in the owning pool
+  Comm* comm = nullptr;
+};
+
+// One isend. The request that matched entry 0 of a multi-receive leads the group: the group's
+// signaled completions carry its index, and it lists the members to complete with it.
+struct SendRequest : RequestHeader {
+  uint32_t size = 0;
+  uint32_t lkey = 0;
+  uint64_t addr = 0;
+  bool host_memory = true;    // may be posted inline (the CPU reads it at post time)
+  uint64_t posted_ticks = 0;  // when isend took it (telemetry)
+  telemetry::ProfilerEvent event;
+  uint8_t group_count = 0;                    // lead only: n
+  uint8_t remaining_qps = 0;                  // lead only: signaled completions still to come
+  std::array<uint16_t, kMaxRecvs> members{};  // lead only
+};
+
+// One irecv of n buffers.
+struct RecvRequest : RequestHeader {
+  uint8_t count = 0;
+  uint8_t remaining_qps = 0;                 // WRITE WITH IMMEDIATE completions still to come
+  std::array<uint32_t, kMaxRecvs> posted{};  // buffer sizes, to check what the peer reports
+  std::array<int32_t, kMaxRecvs> received{};
+  uint64_t posted_ticks = 0;                                 // when irecv posted it (telemetry)
+  bool profiled = false;                                     // events were started
+  std::array<telemetry::ProfilerEvent, kMaxRecvs> events{};  // one per buffer with a phandle
+};
+
+struct FlushRequest : RequestHeader {};
+
+// The pending request of a pool posted first (telemetry's stall checks; a cold path that scans
+// the whole pool), or nullptr.
+template <typename Pool>
+auto* oldest_pending(Pool& pool) noexcept {
+  decltype(&pool[0]) oldest = nullptr;
+  for (uint16_t i = 0; i < pool.capacity(); ++i) {
+    auto& r = pool[i];
+    if (r.state == RequestState::Pending &&
+        (oldest == nullptr || r.posted_ticks < oldest->posted_ticks)) {
+      oldest = &r;
+    }
+  }
+  return oldest;
+}
+
+}  // namespace roce

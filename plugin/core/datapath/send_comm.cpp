@@ -1,0 +1,337 @@
+// The sender's data path; see send_comm.h for the protocol.
+#include "core/datapath/send_comm.h"
+
+#include "core/datapath/size_split.h"
+#include "core/datapath/wr_id.h"
+#include "verbs/error.h"
+
+namespace roce {
+
+SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
+    : ConnectedComm(CommKind::Send, std::move(device),
+                    std::move(static_cast<ConnectionSetup&>(setup))),
+      ring_entries_(static_cast<const CtsEntry*>(setup.ring.data())),
+      sizes_staging_(static_cast<int32_t*>(setup.sizes_staging.data())),
+      sizes_staging_lkey_(setup.sizes_staging.lkey()),
+      remote_sizes_addr_(setup.remote_sizes_addr),
+      remote_sizes_rkey_(setup.remote_sizes_rkey),
+      ar_threshold_(setup.ar_threshold ? *setup.ar_threshold : UINT64_MAX),
+      max_inline_(UINT32_MAX),
+      ring_(std::move(setup.ring)),
+      sizes_staging_buffer_(std::move(setup.sizes_staging)) {
+  for (int q = 0; q < nqps_; ++q) {
+    verbs::QueuePair& qp = *qps_[static_cast<size_t>(q)];
+    credits_[static_cast<size_t>(q)] = SendQueueCredits(qp.capabilities().max_send_wr - 1, 1);
+    max_inline_ = std::min(max_inline_, qp.capabilities().max_inline_data);
+  }
+  for (uint16_t i = 0; i < requests_.capacity(); ++i) {
+    SendRequest& r = requests_[i];
+    r.kind = RequestKind::Send;
+    r.index = i;
+    r.comm = this;
+  }
+}
+
+SendComm::~SendComm() {
+  // The QPs go first, before the telemetry's close-time summary reads the port counters, so
+  // that what the NIC counted for them is in (vroce publishes its counters as a QP goes).
+  qps_.clear();
+}
+
+ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* mh, void* phandle,
+                             void** request) noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  if (!pending_.loaded()) {
+    const CtsEntry* slot = ring_entries_ + size_t{cts_slot_of(next_seq_)} * kMaxRecvs;
+    int count = 0;
+    switch (check_cts_slot(slot, next_seq_, &count)) {
+      case CtsSlotState::NotReady:
+        // Nothing to match yet; NCCL calls again. As in net_ib, no CQ poll here: the peer's
+        // clear-to-send arrives by RDMA WRITE without this process doing anything, and finished
+        // sends are retired by test(). A cheap moment to notice a dead device or QP.
+        if (cts_wait_since_ == 0) {
+          cts_wait_since_ = telemetry::now_ticks();
+        }
+        return check_health();
+      case CtsSlotState::Corrupt:
+        return fail(ncclRemoteError,
+                    "clear-to-send slot {} from {} is malformed (count {}); the peer is not a "
+                    "compatible RoCE plugin or its memory is corrupted",
+                    next_seq_, peer_, slot[0].count);
+      case CtsSlotState::Ready:
+        pending_.load(slot, count);
+        break;
+    }
+  }
+  const int i = pending_.find(tag);
+  if (i < 0) {
+    return ncclSuccess;  // this send belongs to a later multi-receive
+  }
+  const CtsEntry& entry = pending_.entry(i);
+  if (size > entry.size) [[unlikely]] {
+    return fail(ncclInvalidUsage,
+                "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
+                "may not be larger than its receive",
+                size, tag, entry.size, peer_);
+  }
+  const auto addr = reinterpret_cast<uintptr_t>(data);
+  if (size > 0) {
+    if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
+      ROCE_WARN(NCCL_NET,
+                "send comm on {}: isend buffer [0x{:x}, +{}) is not covered by its memory handle "
+                "(registered on {}, [0x{:x}, +{})); register the buffer on this comm's device",
+                device().name(), addr, size, mh->valid() ? "a device" : "nothing", mh->addr,
+                mh->length);
+      return ncclInvalidArgument;
+    }
+  }
+  // Worst case a group takes n + 1 work requests per QP; make room before committing.
+  const auto [q_begin, q_end] = qps_of_message();
+  for (int q = q_begin; q < q_end; ++q) {
+    if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) [[unlikely]] {
+      if (ncclResult_t r = progress(); r != ncclSuccess) {
+        return r;
+      }
+      if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) {
+        return ncclSuccess;
+      }
+    }
+  }
+  const auto slot_index = requests_.take();
+  if (!slot_index) [[unlikely]] {
+    return ncclSuccess;  // NCCL has kMaxSendRequests sends untested; it retries
+  }
+  SendRequest& r = requests_[*slot_index];
+  const uint64_t now = telemetry::now_ticks();
+  r.posted_ticks = now;
+  r.event.phandle = phandle;
+  if (cts_wait_since_ != 0) {
+    cts_wait_ended(now);
+  }
+  r.state = RequestState::Pending;
+  r.size = static_cast<uint32_t>(size);
+  r.addr = addr;
+  r.lkey = size > 0 ? mh->lkey : 0;
+  r.host_memory = size == 0 || !mh->gpu_memory();
+  pending_.match(i, *slot_index, r.size);
+  *request = static_cast<RequestHeader*>(&r);
+  if (pending_.complete()) {
+    return post_group();
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::post_group() noexcept {
+  const int n = pending_.count();
+  SendRequest& lead = requests_[pending_.send_request(0)];
+  const auto [q_begin, q_end] = qps_of_message();
+  lead.group_count = static_cast<uint8_t>(n);
+  lead.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
+  for (int i = 0; i < n; ++i) {
+    lead.members[static_cast<size_t>(i)] = pending_.send_request(i);
+  }
+  uint64_t sizes_remote = 0;
+  int32_t* staged = nullptr;
+  if (n > 1) {
+    const uint16_t receiver_request = pending_.entry(0).request;
+    if (receiver_request >= kMaxRequests) [[unlikely]] {
+      return fail(ncclRemoteError,
+                  "clear-to-send slot {} from {} names receive request {}, beyond the {} a comm "
+                  "holds",
+                  next_seq_, peer_, receiver_request, kMaxRequests);
+    }
+    sizes_remote = remote_sizes_addr_ + uint64_t{receiver_request} * kMaxRecvs * sizeof(int32_t);
+    staged = sizes_staging_ + size_t{lead.index} * kMaxRecvs;
+    for (int i = 0; i < n; ++i) {
+      staged[i] = static_cast<int32_t>(pending_.send_size(i));
+    }
+  }
+
+  uint64_t last_signaled_wr_id = 0;
+  for (int q = q_begin; q < q_end; ++q) {
+    auto& credits = credits_[static_cast<size_t>(q)];
+    const auto part = [&](size_t size) {
+      return split_data_ ? chunk_for_qp(size, q, nqps_) : Chunk{0, size};
+    };
+    int w = 0;
+    auto add = [&](ibv_wr_opcode opcode, uint64_t local, uint32_t length, uint32_t lkey,
+                   uint64_t remote, uint32_t rkey, bool may_inline) {
+      ibv_send_wr& wr = wrs_[static_cast<size_t>(w)];
+      ibv_sge& sge = sges_[static_cast<size_t>(w)];
+      sge.addr = local;
+      sge.length = length;
+      sge.lkey = lkey;
+      wr.sg_list = &sge;
+      wr.num_sge = length > 0 ? 1 : 0;
+      wr.opcode = opcode;
+      wr.send_flags = may_inline && length > 0 && length <= max_inline_ ? IBV_SEND_INLINE : 0;
+      wr.wr.rdma.remote_addr = remote;
+      wr.wr.rdma.rkey = rkey;
+      wr.wr_id = pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), lead.index, credits.post());
+      wr.next = nullptr;
+      if (w > 0) {
+        wrs_[static_cast<size_t>(w - 1)].next = &wr;
+      }
+      ++w;
+    };
+    if (n == 1 && lead.size <= ar_threshold_) {
+      const SendRequest& r = lead;
+      const CtsEntry& e = pending_.entry(0);
+      const Chunk c = part(r.size);
+      add(IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+          e.addr + c.offset, e.rkey, r.host_memory);
+      wrs_[0].imm_data = r.size;
+    } else if (n == 1) {
+      // Adaptive routing (net_ib's rule): the data as a plain RDMA WRITE, then the completion as
+      // a zero-length WRITE WITH IMMEDIATE, which RC delivers after all the data.
+      const SendRequest& r = lead;
+      const CtsEntry& e = pending_.entry(0);
+      const Chunk c = part(r.size);
+      if (c.length > 0) {
+        add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+            e.addr + c.offset, e.rkey, r.host_memory);
+      }
+      add(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r.lkey, e.addr, e.rkey, false);
+      wrs_[static_cast<size_t>(w - 1)].imm_data = r.size;
+    } else {
+      for (int i = 0; i < n; ++i) {
+        const SendRequest& r = requests_[pending_.send_request(i)];
+        const CtsEntry& e = pending_.entry(i);
+        const Chunk c = part(r.size);
+        if (c.length > 0) {
+          add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+              e.addr + c.offset, e.rkey, r.host_memory);
+        }
+      }
+      // The first QP of the message delivers the sizes; the others only their immediate, which
+      // counts the group done (the receiver reads the sizes after the last immediate).
+      const uint32_t sizes_bytes = q == q_begin ? static_cast<uint32_t>(n) * 4u : 0;
+      add(IBV_WR_RDMA_WRITE_WITH_IMM, reinterpret_cast<uintptr_t>(staged), sizes_bytes,
+          sizes_staging_lkey_, sizes_remote, remote_sizes_rkey_, true);
+      wrs_[static_cast<size_t>(w - 1)].imm_data = static_cast<uint32_t>(n);
+    }
+    ibv_send_wr& last = wrs_[static_cast<size_t>(w - 1)];
+    last.send_flags |= IBV_SEND_SIGNALED;
+    last_signaled_wr_id = last.wr_id;
+    credits.signaled_at(static_cast<uint32_t>(last.wr_id >> 32));
+    ibv_send_wr* bad = nullptr;
+    if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&wrs_[0], &bad); rc != 0)
+        [[unlikely]] {
+      return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
+                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
+    }
+  }
+  // One profiler event per send, for the signaled WRITE WITH IMMEDIATE that completes it (on the
+  // message's last QP), as net_ib reports its QP events.
+  if (profiling_) [[unlikely]] {
+    const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
+    for (int i = 0; i < n; ++i) {
+      SendRequest& r = requests_[pending_.send_request(i)];
+      r.event.start(device().index(), last_signaled_wr_id, IBV_WR_RDMA_WRITE_WITH_IMM, qpn, r.size);
+    }
+  }
+  pending_.clear();
+  ++next_seq_;
+  return ncclSuccess;
+}
+
+void SendComm::complete_group(SendRequest& lead) noexcept {
+  if (lead.group_count == 1) [[likely]] {  // a send that matched a single receive
+    lead.state = RequestState::Done;
+    lead.event.stop();
+    telemetry_.completed(lead.size, lead.posted_ticks, "the wait for a send's completion");
+    return;
+  }
+  for (int i = 0; i < lead.group_count; ++i) {
+    SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
+    r.state = RequestState::Done;
+    r.event.stop();
+    telemetry_.completed(r.size, r.posted_ticks, "the wait for a send's completion");
+  }
+}
+
+ncclResult_t SendComm::progress() noexcept {
+  const int got = poll_completions();
+  if (got < 0) [[unlikely]] {
+    return failure();
+  }
+  for (int k = 0; k < got; ++k) {
+    const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    const WrId id = unpack_wr_id(wc.wr_id);
+    if (id.kind != WrKind::SendGroup || id.qp >= nqps_ || !requests_.in_use(id.index))
+        [[unlikely]] {
+      return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}",
+                  wc.wr_id, wc.qp_num);
+    }
+    credits_[id.qp].retire(id.sq_pos);
+    SendRequest& lead = requests_[id.index];
+    if (--lead.remaining_qps == 0) {
+      complete_group(lead);
+    }
+  }
+  return ncclSuccess;
+}
+
+void SendComm::cts_wait_ended(uint64_t now) noexcept {
+  telemetry_.stats().cts_waited(now - cts_wait_since_);
+  if (telemetry_.stall().ended(cts_wait_since_)) [[unlikely]] {
+    telemetry_.note_recovered("the wait for the peer's clear-to-send",
+                              telemetry::ms_from_ticks(now - cts_wait_since_));
+  }
+  cts_wait_since_ = 0;
+}
+
+void SendComm::check_cts_stall() noexcept {
+  if (const auto ms = telemetry_.stall().warn_after(cts_wait_since_, telemetry::now_ticks())) {
+    telemetry_.warn_stall(
+        "isend is waiting for the peer's clear-to-send (message " + std::to_string(next_seq_) + ")",
+        *ms,
+        "the peer is not receiving: its irecv for this message has not been posted. Look at "
+        "the peer rank (stalled, or waiting for something else), not at the fabric");
+  }
+}
+
+void SendComm::check_completion_stall() noexcept {
+  const SendRequest* oldest = oldest_pending(requests_);
+  if (oldest == nullptr) {
+    return;
+  }
+  if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ticks, telemetry::now_ticks())) {
+    telemetry_.warn_stall(
+        "a " + std::to_string(oldest->size) + "-byte send is waiting for its completion", *ms,
+        "its RDMA WRITE is not being acknowledged: packet loss, a link down or PFC pauses on "
+        "the path, or the peer's NIC is dead. Check the port counters on both ends "
+        "(scripts/diagnose_roce.sh) and the peer host; RC retries end in RETRY_EXC within "
+        "NCCL_IB_TIMEOUT and NCCL_IB_RETRY_CNT");
+  }
+}
+
+ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept {
+  if (request.state != RequestState::Done) {
+    if (ncclResult_t r = advance(request, [this] { return progress(); });
+        r != ncclSuccess || request.state != RequestState::Done) {
+      return r;
+    }
+  }
+  if (size != nullptr) {
+    *size = static_cast<int>(request.size);
+  }
+  request.state = RequestState::Free;
+  requests_.give_back(request.index);
+  *done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::check_side_health() noexcept {
+  if (telemetry_.stall().enabled()) {
+    if (cts_wait_since_ != 0) {
+      check_cts_stall();
+    }
+    check_completion_stall();
+  }
+  return ncclSuccess;
+}
+
+}  // namespace roce

@@ -1,0 +1,60 @@
+// RegisteredBuffer: see registered_buffer.h.
+#include "core/memory/registered_buffer.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace roce {
+
+RegisteredBuffer::RegisteredBuffer(const std::shared_ptr<verbs::ProtectionDomain>& pd, size_t size,
+                                   int access) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t rounded = (size + page - 1) / page * page;
+  data_ = std::aligned_alloc(page, rounded);
+  if (data_ == nullptr) {
+    throw std::bad_alloc();
+  }
+  size_ = rounded;
+  std::memset(data_, 0, rounded);
+  try {
+    mr_ = verbs::MemoryRegion::register_memory(pd, data_, rounded, access);
+  } catch (...) {
+    std::free(data_);
+    data_ = nullptr;
+    throw;
+  }
+}
+
+RegisteredBuffer::~RegisteredBuffer() {
+  reset();
+}
+
+RegisteredBuffer::RegisteredBuffer(RegisteredBuffer&& other) noexcept
+    : data_(other.data_), size_(other.size_), mr_(std::move(other.mr_)) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+RegisteredBuffer& RegisteredBuffer::operator=(RegisteredBuffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = other.data_;
+    size_ = other.size_;
+    mr_ = std::move(other.mr_);
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+void RegisteredBuffer::reset() noexcept {
+  mr_.reset();  // deregister before the memory goes
+  std::free(data_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace roce
