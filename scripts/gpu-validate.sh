@@ -227,7 +227,8 @@ if [[ -n $profiler ]]; then
     echo
     echo "NCCL profiler ($profiler): the plugin's QP events per step"
     for traced in "${traced_steps[@]}"; do
-      qp_events=$(cat "$out/profiler/$traced"-* 2>/dev/null | grep -c '"cat": "NET_IB", "ph": "b"' || true)
+      # NCCL 2.28's example names them STEP_<comm hash>_<rank>.json (its README: STEP-host-tid.txt).
+      qp_events=$(cat "$out/profiler/$traced"[-_]* 2>/dev/null | grep -c '"cat": "NET_IB", "ph": "b"' || true)
       echo "  $traced: $qp_events QP events"
     done
   } | tee -a "$out/summary.md"

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/ordered_copy.h"
+#include "core/ordered_copy.h"
 
 namespace {
 

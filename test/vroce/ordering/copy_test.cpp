@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/ordered_copy.h"
+#include "core/ordered_copy.h"
 
 namespace {
 // Every destination alignment relative to the 8-byte word and the 16-byte piece; the sanitizer

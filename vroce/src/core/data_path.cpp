@@ -11,7 +11,7 @@
 #include "core/device_state.h"
 #include "core/qp.h"
 #include "core/verbs.h"
-#include "transport/engine.h"
+#include "core/engine.h"
 #include "util/log.h"
 
 namespace vroce {

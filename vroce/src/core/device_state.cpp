@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "device/device.h"
 #include "sysfs/fake_sysfs.h"
-#include "transport/engine.h"
+#include "core/engine.h"
 #include "util/log.h"
 
 namespace vroce {

@@ -22,8 +22,8 @@
 #include "core/verbs.h"
 #include "device/device.h"
 #include "device/device_netns.h"
-#include "transport/engine.h"
-#include "transport/protocol.h"
+#include "core/engine.h"
+#include "core/protocol.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 

@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "core/work_queue.h"
-#include "transport/qp_transport.h"
+#include "core/qp_transport.h"
 
 namespace vroce {
 

@@ -1,4 +1,4 @@
-#include "transport/ordered_copy.h"
+#include "core/ordered_copy.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "transport/engine.h"
+#include "core/engine.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -19,8 +19,8 @@
 #include "core/qp.h"
 #include "device/device.h"
 #include "device/device_netns.h"
-#include "transport/device_copies.h"
-#include "transport/protocol.h"
+#include "core/device_copies.h"
+#include "core/protocol.h"
 #include "util/log.h"
 #include "wire/ecn.h"
 #include "wire/ip_udp.h"

@@ -1,10 +1,10 @@
-#include "transport/memory_access.h"
+#include "core/memory_access.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "gpu/memory.h"
-#include "transport/ordered_copy.h"
+#include "core/ordered_copy.h"
 
 namespace vroce::transport {
 namespace {

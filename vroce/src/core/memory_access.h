@@ -12,7 +12,7 @@
 #include <span>
 
 #include "core/key_table.h"
-#include "transport/device_copies.h"
+#include "core/device_copies.h"
 #include "wire/packet.h"
 
 namespace vroce {

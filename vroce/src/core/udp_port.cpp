@@ -1,4 +1,4 @@
-#include "transport/udp_port.h"
+#include "core/udp_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/ip.h>

@@ -21,9 +21,9 @@
 
 #include "core/port_counters.h"
 #include "core/stats.h"
-#include "transport/fault_injector.h"
-#include "transport/qp_transport.h"
-#include "transport/udp_port.h"
+#include "core/fault_injector.h"
+#include "core/qp_transport.h"
+#include "core/udp_port.h"
 #include "wire/packet.h"
 
 namespace vroce {

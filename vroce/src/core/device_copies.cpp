@@ -1,5 +1,5 @@
-// Combined CUDA copies; see transport/device_copies.h.
-#include "transport/device_copies.h"
+// Combined CUDA copies; see core/device_copies.h.
+#include "core/device_copies.h"
 
 #include <atomic>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include "core/qp.h"
 #include "core/stats.h"
 #include "gpu/memory.h"
-#include "transport/protocol.h"
+#include "core/protocol.h"
 #include "util/log.h"
 
 namespace vroce::transport {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "transport/qp_transport.h"
+#include "core/qp_transport.h"
 #include "wire/packet.h"
 
 namespace vroce {

@@ -1,4 +1,4 @@
-#include "transport/fault_injector.h"
+#include "core/fault_injector.h"
 
 namespace vroce::transport {
 

@@ -8,9 +8,9 @@
 #include "core/device_state.h"
 #include "core/qp.h"
 #include "core/stats.h"
-#include "transport/device_copies.h"
-#include "transport/engine.h"
-#include "transport/protocol.h"
+#include "core/device_copies.h"
+#include "core/engine.h"
+#include "core/protocol.h"
 #include "util/log.h"
 
 namespace vroce::transport {

@@ -10,9 +10,9 @@
 #include "core/device_state.h"
 #include "core/qp.h"
 #include "core/stats.h"
-#include "transport/engine.h"
-#include "transport/memory_access.h"
-#include "transport/protocol.h"
+#include "core/engine.h"
+#include "core/memory_access.h"
+#include "core/protocol.h"
 #include "util/log.h"
 #include "wire/psn.h"
 #include "wire/segment.h"
@@ -152,6 +152,112 @@ void reserve_read(Engine& engine, Qp& qp, const wire::PacketView& packet, bool d
   engine.activate(&qp);
 }
 
+// An in-order RDMA WRITE (FIRST, MIDDLE, LAST or ONLY) at ePSN: checks, places its payload and,
+// at its end, completes the receive a WRITE WITH IMMEDIATE consumes. Returns false when it did
+// not advance ePSN.
+bool execute_write(Engine& engine, Qp& qp, const wire::PacketView& packet) {
+  Responder& s = qp.tp.resp;
+  const wire::OpcodeTraits& t = *packet.traits;
+  const wire::Bth& bth = packet.headers.bth;
+  uint32_t access = qp.attrs.qp_access_flags;
+  if (t.starts_message()) {
+    if ((access & IBV_ACCESS_REMOTE_WRITE) == 0) {
+      fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
+                "RDMA WRITE on a QP without IBV_ACCESS_REMOTE_WRITE");
+      return false;
+    }
+    const wire::Reth& reth = packet.headers.reth;
+    if (reth.dma_length > 0) {
+      KeyError error;
+      MrRef ref = qp.device->keys().lookup(reth.rkey, qp.pd, reth.va, reth.dma_length,
+                                           IBV_ACCESS_REMOTE_WRITE, &error);
+      if (!ref) {
+        fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
+                  "RDMA WRITE with an rkey, range or access that does not match a region");
+        return false;
+      }
+    }
+    s.inbound = InboundKind::Write;
+    s.write_va = reth.va;
+    s.write_rkey = reth.rkey;
+    s.write_length = reth.dma_length;
+    s.offset = 0;
+  }
+  if (s.offset + packet.payload.size() > s.write_length) {
+    fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
+              "RDMA WRITE packets carry more bytes than its RETH announced");
+    return false;
+  }
+  bool ends = t.ends_message();
+  if (ends && s.offset + packet.payload.size() != s.write_length) {
+    fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
+              "RDMA WRITE ended before the length its RETH announced");
+    return false;
+  }
+  if (ends && t.consumes_rwqe && !recv_wqe_available(qp)) {
+    owe_rnr(qp, bth.psn);
+    return false;
+  }
+  KeyError error = place_remote(qp.device->keys(), qp.pd, s.write_rkey, s.write_va + s.offset,
+                                IBV_ACCESS_REMOTE_WRITE, packet.payload, &qp);
+  if (error != KeyError::None) {
+    fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
+              "RDMA WRITE into a region that is no longer registered");
+    return false;
+  }
+  s.offset += packet.payload.size();
+  if (ends) {
+    s.inbound = InboundKind::None;
+    s.msn = (s.msn + 1) & wire::kPsnMask;
+    if (t.consumes_rwqe) {
+      complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+                    static_cast<uint32_t>(s.write_length), &packet);
+    }
+  }
+  return true;
+}
+
+// An in-order SEND at ePSN: scatters its payload into the receive WQE at the head and completes
+// it at the message's end. Returns false when it did not advance ePSN.
+bool execute_send(Engine& engine, Qp& qp, const wire::PacketView& packet) {
+  Responder& s = qp.tp.resp;
+  const wire::OpcodeTraits& t = *packet.traits;
+  const wire::Bth& bth = packet.headers.bth;
+  if (t.starts_message()) {
+    if (!recv_wqe_available(qp)) {
+      owe_rnr(qp, bth.psn);
+      return false;
+    }
+    s.inbound = InboundKind::Send;
+    s.recv_wqe_taken = true;
+    s.offset = 0;
+  }
+  uint32_t head = qp.rq.head.load(std::memory_order_relaxed);
+  const RecvWqe& w = qp.rq.wqe(head);
+  if (s.offset + packet.payload.size() > w.length) {
+    complete_recv(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, nullptr);
+    fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
+              "a SEND larger than the receive WQE's buffers (LOC_LEN_ERR on this side)");
+    return false;
+  }
+  KeyError error =
+      scatter(qp.device->keys(), qp.pd, qp.rq.sges(head), w.num_sge, s.offset, packet.payload, &qp);
+  if (error != KeyError::None) {
+    complete_recv(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, nullptr);
+    fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteOperationalError, IBV_EVENT_QP_ACCESS_ERR,
+              "a receive WQE whose SGE has a bad lkey, range or no LOCAL_WRITE (LOC_PROT_ERR "
+              "on this side)");
+    return false;
+  }
+  s.offset += packet.payload.size();
+  if (t.ends_message()) {
+    s.inbound = InboundKind::None;
+    s.msn = (s.msn + 1) & wire::kPsnMask;
+    complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, static_cast<uint32_t>(s.offset), &packet);
+  }
+  return true;
+}
+
 // Handles the in-order request packet at ePSN. Returns false when it did not advance ePSN.
 bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
   Responder& s = qp.tp.resp;
@@ -196,97 +302,9 @@ bool execute(Engine& engine, Qp& qp, const wire::PacketView& packet) {
   }
 
   if (t.kind == wire::OpKind::Write) {
-    if (t.starts_message()) {
-      if ((access & IBV_ACCESS_REMOTE_WRITE) == 0) {
-        fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
-                  "RDMA WRITE on a QP without IBV_ACCESS_REMOTE_WRITE");
-        return false;
-      }
-      const wire::Reth& reth = packet.headers.reth;
-      if (reth.dma_length > 0) {
-        KeyError error;
-        MrRef ref = qp.device->keys().lookup(reth.rkey, qp.pd, reth.va, reth.dma_length,
-                                             IBV_ACCESS_REMOTE_WRITE, &error);
-        if (!ref) {
-          fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
-                    "RDMA WRITE with an rkey, range or access that does not match a region");
-          return false;
-        }
-      }
-      s.inbound = InboundKind::Write;
-      s.write_va = reth.va;
-      s.write_rkey = reth.rkey;
-      s.write_length = reth.dma_length;
-      s.offset = 0;
-    }
-    if (s.offset + packet.payload.size() > s.write_length) {
-      fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
-                "RDMA WRITE packets carry more bytes than its RETH announced");
-      return false;
-    }
-    bool ends = t.ends_message();
-    if (ends && s.offset + packet.payload.size() != s.write_length) {
-      fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
-                "RDMA WRITE ended before the length its RETH announced");
-      return false;
-    }
-    if (ends && t.consumes_rwqe && !recv_wqe_available(qp)) {
-      owe_rnr(qp, bth.psn);
-      return false;
-    }
-    KeyError error = place_remote(qp.device->keys(), qp.pd, s.write_rkey, s.write_va + s.offset,
-                                  IBV_ACCESS_REMOTE_WRITE, packet.payload, &qp);
-    if (error != KeyError::None) {
-      fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteAccessError, IBV_EVENT_QP_ACCESS_ERR,
-                "RDMA WRITE into a region that is no longer registered");
-      return false;
-    }
-    s.offset += packet.payload.size();
-    if (ends) {
-      s.inbound = InboundKind::None;
-      s.msn = (s.msn + 1) & wire::kPsnMask;
-      if (t.consumes_rwqe) {
-        complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-                      static_cast<uint32_t>(s.write_length), &packet);
-      }
-    }
-    return true;
+    return execute_write(engine, qp, packet);
   }
-
-  // SEND
-  if (t.starts_message()) {
-    if (!recv_wqe_available(qp)) {
-      owe_rnr(qp, bth.psn);
-      return false;
-    }
-    s.inbound = InboundKind::Send;
-    s.recv_wqe_taken = true;
-    s.offset = 0;
-  }
-  uint32_t head = qp.rq.head.load(std::memory_order_relaxed);
-  const RecvWqe& w = qp.rq.wqe(head);
-  if (s.offset + packet.payload.size() > w.length) {
-    complete_recv(qp, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, nullptr);
-    fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
-              "a SEND larger than the receive WQE's buffers (LOC_LEN_ERR on this side)");
-    return false;
-  }
-  KeyError error =
-      scatter(qp.device->keys(), qp.pd, qp.rq.sges(head), w.num_sge, s.offset, packet.payload, &qp);
-  if (error != KeyError::None) {
-    complete_recv(qp, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, nullptr);
-    fatal_nak(engine, qp, bth.psn, wire::NakCode::RemoteOperationalError, IBV_EVENT_QP_ACCESS_ERR,
-              "a receive WQE whose SGE has a bad lkey, range or no LOCAL_WRITE (LOC_PROT_ERR "
-              "on this side)");
-    return false;
-  }
-  s.offset += packet.payload.size();
-  if (t.ends_message()) {
-    s.inbound = InboundKind::None;
-    s.msn = (s.msn + 1) & wire::kPsnMask;
-    complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, static_cast<uint32_t>(s.offset), &packet);
-  }
-  return true;
+  return execute_send(engine, qp, packet);
 }
 
 }  // namespace

@@ -14,9 +14,9 @@
 #include "core/device_state.h"
 #include "core/qp.h"
 #include "core/stats.h"
-#include "transport/engine.h"
-#include "transport/memory_access.h"
-#include "transport/protocol.h"
+#include "core/engine.h"
+#include "core/memory_access.h"
+#include "core/protocol.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 #include "wire/psn.h"
@@ -392,66 +392,47 @@ bool requester_transmit(Engine& engine, Qp& qp, size_t* budget) {
   return true;
 }
 
-void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packet) {
-  Requester& r = qp.tp.req;
-  const wire::OpcodeTraits& traits = *packet.traits;
-  uint32_t psn = packet.headers.bth.psn;
-  // A response must be for a PSN already sent; one for a PSN before the oldest unacknowledged
-  // one is a late duplicate and changes nothing.
-  if (!r.any_sent || wire::psn_after(psn, r.max_psn_sent)) {
-    stats().count_drop(DropReason::UnexpectedResponse);
-    return;
-  }
-  if (!outstanding(r) || wire::psn_before(psn, wire::psn_add(r.una, -1))) {
-    return;
-  }
+namespace {
 
-  if (traits.kind == wire::OpKind::ReadResponse) {
-    // Everything before the READ this response answers was executed in order: retire it.
-    bool progress = false;
-    while (r.sq_head != r.sq_assigned) {
-      SendWqe& w = qp.sq.wqe(r.sq_head);
-      if (!is_read(w)) {
-        if (wire::psn_before(last_psn(w), psn)) {
-          w.done_psns = w.psn_count;
+// A READ response for `psn`: retires what the READ followed, places the payload, or notices the
+// responses lost before it.
+void on_read_response(Engine& engine, Qp& qp, const wire::PacketView& packet, uint32_t psn) {
+  Requester& r = qp.tp.req;
+  // Everything before the READ this response answers was executed in order: retire it.
+  bool progress = false;
+  while (r.sq_head != r.sq_assigned) {
+    SendWqe& w = qp.sq.wqe(r.sq_head);
+    if (!is_read(w)) {
+      if (wire::psn_before(last_psn(w), psn)) {
+        w.done_psns = w.psn_count;
+        complete_send(qp, r.sq_head, IBV_WC_SUCCESS);
+        progress = true;
+        continue;
+      }
+      stats().count_drop(DropReason::UnexpectedResponse);
+      break;
+    }
+    uint32_t expected = wire::psn_add(w.first_psn, w.done_psns);
+    if (wire::psn_in_range(psn, w.first_psn, w.psn_count)) {
+      if (psn == expected) {
+        uint64_t offset = uint64_t{w.done_psns} * qp.tp.path.pmtu;
+        uint64_t want = std::min<uint64_t>(qp.tp.path.pmtu, w.length - offset);
+        if (packet.payload.size() != want) {
+          stats().count_drop(DropReason::LengthMismatch);
+          break;
+        }
+        KeyError error = scatter(qp.device->keys(), qp.pd, qp.sq.sges(r.sq_head), w.num_sge, offset,
+                                 packet.payload, &qp);
+        if (error != KeyError::None) {
+          fail_head(engine, qp, IBV_WC_LOC_PROT_ERR);
+          return;
+        }
+        ++w.done_psns;
+        progress = true;
+        if (w.done_psns == w.psn_count) {
           complete_send(qp, r.sq_head, IBV_WC_SUCCESS);
-          progress = true;
-          continue;
         }
-        stats().count_drop(DropReason::UnexpectedResponse);
-        break;
-      }
-      uint32_t expected = wire::psn_add(w.first_psn, w.done_psns);
-      if (wire::psn_in_range(psn, w.first_psn, w.psn_count)) {
-        if (psn == expected) {
-          uint64_t offset = uint64_t{w.done_psns} * qp.tp.path.pmtu;
-          uint64_t want = std::min<uint64_t>(qp.tp.path.pmtu, w.length - offset);
-          if (packet.payload.size() != want) {
-            stats().count_drop(DropReason::LengthMismatch);
-            break;
-          }
-          KeyError error = scatter(qp.device->keys(), qp.pd, qp.sq.sges(r.sq_head), w.num_sge,
-                                   offset, packet.payload, &qp);
-          if (error != KeyError::None) {
-            fail_head(engine, qp, IBV_WC_LOC_PROT_ERR);
-            return;
-          }
-          ++w.done_psns;
-          progress = true;
-          if (w.done_psns == w.psn_count) {
-            complete_send(qp, r.sq_head, IBV_WC_SUCCESS);
-          }
-        } else if (wire::psn_after(psn, expected)) {
-          stats().implied_naks.add();
-          engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
-          if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
-            rewind(engine, qp, expected);
-          }
-        }
-        break;
-      }
-      if (wire::psn_after(psn, last_psn(w))) {
-        // Responses of a later READ while this one misses some: those were lost.
+      } else if (wire::psn_after(psn, expected)) {
         stats().implied_naks.add();
         engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
         if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
@@ -460,17 +441,24 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
       }
       break;
     }
-    if (progress) {
-      after_progress(engine, qp);
+    if (wire::psn_after(psn, last_psn(w))) {
+      // Responses of a later READ while this one misses some: those were lost.
+      stats().implied_naks.add();
+      engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
+      if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
+        rewind(engine, qp, expected);
+      }
     }
-    return;
+    break;
   }
+  if (progress) {
+    after_progress(engine, qp);
+  }
+}
 
-  if (traits.kind != wire::OpKind::Acknowledge) {
-    stats().count_drop(DropReason::Unsupported);
-    return;
-  }
-  uint8_t syndrome = packet.headers.aeth.syndrome;
+// An ACK or NAK (AETH `syndrome`) for `psn`.
+void on_acknowledge(Engine& engine, Qp& qp, uint8_t syndrome, uint32_t psn) {
+  Requester& r = qp.tp.req;
   wire::AethType type = wire::aeth_type(syndrome);
   if (type == wire::AethType::Ack) {
     if (process_ack(engine, qp, psn)) {
@@ -535,6 +523,34 @@ void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packe
       fail_head(engine, qp, IBV_WC_REM_OP_ERR);
       return;
   }
+}
+
+}  // namespace
+
+void requester_on_response(Engine& engine, Qp& qp, const wire::PacketView& packet) {
+  Requester& r = qp.tp.req;
+  const wire::OpcodeTraits& traits = *packet.traits;
+  uint32_t psn = packet.headers.bth.psn;
+  // A response must be for a PSN already sent; one for a PSN before the oldest unacknowledged
+  // one is a late duplicate and changes nothing.
+  if (!r.any_sent || wire::psn_after(psn, r.max_psn_sent)) {
+    stats().count_drop(DropReason::UnexpectedResponse);
+    return;
+  }
+  if (!outstanding(r) || wire::psn_before(psn, wire::psn_add(r.una, -1))) {
+    return;
+  }
+
+  if (traits.kind == wire::OpKind::ReadResponse) {
+    on_read_response(engine, qp, packet, psn);
+    return;
+  }
+
+  if (traits.kind != wire::OpKind::Acknowledge) {
+    stats().count_drop(DropReason::Unsupported);
+    return;
+  }
+  on_acknowledge(engine, qp, packet.headers.aeth.syndrome, psn);
 }
 
 void requester_on_timer(Engine& engine, Qp& qp, bool timeouts) {
