@@ -3,14 +3,14 @@
 // nothing needs the CUDA toolkit to build, and loaded once per process from libcuda.so.1 at run
 // time, so every tool starts, and says plainly why not, on a machine without a GPU driver.
 //
-// The plugin (plugin/core/cuda_driver.h) and vroce (vroce/src/gpu/cuda_driver.h) keep their own
-// loaders on purpose: each is a shared object that NCCL or an application loads into its process,
-// built self-contained (libstdc++ inside, hidden symbols, nothing of the tools), and each loads the
-// driver with its own policy: the plugin binds only a libcuda.so.1 the process has already loaded
-// (RTLD_NOLOAD, never a driver of its own into a process that does not use one); vroce loads and
-// initialises it on first use and falls back to host memory without it. The tools load it on
-// demand, as a program that uses the GPU does.
-// Do not include <cuda.h> beside this header: it #defines several of these names (cuMemAlloc ...).
+// The plugin (plugin/core/memory/cuda_driver.h) and vroce (vroce/src/gpu/cuda_driver.h) keep their
+// own loaders on purpose: each is a shared object that NCCL or an application loads into its
+// process, built self-contained (libstdc++ inside, hidden symbols, nothing of the tools), and each
+// loads the driver with its own policy: the plugin binds only a libcuda.so.1 the process has
+// already loaded (RTLD_NOLOAD, never a driver of its own into a process that does not use one);
+// vroce loads and initialises it on first use and falls back to host memory without it. The tools
+// load it on demand, as a program that uses the GPU does. Do not include <cuda.h> beside this
+// header: it #defines several of these names (cuMemAlloc ...).
 #pragma once
 
 #include <cstddef>
