@@ -4,14 +4,12 @@
 #include <fstream>
 #include <string>
 
-namespace roce::telemetry {
-namespace clock_detail {
-bool use_tsc = false;
-}
+#include "util/log.h"
 
+namespace roce::telemetry {
 namespace {
 
-bool invariant_tsc() {
+bool read_invariant_tsc() {
 #if defined(__x86_64__)
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -24,10 +22,17 @@ bool invariant_tsc() {
   return false;
 }
 
-double calibrate() {
+struct Calibration {
+  double ns_per_tick = 1.0;
+  bool invariant = false;
+};
+
+Calibration calibrate() {
+  Calibration c;
 #if defined(__x86_64__)
-  if (invariant_tsc()) {
-    using Clock = std::chrono::steady_clock;
+  c.invariant = read_invariant_tsc();
+  using Clock = std::chrono::steady_clock;
+  for (int attempt = 0; attempt < 3; ++attempt) {
     const auto t0 = Clock::now();
     const uint64_t c0 = __rdtsc();
     // Both clocks over the same interval: preemption in between stretches both alike.
@@ -37,19 +42,34 @@ double calibrate() {
     const uint64_t c1 = __rdtsc();
     const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
     if (c1 > c0 && ns > 0) {
-      clock_detail::use_tsc = true;
-      return ns / static_cast<double>(c1 - c0);
+      c.ns_per_tick = ns / static_cast<double>(c1 - c0);
+      break;
     }
   }
+  if (!c.invariant) {
+    ROCE_INFO(NCCL_NET,
+              "the CPU does not report an invariant TSC (constant_tsc and nonstop_tsc are not "
+              "both in /proc/cpuinfo): the comms' latency figures and stall times use a tick "
+              "rate measured once ({:.3f} ns per tick) and are approximate if it changes",
+              c.ns_per_tick);
+  }
 #endif
-  return 1.0;
+  return c;
+}
+
+const Calibration& calibration() noexcept {
+  static const Calibration c = calibrate();
+  return c;
 }
 
 }  // namespace
 
 double ns_per_tick() noexcept {
-  static const double scale = calibrate();
-  return scale;
+  return calibration().ns_per_tick;
+}
+
+bool tsc_invariant() noexcept {
+  return calibration().invariant;
 }
 
 }  // namespace roce::telemetry

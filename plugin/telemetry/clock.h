@@ -1,8 +1,10 @@
-// The clock the data path stamps requests with. On x86-64 with an invariant TSC (constant_tsc and
-// nonstop_tsc in /proc/cpuinfo, as on every server CPU of the last decade) it is rdtsc: one
-// instruction, against 15-20 for steady_clock::now() through the vDSO, and the data path reads it
-// twice per message. The tick rate is calibrated once per process against steady_clock (2 ms at
-// the first comm). Elsewhere, ticks are steady_clock nanoseconds.
+// The clock the data path stamps requests with. On x86-64 it is rdtsc: one instruction, against
+// 15-20 for steady_clock::now() through the vDSO, and the data path reads it for every request.
+// Its rate is measured once per process against steady_clock (2 ms, at the first comm); where the
+// TSC is not invariant (constant_tsc and nonstop_tsc missing from /proc/cpuinfo, which every
+// server CPU of the last decade has, though some hypervisors hide the flags), the figures are as
+// good as that measured rate, and the first comm says so at INFO. Elsewhere, ticks are
+// steady_clock nanoseconds.
 #pragma once
 
 #include <chrono>
@@ -14,9 +16,8 @@
 
 namespace roce::telemetry {
 
-namespace clock_detail {
-extern bool use_tsc;  // decided with the calibration
-}
+// Whether the TSC is invariant (x86-64; false elsewhere). Decided with the calibration.
+bool tsc_invariant() noexcept;
 
 inline uint64_t now_ticks() noexcept {
 #if defined(ROCE_TELEMETRY_BASELINE)
@@ -24,13 +25,12 @@ inline uint64_t now_ticks() noexcept {
              // on the data path
 #endif
 #if defined(__x86_64__)
-  if (clock_detail::use_tsc) [[likely]] {
-    return __rdtsc();
-  }
-#endif
+  return __rdtsc();
+#else
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count());
+#endif
 }
 
 // Nanoseconds per tick; calibrates on the first call (thread-safe). Call it before the data

@@ -54,9 +54,15 @@ void ConnectionTelemetry::note_recovered(std::string_view waiting, uint64_t wait
             peer_word(id), id.peer, waiting, waited_ms);
 }
 
-void ConnectionTelemetry::recovered(std::string_view waiting, uint64_t posted,
-                                    uint64_t now) noexcept {
-  note_recovered(waiting, ms_from_ticks(now > posted ? now - posted : 0));
+void ConnectionTelemetry::completed_rarely(bool sampled, uint64_t posted,
+                                           std::string_view waiting) noexcept {
+  const uint64_t now = now_ticks();
+  if (sampled) {
+    stats_.sample(posted, now);
+  }
+  if (stall_.ended(posted)) {
+    note_recovered(waiting, ms_from_ticks(now > posted ? now - posted : 0));
+  }
 }
 
 }  // namespace roce::telemetry

@@ -44,17 +44,16 @@ class ConnectionTelemetry {
   // request's wait had been reported as a stall, whose end is then logged, `waiting` naming it.
   // Inline, with the logging out of line.
   void completed(uint64_t bytes, uint64_t posted, std::string_view waiting) noexcept {
-    if (stats_.count(bytes)) [[unlikely]] {
-      stats_.sample(posted, now_ticks());
-    }
-    if (stall_.ended(posted)) [[unlikely]] {
-      recovered(waiting, posted, now_ticks());
+    const bool sampled = stats_.count(bytes);
+    if (sampled || stall_.reported()) [[unlikely]] {
+      completed_rarely(sampled, posted, waiting);
     }
   }
 
  private:
-  [[gnu::cold, gnu::noinline]] void recovered(std::string_view waiting, uint64_t posted,
-                                              uint64_t now) noexcept;
+  // completed() for a sampled request, or while a reported stall is open.
+  [[gnu::noinline]] void completed_rarely(bool sampled, uint64_t posted,
+                                          std::string_view waiting) noexcept;
 
   CommStats stats_;
   StallWatch stall_;

@@ -43,6 +43,14 @@ class StallWatch {
     return static_cast<uint64_t>(static_cast<double>(waited) / units_per_ms_);
   }
 
+  // A warning has been given for a wait that has not ended yet (ended() is then worth asking).
+  bool reported() const noexcept {
+#if defined(ROCE_TELEMETRY_BASELINE)
+    return false;
+#endif
+    return warned_;
+  }
+
   // The wait that began at `since` is over: true when it had been reported (so the comm can
   // say it recovered).
   bool ended(uint64_t since) noexcept {

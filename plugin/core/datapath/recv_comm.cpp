@@ -148,7 +148,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   for (int i = 0; i < n; ++i) {
     r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
   }
-  r.profiled = false;
+  // r.profiled is false here: it is set only below, and complete() clears it.
   if (phandles != nullptr && profiling_) [[unlikely]] {
     r.profiled = true;
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).

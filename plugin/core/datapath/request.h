@@ -46,8 +46,8 @@ struct RecvRequest : RequestHeader {
   uint8_t remaining_qps = 0;                 // WRITE WITH IMMEDIATE completions still to come
   std::array<uint32_t, kMaxRecvs> posted{};  // buffer sizes, to check what the peer reports
   std::array<int32_t, kMaxRecvs> received{};
-  uint64_t posted_ticks = 0;                                 // when irecv posted it (telemetry)
-  bool profiled = false;                                     // events were started
+  uint64_t posted_ticks = 0;  // when irecv posted it (telemetry)
+  bool profiled = false;      // events were started; false again once they are stopped
   std::array<telemetry::ProfilerEvent, kMaxRecvs> events{};  // one per buffer with a phandle
 };
 

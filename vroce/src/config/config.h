@@ -1,5 +1,6 @@
 // Everything vroce reads from its environment, parsed once (first use) into one immutable value.
-// Owned by config/config.cpp; consumed by device/ (devices), core/ (the transport: time scale, faults).
+// Owned by config/config.cpp; consumed by device/ (devices), core/ (the transport: time scale,
+// faults).
 #pragma once
 
 #include <cstdint>

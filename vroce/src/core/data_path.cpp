@@ -9,9 +9,9 @@
 #include "core/context.h"
 #include "core/cq.h"
 #include "core/device_state.h"
+#include "core/engine.h"
 #include "core/qp.h"
 #include "core/verbs.h"
-#include "core/engine.h"
 #include "util/log.h"
 
 namespace vroce {

@@ -5,10 +5,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/protocol.h"
 #include "core/qp.h"
 #include "core/stats.h"
 #include "gpu/memory.h"
-#include "core/protocol.h"
 #include "util/log.h"
 
 namespace vroce::transport {

@@ -10,9 +10,9 @@
 #include <unordered_map>
 
 #include "config/config.h"
+#include "core/engine.h"
 #include "device/device.h"
 #include "sysfs/fake_sysfs.h"
-#include "core/engine.h"
 #include "util/log.h"
 
 namespace vroce {

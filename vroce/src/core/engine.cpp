@@ -15,12 +15,12 @@
 #include <cstring>
 
 #include "config/config.h"
+#include "core/device_copies.h"
 #include "core/device_state.h"
+#include "core/protocol.h"
 #include "core/qp.h"
 #include "device/device.h"
 #include "device/device_netns.h"
-#include "core/device_copies.h"
-#include "core/protocol.h"
 #include "util/log.h"
 #include "wire/ecn.h"
 #include "wire/ip_udp.h"

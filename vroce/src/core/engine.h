@@ -19,10 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/port_counters.h"
-#include "core/stats.h"
 #include "core/fault_injector.h"
+#include "core/port_counters.h"
 #include "core/qp_transport.h"
+#include "core/stats.h"
 #include "core/udp_port.h"
 #include "wire/packet.h"
 

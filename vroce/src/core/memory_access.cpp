@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gpu/memory.h"
 #include "core/ordered_copy.h"
+#include "gpu/memory.h"
 
 namespace vroce::transport {
 namespace {

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <span>
 
-#include "core/key_table.h"
 #include "core/device_copies.h"
+#include "core/key_table.h"
 #include "wire/packet.h"
 
 namespace vroce {

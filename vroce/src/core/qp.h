@@ -11,8 +11,8 @@
 #include <memory>
 #include <mutex>
 
-#include "core/work_queue.h"
 #include "core/qp_transport.h"
+#include "core/work_queue.h"
 
 namespace vroce {
 

@@ -5,12 +5,12 @@
 #include "core/async_events.h"
 #include "core/context.h"
 #include "core/cq.h"
-#include "core/device_state.h"
-#include "core/qp.h"
-#include "core/stats.h"
 #include "core/device_copies.h"
+#include "core/device_state.h"
 #include "core/engine.h"
 #include "core/protocol.h"
+#include "core/qp.h"
+#include "core/stats.h"
 #include "util/log.h"
 
 namespace vroce::transport {

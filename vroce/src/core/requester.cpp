@@ -12,11 +12,11 @@
 
 #include "config/config.h"
 #include "core/device_state.h"
-#include "core/qp.h"
-#include "core/stats.h"
 #include "core/engine.h"
 #include "core/memory_access.h"
 #include "core/protocol.h"
+#include "core/qp.h"
+#include "core/stats.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 #include "wire/psn.h"

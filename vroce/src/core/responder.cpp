@@ -8,11 +8,11 @@
 
 #include "core/cq.h"
 #include "core/device_state.h"
-#include "core/qp.h"
-#include "core/stats.h"
 #include "core/engine.h"
 #include "core/memory_access.h"
 #include "core/protocol.h"
+#include "core/qp.h"
+#include "core/stats.h"
 #include "util/log.h"
 #include "wire/psn.h"
 #include "wire/segment.h"
