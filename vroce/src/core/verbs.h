@@ -11,13 +11,13 @@
 namespace vroce {
 
 ibv_pd* alloc_pd(ibv_context* context);
-int dealloc_pd(ibv_pd* pd);
+int dealloc_pd(ibv_pd* ibv);
 
 // iova is the address SGEs and RETHs use for addr's first byte (addr itself for ibv_reg_mr).
-ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access);
-ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+ibv_mr* reg_mr(ibv_pd* ibv, void* addr, size_t length, uint64_t iova, unsigned access);
+ibv_mr* reg_dmabuf_mr(ibv_pd* ibv, uint64_t offset, size_t length, uint64_t iova, int fd,
                       unsigned access);
-int dereg_mr(ibv_mr* mr);
+int dereg_mr(ibv_mr* ibv);
 
 ibv_comp_channel* create_comp_channel(ibv_context* context);
 int destroy_comp_channel(ibv_comp_channel* channel);
