@@ -7,7 +7,8 @@
 #      whole tree with warnings as errors and builds the libFuzzer targets: the tests labelled
 #      "sanitize", the short fuzz run (fuzz.short, label fuzz) and clang-tidy over the project's
 #      sources from its compile database (lint.clang_tidy, label tidy);
-#   3. the clang TSan build (preset "tsan"): the tests labelled "sanitize".
+#   3. the GCC TSan build (preset "tsan"; clang 14's shared TSan runtime crashes at start): the
+#      tests labelled "sanitize".
 # Exits non-zero when any build or any ctest run fails (ctest's exit status); the summary at
 # the end names every failed test. Environment:
 #   ROCE_TEST_SANITIZERS=0   skip the clang builds (sanitizers, fuzzing, clang-tidy; quick local runs)
