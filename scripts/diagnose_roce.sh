@@ -661,7 +661,8 @@ if [[ $run_init_check == 1 ]]; then
   if [[ -z $plugin && ${NCCL_NET_PLUGIN:-} == */* ]]; then plugin=$NCCL_NET_PLUGIN; fi
   if [[ -z $plugin && ${ROCE_PLUGIN_SEARCH:-1} != 0 ]]; then
     for c in "$script_dir/../build/ci/lib/libnccl-net-roce.so" "$script_dir/../build/release/lib/libnccl-net-roce.so" \
-      "$script_dir/../../../lib/libnccl-net-roce.so" /usr/lib/x86_64-linux-gnu/libnccl-net-roce.so /usr/local/lib/libnccl-net-roce.so; do
+      "$script_dir/../../../lib/x86_64-linux-gnu/libnccl-net-roce.so" "$script_dir/../../../lib/libnccl-net-roce.so" \
+      /usr/lib/x86_64-linux-gnu/libnccl-net-roce.so /usr/local/lib/libnccl-net-roce.so; do
       if [[ -f $c ]]; then
         plugin=$c
         break

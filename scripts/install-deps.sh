@@ -11,6 +11,8 @@ readonly PACKAGES=(
   libibverbs-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev catch2
   # tests: Debian's own verbs programs as ABI oracles, network namespaces, captures, lint
   ibverbs-utils iproute2 nftables tshark shellcheck valgrind python3 procps util-linux
+  # the package checks: cpack's dpkg-shlibdeps (dpkg-dev) and lintian on the .debs
+  dpkg-dev lintian
   # the perftest fabric suite: unmodified third-party verbs programs over vroce
   perftest
 )

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what is missing, configures, builds and runs the whole test suite:
-#   1. the release build with warnings as errors (preset "ci"): every test;
-#   2. the ASan+UBSan build (preset "asan-ubsan") and the TSan build (preset "tsan"): the tests
-#      labelled "sanitize".
-# With the ci build, the libFuzzer targets are built with clang into build/ci/fuzz
-# (test/fuzz/build.sh); the ci test run gives them a short run (fuzz.short, label fuzz).
+#   1. the GCC release build with warnings as errors (preset "ci"): every test, the package
+#      checks (label package: the release preset without test tools, the .debs and lintian)
+#      among them;
+#   2. the clang ASan+UBSan build (preset "asan-ubsan"), which is also the clang build of the
+#      whole tree with warnings as errors and builds the libFuzzer targets: the tests labelled
+#      "sanitize", the short fuzz run (fuzz.short, label fuzz) and clang-tidy over the project's
+#      sources from its compile database (lint.clang_tidy, label tidy);
+#   3. the GCC TSan build (preset "tsan"; clang 14's shared TSan runtime crashes at start): the
+#      tests labelled "sanitize".
 # Exits non-zero when any build or any ctest run fails (ctest's exit status); the summary at
 # the end names every failed test. Environment:
-#   ROCE_TEST_SANITIZERS=0   skip the sanitizer builds (quick local runs)
+#   ROCE_TEST_SANITIZERS=0   skip the clang builds (sanitizers, fuzzing, clang-tidy; quick local runs)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
 #   ROCE_JOBS=N              build parallelism (default: nproc)
 set -euo pipefail
@@ -27,10 +31,6 @@ run_preset() {
   echo "=== [$preset] configure and build"
   cmake --preset "$preset" -G Ninja >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
-  if [[ $preset == ci ]]; then
-    echo "=== [$preset] fuzz targets (clang)"
-    test/fuzz/build.sh build/ci/fuzz
-  fi
   echo "=== [$preset] test"
   local args=(--preset "$preset" -j "$jobs" "$@")
   [[ -n $regex ]] && args+=(-R "$regex")
@@ -54,7 +54,7 @@ run_preset() {
 
 run_preset ci
 if [[ $run_sanitizers != 0 ]]; then
-  run_preset asan-ubsan -L sanitize
+  run_preset asan-ubsan -L 'sanitize|fuzz|tidy'
   run_preset tsan -L sanitize
 fi
 

@@ -24,16 +24,20 @@ enum {
 /* ncclProfilerNetIbDescr_v1_t's event type. */
 enum { ncclProfileQp = (1 << 0) };
 
+/* The QP event's fields. Named outside the union (NCCL declares it inline, the same layout)
+ * because C++ does not allow a type to be declared inside an anonymous union. */
+typedef struct {
+  int device;     /* network device index */
+  uint64_t wr_id; /* work request id */
+  int opcode;     /* ibv_wr_opcode of a send; unset for a receive */
+  int qpNum;      /* QP number */
+  size_t length;  /* bytes of the work request */
+} ncclProfilerNetIbQpDescr_v1_t;
+
 typedef struct {
   uint8_t type; /* ncclProfileQp */
   union {
-    struct {
-      int device;     /* network device index */
-      uint64_t wr_id; /* work request id */
-      int opcode;     /* ibv_wr_opcode of a send; unset for a receive */
-      int qpNum;      /* QP number */
-      size_t length;  /* bytes of the work request */
-    } qp;
+    ncclProfilerNetIbQpDescr_v1_t qp;
   };
 } ncclProfilerNetIbDescr_v1_t;
 

@@ -61,30 +61,32 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
 ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm);
 ncclResult_t accept(void* listen_comm, void** recv_comm);
 
-ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
-ncclResult_t reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+// handle: the comm NCCL passes back: a send comm (isend, close_send), a receive comm (irecv,
+// iflush, irecv_consumed, close_recv), or either (reg_mr, reg_mr_dmabuf, dereg_mr, get_device_mr).
+ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhandle);
+ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint64_t offset, int fd,
                            void** mhandle);
-ncclResult_t dereg_mr(void* comm, void* mhandle);
+ncclResult_t dereg_mr(void* handle, void* mhandle);
 
 // The data path. *request is set (nullptr: cannot post now, try again). Sizes are already
 // checked against the limits by abi/.
 // phandle(s): NCCL's profiler handles (v10+), or nullptr.
-ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* mhandle, void* phandle,
                    void** request);
-ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,
+ncclResult_t irecv(void* handle, int n, void** data, const size_t* sizes, const int* tags,
                    void** mhandles, void** phandles, void** request);
 // The profiler callback NCCL passed to init (v10+).
 void set_profiler(ncclProfilerCallback_t profiler) noexcept;
-ncclResult_t iflush(void* recv_comm, int n, void** data, const int* sizes, void** mhandles,
+ncclResult_t iflush(void* handle, int n, void** data, const int* sizes, void** mhandles,
                     void** request);
 // test(): inline, in core/datapath/api_test.h.
-ncclResult_t irecv_consumed(void* recv_comm, int n, void* request);
-ncclResult_t get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
+ncclResult_t irecv_consumed(void* handle, int n, void* request);
+ncclResult_t get_device_mr(void* handle, void* mhandle, void** dptr_mhandle);
 
-ncclResult_t close_send(void* send_comm);
+ncclResult_t close_send(void* handle);
 // Connect attempts NCCL abandoned (it stopped calling connect); dropped at the last finalize.
 void abandon_connect_attempts() noexcept;
-ncclResult_t close_recv(void* recv_comm);
+ncclResult_t close_recv(void* handle);
 ncclResult_t close_listen(void* listen_comm);
 
 }  // namespace roce::api

@@ -19,7 +19,7 @@ inline std::atomic<ncclProfilerCallback_t> callback{nullptr};
 }
 
 // The callback NCCL passed to init (the last one wins: NCCL passes the same function each time).
-void set_profiler(ncclProfilerCallback_t callback) noexcept;
+void set_profiler(ncclProfilerCallback_t cb) noexcept;
 inline ncclProfilerCallback_t profiler() noexcept {
 #if defined(ROCE_TELEMETRY_BASELINE)
   return nullptr;  // the hooks' cost baseline: no profiler events

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for a while from its committed seed corpus (copied, so the repo's
-# corpus stays as committed), building first what is missing or stale (build.sh). Fails on any
-# crash, sanitizer report, leak or timeout; prints each target's final statistics.
-#   test/fuzz/run.sh [OUT_DIR] [SECONDS_PER_TARGET]
+# corpus stays as committed). The targets are built by CMake with ROCE_FUZZ=ON (presets clang and
+# asan-ubsan) into <build>/fuzz. Fails on any crash, sanitizer report, leak or timeout, and on a
+# missing target; prints each target's final statistics.
+#   test/fuzz/run.sh FUZZ_DIR [SECONDS_PER_TARGET]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:-$here/../../build/fuzz}
+out=${1:?usage: run.sh FUZZ_DIR [SECONDS_PER_TARGET]}
 seconds=${2:-25}
-"$here/build.sh" "$out" >/dev/null
+for target in handshake listen_handle config packet; do
+  [[ -x $out/${target}_fuzz ]] || {
+    echo "run.sh: $out/${target}_fuzz is missing: build with ROCE_FUZZ=ON (cmake --preset clang)" >&2
+    exit 1
+  }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0

@@ -29,8 +29,9 @@ struct Captured {
 std::mutex g_captured_mutex;
 std::vector<Captured> g_captured;
 
-void fake_nccl_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
-                      const char* fmt, ...) {
+__attribute__((format(printf, 5, 6))) void fake_nccl_logger(ncclDebugLogLevel level,
+                                                            unsigned long flags, const char* file,
+                                                            int line, const char* fmt, ...) {
   char buffer[4096];
   va_list args;
   va_start(args, fmt);

@@ -51,8 +51,9 @@ std::string plugin_path_from_env() {
   return path;
 }
 
-void test_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
-                 const char* fmt, ...) {
+__attribute__((format(printf, 5, 6))) void test_logger(ncclDebugLogLevel level, unsigned long flags,
+                                                       const char* file, int line, const char* fmt,
+                                                       ...) {
   char text[4096];
   va_list ap;
   va_start(ap, fmt);

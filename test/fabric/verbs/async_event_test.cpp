@@ -30,7 +30,8 @@ namespace {
 std::mutex log_mutex;
 std::vector<std::string> log_lines;
 
-void capture(ncclDebugLogLevel, unsigned long, const char*, int, const char* format, ...) {
+__attribute__((format(printf, 5, 6))) void capture(ncclDebugLogLevel, unsigned long, const char*,
+                                                   int, const char* format, ...) {
   char line[1024];
   va_list args;
   va_start(args, format);

@@ -51,12 +51,12 @@ struct Options {
   std::optional<int> iters;
   std::optional<int> warmup;
 
-  int window = 8;                        // outstanding requests per comm (NCCL_STEPS)
-  std::size_t slice_bytes = 512 * 1024;  // all-reduce pipeline step (NCCL's SIMPLE step)
-  int traffic_class = -1;                // NCCL_NET_TRAFFIC_CLASS_UNDEF
-  int dev = 0;                           // plugin device index
-  std::string hca;                       // raw verbs device; empty: from NCCL_IB_HCA
-  int gid_index = -1;                    // raw verbs GID; -1: first RoCE v2 IPv4 GID
+  int window = 8;                          // outstanding requests per comm (NCCL_STEPS)
+  std::size_t slice_bytes = 512UL * 1024;  // all-reduce pipeline step (NCCL's SIMPLE step)
+  int traffic_class = -1;                  // NCCL_NET_TRAFFIC_CLASS_UNDEF
+  int dev = 0;                             // plugin device index
+  std::string hca;                         // raw verbs device; empty: from NCCL_IB_HCA
+  int gid_index = -1;                      // raw verbs GID; -1: first RoCE v2 IPv4 GID
 
   // The all-reduce's element type (allreduce: fp32 unless --dtype; tp: fp16 unless --dtype).
   DType dtype = DType::F32;

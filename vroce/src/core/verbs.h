@@ -1,6 +1,7 @@
 // The object verbs of the RC part (PD, MR, CQ, completion channel, QP), implemented in core/ and
 // exported by thin wrappers in abi/. Each returns what rdma-core's entry point returns: a pointer
-// (nullptr with errno set) or 0 / an errno value.
+// (nullptr with errno set) or 0 / an errno value. A parameter named ibv is the application's
+// handle, which the definition turns into vroce's own object.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -11,32 +12,32 @@
 namespace vroce {
 
 ibv_pd* alloc_pd(ibv_context* context);
-int dealloc_pd(ibv_pd* pd);
+int dealloc_pd(ibv_pd* ibv);
 
 // iova is the address SGEs and RETHs use for addr's first byte (addr itself for ibv_reg_mr).
-ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access);
-ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+ibv_mr* reg_mr(ibv_pd* ibv, void* addr, size_t length, uint64_t iova, unsigned access);
+ibv_mr* reg_dmabuf_mr(ibv_pd* ibv, uint64_t offset, size_t length, uint64_t iova, int fd,
                       unsigned access);
-int dereg_mr(ibv_mr* mr);
+int dereg_mr(ibv_mr* ibv);
 
 ibv_comp_channel* create_comp_channel(ibv_context* context);
-int destroy_comp_channel(ibv_comp_channel* channel);
+int destroy_comp_channel(ibv_comp_channel* ibv);
 ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector);
-int resize_cq(ibv_cq* cq, int cqe);
-int destroy_cq(ibv_cq* cq);
-int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context);
-void ack_cq_events(ibv_cq* cq, unsigned int nevents);
+int resize_cq(ibv_cq* ibv, int cqe);
+int destroy_cq(ibv_cq* ibv);
+int get_cq_event(ibv_comp_channel* ibv, ibv_cq** cq_out, void** cq_context);
+void ack_cq_events(ibv_cq* ibv, unsigned int nevents);
 
-ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* init_attr);
-int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
-int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
-int destroy_qp(ibv_qp* qp);
+ibv_qp* create_qp(ibv_pd* ibv_pd_ptr, ibv_qp_init_attr* init);
+int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask);
+int query_qp(ibv_qp* ibv, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+int destroy_qp(ibv_qp* ibv);
 
 // The data path (core/data_path.cpp), installed into ibv_context_ops.
-int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
-int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
-int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
+int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int poll_cq(ibv_cq* ibv, int num_entries, ibv_wc* wc);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 
 // Largest inline payload a QP may ask for.

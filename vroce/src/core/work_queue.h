@@ -49,7 +49,9 @@ class SendQueue {
   uint32_t max_inline() const noexcept { return max_inline_; }
 
   SendWqe& wqe(uint32_t index) noexcept { return wqes_[index & mask_]; }
-  ibv_sge* sges(uint32_t index) noexcept { return &sges_[(index & mask_) * max_sge_]; }
+  ibv_sge* sges(uint32_t index) noexcept {
+    return &sges_[static_cast<size_t>(index & mask_) * max_sge_];
+  }
   uint8_t* inline_data(uint32_t index) noexcept {
     return inline_.data() + static_cast<size_t>(index & mask_) * max_inline_;
   }
@@ -76,7 +78,9 @@ class RecvQueue {
   uint32_t max_sge() const noexcept { return max_sge_; }
 
   RecvWqe& wqe(uint32_t index) noexcept { return wqes_[index & mask_]; }
-  ibv_sge* sges(uint32_t index) noexcept { return &sges_[(index & mask_) * max_sge_]; }
+  ibv_sge* sges(uint32_t index) noexcept {
+    return &sges_[static_cast<size_t>(index & mask_) * max_sge_];
+  }
 
   std::mutex post_mutex;
   std::atomic<uint32_t> tail{0};  // next slot producers fill
