@@ -33,8 +33,8 @@ inline uint64_t now_ticks() noexcept {
 #endif
 }
 
-// Nanoseconds per tick; calibrates on the first call (thread-safe). Call it before the data
-// path runs (comm construction does), so now_ticks() sees the decision.
+// Nanoseconds per tick; calibrates on the first call (thread-safe, 2 ms). Comm construction calls
+// it, so the data path never pays for the calibration.
 double ns_per_tick() noexcept;
 
 inline uint64_t ticks_from_ms(uint64_t ms) noexcept {

@@ -48,7 +48,12 @@ void ConnectionTelemetry::warn_stall(std::string_view waiting, uint64_t waited_m
             direction_text(id), id.device, peer_word(id), id.peer, waiting, waited_ms, advice);
 }
 
-void ConnectionTelemetry::note_recovered(std::string_view waiting, uint64_t waited_ms) noexcept {
+void ConnectionTelemetry::wait_ended(std::string_view waiting, uint64_t since,
+                                     uint64_t now) noexcept {
+  if (!stall_.ended(since)) {
+    return;
+  }
+  const uint64_t waited_ms = ms_from_ticks(now > since ? now - since : 0);
   const CommIdentity& id = stats_.identity();
   ROCE_INFO(NCCL_NET, "{} on {} {} {}: {} ended after about {} ms", direction_text(id), id.device,
             peer_word(id), id.peer, waiting, waited_ms);
@@ -60,9 +65,7 @@ void ConnectionTelemetry::completed_rarely(bool sampled, uint64_t posted,
   if (sampled) {
     stats_.sample(posted, now);
   }
-  if (stall_.ended(posted)) {
-    note_recovered(waiting, ms_from_ticks(now > posted ? now - posted : 0));
-  }
+  wait_ended(waiting, posted, now);
 }
 
 }  // namespace roce::telemetry

@@ -36,8 +36,9 @@ class ConnectionTelemetry {
 
   // "send comm on mlx5_0 to 10.0.0.2: <waiting> for 5012 ms; <advice>" (WARN, NET).
   void warn_stall(std::string_view waiting, uint64_t waited_ms, std::string_view advice) noexcept;
-  // The wait that was reported is over (INFO, NET).
-  void note_recovered(std::string_view waiting, uint64_t waited_ms) noexcept;
+  // The wait that began at `since` is over at `now` (now_ticks() values): if it had been
+  // reported as a stall, says so (INFO, NET), `waiting` naming it.
+  void wait_ended(std::string_view waiting, uint64_t since, uint64_t now) noexcept;
 
   // The data path's one call per completed request: `bytes` carried by a request posted at
   // `posted` (a now_ticks() value). The clock is read only for a sampled request and when that

@@ -276,10 +276,7 @@ ncclResult_t SendComm::progress() noexcept {
 
 void SendComm::cts_wait_ended(uint64_t now) noexcept {
   telemetry_.stats().cts_waited(now - cts_wait_since_);
-  if (telemetry_.stall().ended(cts_wait_since_)) [[unlikely]] {
-    telemetry_.note_recovered("the wait for the peer's clear-to-send",
-                              telemetry::ms_from_ticks(now - cts_wait_since_));
-  }
+  telemetry_.wait_ended("the wait for the peer's clear-to-send", cts_wait_since_, now);
   cts_wait_since_ = 0;
 }
 
