@@ -22,6 +22,7 @@ import ipaddress
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,21 @@ class Runner:
         self.port = 20000 + os.getpid() % 20000
         self.results = []
 
+    def next_free_port(self):
+        """The next TCP port after the last one used that nothing holds now: perftest's server
+        cannot listen on a port another socket has (an outgoing connection of an earlier case
+        may hold any port of the ephemeral range)."""
+        while True:
+            self.port = 20000 if self.port >= 65535 else self.port + 1
+            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                probe.bind(("0.0.0.0", self.port))
+                return self.port
+            except OSError:
+                continue
+            finally:
+                probe.close()
+
     def env(self, extra, stats):
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = self.lib
@@ -72,8 +88,7 @@ class Runner:
 
     def pair(self, name, prog, args, server_env=None, client_env=None, gid_flag="-x"):
         """Runs `prog args` as server on vrS and client on vrC; returns (client output, stats)."""
-        self.port += 1
-        port = self.port
+        port = self.next_free_port()
         files = {side: (self.work / f"{name}.{side}.log", self.work / f"{name}.{side}.json")
                  for side in ("server", "client")}
         common = [gid_flag, "3", "-p", str(port)] + args
