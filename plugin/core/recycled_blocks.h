@@ -21,8 +21,8 @@ namespace roce::recycled {
 
 // At least `size` bytes, aligned for any fundamental type; throws std::bad_alloc.
 void* allocate(std::size_t size);
-// Zeroes `size` bytes of the block and keeps it for a later allocate(size).
-void release(void* block, std::size_t size) noexcept;
+// Zeroes the `size` bytes of `object`'s block and keeps it for a later allocate(size).
+void release(void* object, std::size_t size) noexcept;
 // True when `object` was returned by allocate() and not released since. `object` must point to
 // readable memory at least 16 bytes into an allocation (any pointer NCCL got from this plugin).
 // Inline: isend, irecv and iflush ask it on every call.

@@ -1,7 +1,10 @@
 // Handshake message encoding, decoding and validation (see net/handshake.h).
 #include "net/handshake.h"
 
+#include <array>
+#include <charconv>
 #include <cstdio>
+#include <string_view>
 
 #include "net/wire.h"
 
@@ -507,12 +510,20 @@ std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& messa
 }
 
 uint32_t plugin_version_code() {
-  unsigned major = 0;
-  unsigned minor = 0;
-  unsigned patch = 0;
-  if (std::sscanf(ROCE_VERSION, "%u.%u.%u", &major, &minor, &patch) != 3) {
-    return 0;
+  // ROCE_VERSION is "major.minor.patch" (CMake's PROJECT_VERSION).
+  constexpr std::string_view version = ROCE_VERSION;
+  std::array<unsigned, 3> parts{};
+  const char* next = version.data();
+  const char* const end = version.data() + version.size();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto [ptr, ec] = std::from_chars(next, end, parts[i]);
+    const bool last = i + 1 == parts.size();
+    if (ec != std::errc{} || (last ? ptr != end : ptr == end || *ptr != '.')) {
+      return 0;
+    }
+    next = last ? ptr : ptr + 1;
   }
+  const auto [major, minor, patch] = parts;
   return ((major & 0xffffU) << 16) | ((minor & 0xffU) << 8) | (patch & 0xffU);
 }
 

@@ -21,7 +21,7 @@ bool looks_like_roce(std::span<const std::uint8_t> ip) {
     return false;
   }
   if ((ip[0] >> 4) == 4) {
-    const std::size_t ihl = (ip[0] & 0x0F) * 4u;
+    const std::size_t ihl = std::size_t{ip[0] & 0x0Fu} * 4;
     // Only a first fragment (offset 0) starts with the UDP header.
     return ihl >= 20 && ip.size() >= ihl + 4 && ip[9] == 17 &&
            (load_be16(ip.data() + 6) & 0x1FFF) == 0 &&

@@ -67,8 +67,8 @@ BindAddress bind_address_for_gid(const std::array<uint8_t, 16>& gid) {
   }
   if (mapped) {
     out.family = AddressFamily::Ipv4;
-    for (int i = 0; i < 4; ++i) {
-      out.bytes[static_cast<size_t>(i)] = gid[static_cast<size_t>(12 + i)];
+    for (size_t i = 0; i < 4; ++i) {
+      out.bytes[i] = gid[12 + i];
     }
   } else {
     out.family = AddressFamily::Ipv6;

@@ -5,7 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -105,7 +105,9 @@ std::string describe_ece(const std::optional<ibv_ece>& ece) {
 uint32_t random_psn() {
   uint32_t value = 0;
   if (getrandom(&value, sizeof value, 0) != static_cast<ssize_t>(sizeof value)) {
-    value = static_cast<uint32_t>(std::rand());
+    // Only without entropy this early after boot, or under a seccomp filter. A PSN has to
+    // differ between connections, not to be secret: the clock will do.
+    value = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   return value & verbs::kMax24Bit;
 }

@@ -44,7 +44,7 @@ void tell_listener_refused(const net::ListenHandle& handle, const std::string& t
 
 }  // namespace
 
-std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntime> device,
+std::unique_ptr<SendConnector> SendConnector::start(const std::shared_ptr<DeviceRuntime>& device,
                                                     int comm_traffic_class,
                                                     const net::ListenHandle& handle,
                                                     ncclResult_t* result) {

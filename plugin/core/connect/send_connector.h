@@ -27,7 +27,7 @@ class SendConnector {
  public:
   // Creates the QPs and ring and starts the TCP connect. Returns nullptr after logging why
   // (*result set) when that fails.
-  static std::unique_ptr<SendConnector> start(std::shared_ptr<DeviceRuntime> device,
+  static std::unique_ptr<SendConnector> start(const std::shared_ptr<DeviceRuntime>& device,
                                               int comm_traffic_class,
                                               const net::ListenHandle& handle,
                                               ncclResult_t* result);

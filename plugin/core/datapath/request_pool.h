@@ -46,7 +46,7 @@ class RequestPool {
 
   bool in_use(uint16_t index) const noexcept { return index < Capacity && in_use_[index]; }
   int available() const noexcept { return free_count_; }
-  static constexpr int capacity() noexcept { return Capacity; }
+  static constexpr uint16_t capacity() noexcept { return static_cast<uint16_t>(Capacity); }
 
   T& operator[](uint16_t index) noexcept { return slots_[index]; }
   const T& operator[](uint16_t index) const noexcept { return slots_[index]; }

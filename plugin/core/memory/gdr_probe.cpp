@@ -15,7 +15,7 @@
 namespace roce {
 namespace {
 
-constexpr size_t kProbeBytes = 64 * 1024;  // one GPU page
+constexpr size_t kProbeBytes = size_t{64} * 1024;  // one GPU page
 
 bool exists(const std::string& path) noexcept {
   struct stat st {};

@@ -97,8 +97,6 @@ CudaDriver& CudaDriver::instance() {
   return driver;
 }
 
-CudaDriver::~CudaDriver() = default;
-
 CudaDriver::CudaDriver() : api_(&tools::cuda_driver_api()) {
   const tools::CudaDriverApi* api = api_;
   if (!api->load_error.empty()) {

@@ -48,7 +48,7 @@ class CudaDriver {
 
  private:
   CudaDriver();
-  ~CudaDriver();
+  ~CudaDriver() = default;
   void load_kernels();
   void check(int result, const char* call) const;
 

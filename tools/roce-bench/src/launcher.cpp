@@ -96,6 +96,7 @@ std::string vroce_library(const Options& options) {
     argv_strings.push_back(extra);
   }
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (auto& s : argv_strings) {
     argv.push_back(s.data());
   }
@@ -149,6 +150,7 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
   const std::vector<VroceDevice> devices = device_list();
   const std::string library = vroce_library(options);
   std::vector<RankEnvironment> envs;
+  envs.reserve(static_cast<size_t>(options.nranks));
   for (int r = 0; r < options.nranks; ++r) {
     envs.push_back(rank_environment(devices, r, options.nranks, library));
   }

@@ -13,17 +13,6 @@
 namespace roce::bench {
 namespace {
 
-template <typename T>
-std::optional<T> parse_integer(std::string_view text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc{} || ptr != end) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 std::optional<double> parse_double(std::string_view text) {
   if (text.empty()) {
     return std::nullopt;

@@ -2,6 +2,7 @@
 // immutable Options value. Pure (no I/O), so the argument errors are unit-tested.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -25,6 +26,19 @@ enum class FlushPolicy { Auto, Always, Never };
 enum class DmabufPolicy { Auto, On, Off };
 // What a rank does after a run of polls that found nothing (see poller.h).
 enum class PollPolicy { Spin, Yield, Sleep };
+
+// The whole of `text` as a decimal T, or nullopt (empty, not a number, trailing characters, out
+// of T's range).
+template <typename T>
+std::optional<T> parse_integer(std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end) {
+    return std::nullopt;
+  }
+  return value;
+}
 
 inline constexpr int kMaxWindow = 32;  // NCCL_NET_MAX_REQUESTS
 inline constexpr int kMaxRanks = 64;

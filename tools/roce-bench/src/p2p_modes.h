@@ -24,8 +24,8 @@ class Rendezvous;
 class P2pMeasurement {
  public:
   // Every call below is collective over the 2 ranks.
-  P2pMeasurement(Endpoint& endpoint, Rendezvous& rendezvous, const Options& options,
-                 const SizeStep& step, std::uint64_t seed);
+  P2pMeasurement(Endpoint& ep, Rendezvous& rendezvous, const Options& options, const SizeStep& step,
+                 std::uint64_t seed);
   void warmup();
   // Adds `iters` timed round trips (pingpong) or messages (bw, bibw).
   void timed(int iters);

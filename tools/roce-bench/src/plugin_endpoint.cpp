@@ -68,6 +68,14 @@ bool PluginEndpoint::post_recv(int slot, std::size_t bytes, Ticket& ticket) {
 }
 
 bool PluginEndpoint::test(Ticket& ticket) {
+  const auto test_flush = [&] {
+    if (!plugin_.test(ticket.flush, nullptr)) {
+      return false;
+    }
+    ticket.flush = nullptr;
+    ticket.state = Ticket::State::Done;
+    return true;
+  };
   switch (ticket.state) {
     case Ticket::State::Done:
       return true;
@@ -91,7 +99,7 @@ bool PluginEndpoint::test(Ticket& ticket) {
           ticket.flush = plugin_.iflush(comms_.recv_comm, data, size, recv_mhandle_);
           if (ticket.flush != nullptr) {
             ticket.state = Ticket::State::Flushing;
-            return test(ticket);
+            return test_flush();
           }
         }
       }
@@ -99,12 +107,7 @@ bool PluginEndpoint::test(Ticket& ticket) {
       return true;
     }
     case Ticket::State::Flushing:
-      if (!plugin_.test(ticket.flush, nullptr)) {
-        return false;
-      }
-      ticket.flush = nullptr;
-      ticket.state = Ticket::State::Done;
-      return true;
+      return test_flush();
   }
   return false;
 }

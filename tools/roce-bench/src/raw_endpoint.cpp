@@ -222,7 +222,12 @@ void RawEndpoint::open(const Options& options) {
   gid_index_ = options.gid_index;
   if (gid_index_ < 0) {
     if (const char* env = std::getenv("NCCL_IB_GID_INDEX"); env != nullptr && *env != '\0') {
-      gid_index_ = std::atoi(env);
+      const auto index = parse_integer<int>(env);
+      if (!index || *index < 0) {
+        throw BenchError(std::string("NCCL_IB_GID_INDEX='") + env +
+                         "' is not a GID index (a number 0 or more); fix it or pass --gid-index");
+      }
+      gid_index_ = *index;
     }
   }
   ibv_port_attr attr{};

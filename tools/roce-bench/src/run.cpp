@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -193,7 +195,13 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
 
   int listen_fd = -1;
   if (const char* fd = std::getenv(kRendezvousFdEnv); fd != nullptr && rank == 0) {
-    listen_fd = std::atoi(fd);
+    // Set by the launcher (launcher.cpp) for the rank it started with the listening socket.
+    const auto parsed = parse_integer<int>(fd);
+    if (!parsed || *parsed < 0) {
+      throw BenchError(std::string("internal: ") + kRendezvousFdEnv + "='" + fd +
+                       "' is not a file descriptor");
+    }
+    listen_fd = *parsed;
   }
   Rendezvous rendezvous(rank, nranks, options.rendezvous, listen_fd, options_fingerprint(options),
                         options.timeout_s);
@@ -349,12 +357,20 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     std::uint64_t recvs = 0;
     int r = 0;
     for (const auto& blob : rendezvous.allgather(mine)) {
-      unsigned long long a = 0, b = 0, c = 0, d = 0;
-      std::sscanf(blob.c_str(), "%llu %llu %llu %llu", &a, &b, &c, &d);
-      starts += a;
-      stops += b;
-      sends += c;
-      recvs += d;
+      // "starts stops sends recvs[|error]", as this function's `mine` writes it.
+      std::array<std::uint64_t, 4> counts{};
+      const char* next = blob.data();
+      const char* end = blob.data() + blob.size();
+      for (auto& count : counts) {
+        while (next != end && *next == ' ') {
+          ++next;
+        }
+        next = std::from_chars(next, end, count).ptr;
+      }
+      starts += counts[0];
+      stops += counts[1];
+      sends += counts[2];
+      recvs += counts[3];
       const auto bar = blob.find('|');
       if (bar != std::string::npos && bar + 1 < blob.size() && profiler_error.empty()) {
         profiler_error = "rank " + std::to_string(r) + ": " + blob.substr(bar + 1);

@@ -7,6 +7,7 @@ namespace roce::bench {
 
 std::vector<VroceDevice> default_vroce_devices() {
   std::vector<VroceDevice> devices;
+  devices.reserve(8);
   for (int i = 0; i < 8; ++i) {
     devices.push_back({"vroce" + std::to_string(i), "127.0.0." + std::to_string(11 + i)});
   }

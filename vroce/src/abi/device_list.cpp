@@ -11,8 +11,10 @@ using vroce::Device;
 VROCE_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
   try {
     std::span<Device* const> all = vroce::devices();
-    // malloc, not new: the list is the caller's until ibv_free_device_list, a C API.
-    auto** list = static_cast<ibv_device**>(std::calloc(all.size() + 1, sizeof(ibv_device*)));
+    // malloc, not new: the list is the caller's until ibv_free_device_list, a C API. An array
+    // of pointers, NULL-terminated, so the element size is a pointer's.
+    auto** list = static_cast<ibv_device**>(
+        std::calloc(all.size() + 1, sizeof(ibv_device*)));  // NOLINT(bugprone-sizeof-expression)
     if (list == nullptr) {
       errno = ENOMEM;
       return nullptr;

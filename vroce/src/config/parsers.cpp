@@ -113,6 +113,7 @@ std::string fault_keys_help() {
 
 std::vector<DeviceSpec> default_device_specs() {
   std::vector<DeviceSpec> specs;
+  specs.reserve(8);
   for (int i = 0; i < 8; ++i) {
     specs.push_back({"vroce" + std::to_string(i), "127.0.0." + std::to_string(11 + i)});
   }

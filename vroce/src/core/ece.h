@@ -15,7 +15,7 @@ namespace vroce {
 
 inline constexpr uint32_t kEceVendorMellanox = 0x15b3;  // PCI_VENDOR_ID_MELLANOX
 
-int query_ece(ibv_qp* qp, ibv_ece* ece);
-int set_ece(ibv_qp* qp, ibv_ece* ece);
+int query_ece(ibv_qp* ibv, ibv_ece* ece);
+int set_ece(ibv_qp* ibv, ibv_ece* ece);
 
 }  // namespace vroce

@@ -32,7 +32,7 @@ IpUdpError parse_v4(std::span<const std::uint8_t> p, IpUdpView& v) noexcept {
   if (p.size() < kIpv4HeaderSize) {
     return IpUdpError::Truncated;
   }
-  const std::size_t ihl = (p[0] & 0x0F) * 4u;
+  const std::size_t ihl = std::size_t{p[0] & 0x0Fu} * 4;
   if (ihl < kIpv4HeaderSize) {
     return IpUdpError::BadIpHeader;
   }
