@@ -24,6 +24,7 @@ target_include_directories(roce_verbs_headers SYSTEM INTERFACE ${ROCE_VERBS_INCL
 if(ROCE_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
   include(Catch)
+  include(CatchTests)
 endif()
 
 # The CUDA toolkit is optional: tools/gdr-check is built only when it is present.
