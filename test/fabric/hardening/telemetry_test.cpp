@@ -1,11 +1,13 @@
 // Runtime observability over vroce: stall reports name what a comm waits for (the peer's
-// clear-to-send when the peer does not receive; a completion when the fabric drops everything),
+// clear-to-send when the peer does not receive, and an INFO line when that wait ends; a
+// completion when the fabric drops everything),
 // and the statistics file holds every comm's counters and latencies in JSON lines and
 // Prometheus text. No timing assertion: the stall threshold
 // is 100 ms and every wait gives up only after 30 s.
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -36,6 +38,8 @@ constexpr auto kGiveUp = kHangBound;
 TEST_CASE("an isend whose peer posts no receive reports that it waits for the clear-to-send",
           "[hardening][telemetry][vroce]") {
   setenv("NCCL_ROCE_STALL_WARN_MS", "100", 1);
+  setenv("NCCL_DEBUG", "INFO", 1);  // the end of the wait is an INFO line
+  setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
   use_test_devices({"tla", "tlb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -61,6 +65,45 @@ TEST_CASE("an isend whose peer posts no receive reports that it waits for the cl
   CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
           return l.find("clear-to-send") != std::string::npos;
         }) <= 4);
+
+  // The peer receives at last: the send goes, and the end of the reported wait is an INFO line
+  // (an operator who saw the WARN learns that it recovered, and after how long).
+  std::vector<char> in(4096, 0);
+  void* rmh = nullptr;
+  REQUIRE(plugin.reg_mr(pairs[0].recv, in.data(), in.size(), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  void* data[1] = {in.data()};
+  const size_t sizes[1] = {in.size()};
+  const int tags[1] = {7};
+  void* mhs[1] = {rmh};
+  void* rreq = nullptr;
+  REQUIRE(plugin.irecv(pairs[0].recv, 1, data, sizes, tags, mhs, &rreq) == ncclSuccess);
+  REQUIRE(rreq != nullptr);
+  const auto give_up_send = Clock::now() + kGiveUp;
+  while (request == nullptr && Clock::now() < give_up_send) {
+    REQUIRE(plugin.isend(pairs[0].send, buffer.data(), buffer.size(), 7, mh, &request) ==
+            ncclSuccess);
+  }
+  REQUIRE(request != nullptr);
+  int sent = 0;
+  int received = 0;
+  const auto give_up_done = Clock::now() + kGiveUp;
+  while ((sent == 0 || received == 0) && Clock::now() < give_up_done) {
+    if (sent == 0) {
+      REQUIRE(plugin.test(request, &sent, nullptr) == ncclSuccess);
+    }
+    if (received == 0) {
+      REQUIRE(plugin.test(rreq, &received, nullptr) == ncclSuccess);
+    }
+  }
+  REQUIRE(sent == 1);
+  REQUIRE(received == 1);
+  CHECK(in == buffer);
+  const auto infos = info_lines();
+  CHECK(std::any_of(infos.begin(), infos.end(), [](const std::string& l) {
+    return l.find("send comm on tla") != std::string::npos &&
+           l.find("the wait for the peer's clear-to-send ended after about") != std::string::npos;
+  }));
+  CHECK(plugin.dereg_mr(pairs[0].recv, rmh) == ncclSuccess);
   CHECK(plugin.dereg_mr(pairs[0].send, mh) == ncclSuccess);
   CHECK(plugin.close_send(pairs[0].send) == ncclSuccess);
   CHECK(plugin.close_recv(pairs[0].recv) == ncclSuccess);
