@@ -35,11 +35,18 @@ VROCE_EXPORT void ibv_unimport_dm(ibv_dm* /*dm*/) {
 
 // Providers are kernel-device drivers; vroce is the device, so it loads none. rdma-core keeps
 // this pre-1.1 entry point only as a non-default version (ibv_register_driver@IBVERBS_1.1), so
-// old binaries still bind to it but nothing new links against it; the .symver does the same
-// (an assembler directive rather than GCC's symver attribute, which clang 14 does not know).
+// old binaries still bind to it but nothing new links against it; the symbol version does the
+// same. GCC takes its symver attribute, which survives link-time optimisation (a top-level asm
+// .symver does not: the LTO partition that holds it loses the binding and the version goes);
+// clang 14 has no such attribute and takes the assembler directive.
+#if defined(__clang__)
 extern "C" __attribute__((visibility("default"))) void vroce_register_driver_1_1(const char* name,
                                                                                  void* init_func);
 __asm__(".symver vroce_register_driver_1_1, ibv_register_driver@IBVERBS_1.1");
+#else
+extern "C" __attribute__((visibility("default"), symver("ibv_register_driver@IBVERBS_1.1"))) void
+vroce_register_driver_1_1(const char* name, void* init_func);
+#endif
 extern "C" void vroce_register_driver_1_1(const char* name, void* /*init_func*/) {
   VROCE_LOG(Warn, "ibv_register_driver(%s) ignored: vroce loads no providers",
             name != nullptr ? name : "(null)");
