@@ -89,8 +89,9 @@ bool Plugin::finalize() noexcept {
 }
 
 ncclResult_t Plugin::start_locked() {
-  if (!load_config()) {
-    return ncclInvalidUsage;  // load_config logged the setting at fault
+  if (const Status loaded = load_config(); !loaded) {
+    ROCE_WARN(NCCL_INIT | NCCL_ENV, "invalid setting: {}", loaded.error());
+    return ncclInvalidUsage;
   }
   const Config& cfg = config();
   if (std::string error; !parse_hca_filter(cfg.socket_ifname, &error)) {

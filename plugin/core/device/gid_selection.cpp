@@ -211,12 +211,12 @@ std::optional<GidSelection> select_gid(std::span<const GidTableEntry> table,
   }
   std::optional<Cidr> range;
   if (!policy.addr_range.empty()) {
-    std::string reason;
-    range = parse_cidr(policy.addr_range, &reason);
-    if (!range) {
-      *error = "NCCL_IB_ADDR_RANGE=" + policy.addr_range + " is malformed: " + reason;
+    const Result<Cidr> parsed = parse_cidr(policy.addr_range);
+    if (!parsed) {
+      *error = "NCCL_IB_ADDR_RANGE=" + policy.addr_range + " is malformed: " + parsed.error();
       return std::nullopt;
     }
+    range = *parsed;
   }
   const GidTableEntry* choice = automatic_choice(table, policy, range);
   if (policy.override_index >= 0) {

@@ -110,10 +110,9 @@ int run() {
 
   setenv("VROCE_DEVICES", vroce_device_list({"pv0", "pv1"}).c_str(), 1);
   setenv("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH, 0);  // a copy elsewhere may be named instead
-  std::string error;
-  const auto config = parse_config(&env_lookup, nullptr, &error);
+  const auto config = parse_config(&env_lookup, nullptr);
   if (!config) {
-    std::printf("FAIL: configuration: %s\n", error.c_str());
+    std::printf("FAIL: configuration: %s\n", config.error().c_str());
     return 1;
   }
   const auto lib = ibv::Library::open(config->ibverbs_lib);

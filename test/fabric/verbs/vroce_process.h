@@ -33,9 +33,8 @@ inline void set_env(const char* name, const std::string& value) {
 
 // The plugin configuration as the environment now says.
 inline Config config_from_env() {
-  std::string error;
-  auto config = parse_config(&env_lookup, nullptr, &error);
-  INFO(error);
+  auto config = parse_config(&env_lookup, nullptr);
+  INFO((config ? std::string() : config.error()));
   REQUIRE(config.has_value());
   return *config;
 }
