@@ -22,4 +22,10 @@ inline tl::unexpected<std::string> failure(std::string message) {
   return tl::unexpected<std::string>(std::move(message));
 }
 
+// The message of a failure, "" for a success: for a line or a test's INFO that covers both.
+template <typename T>
+std::string error_text(const Result<T>& result) {
+  return result ? std::string() : result.error();
+}
+
 }  // namespace roce

@@ -85,14 +85,14 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
   }
   const net::SocketAddress address =
       net::SocketAddress::from_bytes(bind->address.family, bind->address.bytes, 0);
-  auto listener = net::Listener::open(address, &error);
+  auto listener = net::Listener::open(address);
   if (!listener) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), listener.error());
     return ncclSystemError;
   }
-  auto nonce = net::random_nonce(&error);
+  auto nonce = net::random_nonce();
   if (!nonce) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), nonce.error());
     return ncclSystemError;
   }
   net::ListenHandle out;
@@ -123,11 +123,10 @@ ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm)
     if (device == nullptr) {
       return ncclInvalidArgument;
     }
-    std::string error;
-    auto decoded = net::decode_listen_handle(bytes, &error);
+    auto decoded = net::decode_listen_handle(bytes);
     if (!decoded) {
       ROCE_WARN(NCCL_NET, "connect on {}: the handle is not a RoCE listen handle: {}",
-                device->name(), error);
+                device->name(), decoded.error());
       return ncclInvalidArgument;
     }
     ncclResult_t result = ncclSuccess;

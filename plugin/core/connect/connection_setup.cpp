@@ -76,8 +76,7 @@ void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reas
   for (char c : text.substr(0, net::kMaxRejectTextLength)) {
     reject.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
-  std::string error;
-  auto bytes = net::encode_message(reject, &error);
+  auto bytes = net::encode_message(reject);
   if (bytes && channel.queue(*bytes)) {
     (void)channel.flush();
   }

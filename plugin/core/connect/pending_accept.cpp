@@ -79,8 +79,7 @@ PendingAccept::Step PendingAccept::reject(net::RejectReason reason, const std::s
   for (char c : message.substr(0, net::kMaxRejectTextLength)) {
     r.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
-  std::string error;
-  auto bytes = net::encode_message(r, &error);
+  auto bytes = net::encode_message(r);
   if (!bytes || !channel_.queue(*bytes)) {
     state_ = State::Dropped;
     return Step::Drop;
@@ -157,9 +156,9 @@ PendingAccept::Step PendingAccept::on_await_request() {
       local_endpoint(*device_, agreed->traffic_class, agreed->service_level, setup_.qps, psns_);
   reply.sizes_area = sizes_area_geometry(setup_.sizes_area.addr(), setup_.sizes_area.rkey());
   reply.ece = ece_to_wire(ece_in_force_);
-  auto bytes = net::encode_message(reply, &error);
+  auto bytes = net::encode_message(reply);
   if (!bytes || !channel_.queue(*bytes)) {
-    return reject(net::RejectReason::Internal, "cannot encode the reply: " + error);
+    return reject(net::RejectReason::Internal, "cannot encode the reply: " + error_text(bytes));
   }
   state_ = State::SendReply;
   return Step::Next;

@@ -21,8 +21,7 @@ namespace {
 void tell_listener_refused(const net::ListenHandle& handle, const std::string& text,
                            std::chrono::milliseconds timeout) {
   const auto deadline = net::Clock::now() + timeout;
-  std::string error;
-  auto connector = net::Connector::start(handle.address, deadline, &error);
+  auto connector = net::Connector::start(handle.address, deadline);
   if (!connector) {
     return;
   }
@@ -83,13 +82,14 @@ std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntim
     return nullptr;
   }
   const auto deadline = net::Clock::now() + connector->settings_.handshake_timeout;
-  connector->connector_ = net::Connector::start(handle.address, deadline, &error);
-  if (!connector->connector_) {
+  auto started = net::Connector::start(handle.address, deadline);
+  if (!started) {
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device->name(), handle.address.to_string(),
-              error);
+              started.error());
     *result = ncclSystemError;
     return nullptr;
   }
+  connector->connector_ = std::move(*started);
   *result = ncclSuccess;
   return connector;
 }
@@ -202,11 +202,10 @@ SendConnector::Step SendConnector::on_tcp_connect() {
   request.max_recvs = kMaxRecvs;
   request.split_data = settings_.split_data ? 1 : 0;
   request.ece = ece_to_wire(local_ece_);
-  std::string encode_error;
-  auto bytes = net::encode_message(request, &encode_error);
+  auto bytes = net::encode_message(request);
   if (!bytes || !channel_->queue(*bytes)) {
     return fail(ncclInternalError, net::RejectReason::None,
-                "cannot encode the connect request: " + encode_error);
+                "cannot encode the connect request: " + error_text(bytes));
   }
   state_ = State::SendRequest;
   return Step::Next;
@@ -294,9 +293,10 @@ SendConnector::Step SendConnector::on_await_reply() {
   setup_.traffic_class = agreed->traffic_class;
   net::Ready ready;
   ready.nonce = nonce_;
-  auto bytes = net::encode_message(ready, &error);
+  auto bytes = net::encode_message(ready);
   if (!bytes || !channel_->queue(*bytes)) {
-    return fail(ncclInternalError, net::RejectReason::Internal, "cannot encode ready: " + error);
+    return fail(ncclInternalError, net::RejectReason::Internal,
+                "cannot encode ready: " + error_text(bytes));
   }
   state_ = State::SendReady;
   return Step::Next;

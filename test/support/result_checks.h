@@ -1,0 +1,26 @@
+// Catch2 checks for util/result.h: the message of a Result that must fail, and the value of one
+// that must succeed (with the failure's message as the note when it does not).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+
+#include "util/result.h"
+
+namespace roce::test {
+
+template <typename T>
+std::string failure_of(const Result<T>& result) {
+  REQUIRE_FALSE(result.has_value());
+  return result.error();
+}
+
+template <typename T>
+T value_of(Result<T> result) {
+  INFO(error_text(result));
+  REQUIRE(result.has_value());
+  return std::move(*result);
+}
+
+}  // namespace roce::test
