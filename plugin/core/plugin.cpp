@@ -94,10 +94,10 @@ ncclResult_t Plugin::start_locked() {
     return ncclInvalidUsage;
   }
   const Config& cfg = config();
-  if (std::string error; !parse_hca_filter(cfg.socket_ifname, &error)) {
+  if (const auto ifname = parse_hca_filter(cfg.socket_ifname); !ifname) {
     ROCE_WARN(NCCL_INIT | NCCL_NET,
               "RoCE plugin disabled: NCCL_SOCKET_IFNAME='{}' is malformed: {}", cfg.socket_ifname,
-              error);
+              ifname.error());
     return ncclInvalidUsage;
   }
   try {
@@ -107,13 +107,13 @@ ncclResult_t Plugin::start_locked() {
     return ncclSystemError;
   }
 
-  DiscoveryResult found;
-  try {
-    found = discover_devices(library_, DiscoveryOptions::from_config(cfg));
-  } catch (const DiscoveryError& e) {
-    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+  Result<DiscoveryResult> discovered =
+      discover_devices(library_, DiscoveryOptions::from_config(cfg));
+  if (!discovered) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", discovered.error());
     return ncclInvalidUsage;
   }
+  DiscoveryResult found = std::move(*discovered);
   if (found.devices.empty()) {
     ROCE_WARN(NCCL_INIT | NCCL_NET,
               "RoCE plugin disabled: no usable RoCE port ({}); check the ports are ACTIVE with "
@@ -134,9 +134,9 @@ ncclResult_t Plugin::start_locked() {
       if (!requested) {
         continue;
       }
-      if (auto conflict = tc_override_conflict(*dev.tc_override, *requested, setting)) {
+      if (const Status agrees = check_tc_override(*dev.tc_override, *requested, setting); !agrees) {
         ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {} port {}: {}", dev.name,
-                  dev.port, *conflict);
+                  dev.port, agrees.error());
         return ncclInvalidUsage;
       }
     }

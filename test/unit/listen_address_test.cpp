@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "result_checks.h"
+
 using namespace roce;
 
 namespace {
@@ -38,10 +40,7 @@ ListenAddressInputs pod() {
 }
 
 HcaFilter filter(const std::string& text) {
-  std::string error;
-  auto f = parse_hca_filter(text, &error);
-  REQUIRE(f.has_value());
-  return *f;
+  return roce::test::value_of(parse_hca_filter(text));
 }
 
 }  // namespace

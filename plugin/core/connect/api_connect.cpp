@@ -51,11 +51,12 @@ std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& devic
   if (!in.gid_address_is_local) {
     const std::string& text = config().socket_ifname;
     if (!text.empty()) {
-      ifname = parse_hca_filter(text, error);
-      if (!ifname) {
-        *error = "NCCL_SOCKET_IFNAME=" + text + ": " + *error;
+      Result<HcaFilter> parsed = parse_hca_filter(text);
+      if (!parsed) {
+        *error = "NCCL_SOCKET_IFNAME=" + text + ": " + parsed.error();
         return std::nullopt;
       }
+      ifname = std::move(*parsed);
       in.socket_ifname = &*ifname;
       in.socket_ifname_text = text;
     }

@@ -29,8 +29,9 @@ ConnectionSettings ConnectionSettings::from_config() {
 
 std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error) {
   const Config& cfg = config();
-  auto choice = resolve_traffic_class(cfg, comm_traffic_class, error);
+  auto choice = resolve_traffic_class(cfg, comm_traffic_class);
   if (!choice) {
+    *error = choice.error();
     return std::nullopt;
   }
   ClassOffer offer;

@@ -116,7 +116,12 @@ int run() {
     return 1;
   }
   const auto lib = ibv::Library::open(config->ibverbs_lib);
-  const DiscoveryResult found = discover_devices(lib, DiscoveryOptions::from_config(*config));
+  const auto discovered = discover_devices(lib, DiscoveryOptions::from_config(*config));
+  if (!discovered) {
+    std::printf("FAIL: discovery: %s\n", discovered.error().c_str());
+    return 1;
+  }
+  const DiscoveryResult& found = *discovered;
   if (found.devices.size() != 2) {
     std::printf("FAIL: expected 2 vroce devices, found %zu (%s)\n", found.devices.size(),
                 found.skipped_summary().c_str());

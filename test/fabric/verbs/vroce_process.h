@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "ibv/library.h"
+#include "result_checks.h"
 #include "util/config.h"
 
 namespace roce::test {
