@@ -42,8 +42,7 @@ std::shared_ptr<DeviceRuntime> device_or_warn(const char* entry, int dev) {
 
 // The GID's address, or (not an address of this namespace) NCCL_SOCKET_IFNAME's / the default
 // route's, as net_ib does.
-std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& device,
-                                                      std::string* error) {
+Result<ListenAddressChoice> listen_address_for(const DeviceRuntime& device) {
   ListenAddressInputs in;
   in.gid_address = bind_address_for_gid(device.info().gid.entry.gid);
   in.gid_address_is_local = address_is_local(in.gid_address);
@@ -53,8 +52,7 @@ std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& devic
     if (!text.empty()) {
       Result<HcaFilter> parsed = parse_hca_filter(text);
       if (!parsed) {
-        *error = "NCCL_SOCKET_IFNAME=" + text + ": " + parsed.error();
-        return std::nullopt;
+        return failure("NCCL_SOCKET_IFNAME=" + text + ": " + parsed.error());
       }
       ifname = std::move(*parsed);
       in.socket_ifname = &*ifname;
@@ -63,7 +61,7 @@ std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& devic
     in.interfaces = namespace_interface_addresses();
     in.default_interface = default_route_interface();
   }
-  return choose_listen_address(in, error);
+  return choose_listen_address(in);
 }
 
 }  // namespace
@@ -73,15 +71,14 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
   if (device == nullptr) {
     return ncclInvalidArgument;
   }
-  std::string error;
-  auto offer = local_class_offer(traffic_class, &error);
+  auto offer = local_class_offer(traffic_class);
   if (!offer) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), offer.error());
     return ncclInvalidUsage;
   }
-  const auto bind = listen_address_for(*device, &error);
+  const auto bind = listen_address_for(*device);
   if (!bind) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), bind.error());
     return ncclSystemError;
   }
   const net::SocketAddress address =

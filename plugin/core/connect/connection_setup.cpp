@@ -27,12 +27,11 @@ ConnectionSettings ConnectionSettings::from_config() {
   return s;
 }
 
-std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error) {
+Result<ClassOffer> local_class_offer(int comm_traffic_class) {
   const Config& cfg = config();
   auto choice = resolve_traffic_class(cfg, comm_traffic_class);
   if (!choice) {
-    *error = choice.error();
-    return std::nullopt;
+    return failure(choice.error());
   }
   ClassOffer offer;
   offer.traffic_class = choice->traffic_class;

@@ -41,8 +41,8 @@ struct ConnectionSettings {
 inline constexpr size_t kMaxHandshakeFrame = 4096;
 
 // This side's class and SL for a comm whose communicator asked for `comm_traffic_class`
-// (NCCL_NET_TRAFFIC_CLASS_UNDEF: none). std::nullopt with *error for an invalid class.
-std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error);
+// (NCCL_NET_TRAFFIC_CLASS_UNDEF: none); fails for an invalid class.
+Result<ClassOffer> local_class_offer(int comm_traffic_class);
 
 // This side's EndpointInfo: device, GID, MTU, class and SL, and each QP with its starting PSN.
 net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class, int service_level,

@@ -134,16 +134,15 @@ PendingAccept::Step PendingAccept::on_await_request() {
   if (auto refusal = check_connect_request(*request)) {
     return reject(refusal->reason, refusal->text);
   }
-  std::string error;
-  auto agreed = receiver_agree(offer_, request->endpoint.traffic_class,
-                               request->endpoint.service_level, &error);
-  if (agreed) {
-    agreed = apply_host_override(*agreed, device_->global_class_override(),
-                                 device_->override_file(), &error);
-  }
+  auto agreed =
+      receiver_agree(offer_, request->endpoint.traffic_class, request->endpoint.service_level)
+          .and_then([&](const ClassAgreement& received) {
+            return apply_host_override(received, device_->global_class_override(),
+                                       device_->override_file());
+          });
   if (!agreed) {
     listener_failure_ = ncclInvalidUsage;
-    return reject(net::RejectReason::TrafficClassMismatch, error);
+    return reject(net::RejectReason::TrafficClassMismatch, agreed.error());
   }
   try {
     create_resources(*request, *agreed);

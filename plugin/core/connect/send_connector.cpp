@@ -47,20 +47,20 @@ std::unique_ptr<SendConnector> SendConnector::start(std::shared_ptr<DeviceRuntim
                                                     int comm_traffic_class,
                                                     const net::ListenHandle& handle,
                                                     ncclResult_t* result) {
-  std::string error;
-  std::optional<ClassOffer> offer = local_class_offer(comm_traffic_class, &error);
+  Result<ClassOffer> offer = local_class_offer(comm_traffic_class);
   if (offer) {
     // What leaves this host is what the override says, when one is set.
     ClassAgreement mine{offer->traffic_class, offer->service_level, offer->configured};
     auto applied =
-        apply_host_override(mine, device->global_class_override(), device->override_file(), &error);
+        apply_host_override(mine, device->global_class_override(), device->override_file());
     if (applied) {
       offer->traffic_class = applied->traffic_class;
     } else {
-      offer.reset();
+      offer = failure(applied.error());
     }
   }
   if (!offer) {
+    const std::string& error = offer.error();
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device->name(), handle.address.to_string(),
               error);
     tell_listener_refused(handle, error,
@@ -254,14 +254,12 @@ SendConnector::Step SendConnector::on_await_reply() {
   }
   peer_endpoint_ = reply->endpoint;
   peer_text_ = describe_peer(peer_address_, &*peer_endpoint_);
-  if (auto problem = check_connect_reply(*reply, setup_.qps.size())) {
-    return fail(ncclRemoteError, net::RejectReason::QpCountMismatch, *problem);
+  if (const Status checked = check_connect_reply(*reply, setup_.qps.size()); !checked) {
+    return fail(ncclRemoteError, net::RejectReason::QpCountMismatch, checked.error());
   }
-  std::string error;
-  auto agreed =
-      sender_accept(offer_, reply->endpoint.traffic_class, reply->endpoint.service_level, &error);
+  auto agreed = sender_accept(offer_, reply->endpoint.traffic_class, reply->endpoint.service_level);
   if (!agreed) {
-    return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, error);
+    return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, agreed.error());
   }
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, reply->endpoint.mtu);
   // The receiver's device reduced our ECE; set that on our QPs (neither side supporting: none).
