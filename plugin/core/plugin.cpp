@@ -163,8 +163,9 @@ ncclResult_t Plugin::start_locked() {
                 .first;
       }
       const GdrSupport& gdr = gdr_it->second;
-      if (auto error = gdr_requirement_error(gdr, cfg.require_gdr)) {
-        ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {}: {}", dev.name, *error);
+      if (const Status required = check_gdr_requirement(gdr, cfg.require_gdr); !required) {
+        ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {}: {}", dev.name,
+                  required.error());
         return ncclSystemError;
       }
       auto monitor_it = monitors.find(ctx);
