@@ -100,12 +100,12 @@ ncclResult_t Plugin::start_locked() {
               ifname.error());
     return ncclInvalidUsage;
   }
-  try {
-    library_ = ibv::Library::open(cfg.ibverbs_lib);
-  } catch (const ibv::LoadError& e) {
-    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+  Result<std::shared_ptr<const ibv::Library>> loaded = ibv::Library::open(cfg.ibverbs_lib);
+  if (!loaded) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", loaded.error());
     return ncclSystemError;
   }
+  library_ = std::move(*loaded);
 
   Result<DiscoveryResult> discovered =
       discover_devices(library_, DiscoveryOptions::from_config(cfg));

@@ -115,7 +115,12 @@ int run() {
     std::printf("FAIL: configuration: %s\n", config.error().c_str());
     return 1;
   }
-  const auto lib = ibv::Library::open(config->ibverbs_lib);
+  const auto loaded = ibv::Library::open(config->ibverbs_lib);
+  if (!loaded) {
+    std::printf("FAIL: %s\n", loaded.error().c_str());
+    return 1;
+  }
+  const std::shared_ptr<const ibv::Library>& lib = *loaded;
   const auto discovered = discover_devices(lib, DiscoveryOptions::from_config(*config));
   if (!discovered) {
     std::printf("FAIL: discovery: %s\n", discovered.error().c_str());

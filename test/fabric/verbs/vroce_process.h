@@ -50,7 +50,7 @@ inline std::shared_ptr<const ibv::Library> load_vroce(const std::string& devices
   set_env("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH);
   const Config config = config_from_env();
   REQUIRE(config.ibverbs_lib == VROCE_LIBRARY_PATH);
-  return ibv::Library::open(config.ibverbs_lib);
+  return value_of(ibv::Library::open(config.ibverbs_lib));
 }
 
 }  // namespace roce::test
