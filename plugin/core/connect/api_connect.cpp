@@ -138,14 +138,14 @@ ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm)
   // protects the map, so release it while the step runs.
   SendConnector* connector = it->second.connector.get();
   lock.unlock();
-  SendComm* comm = nullptr;
+  Comm* comm = nullptr;
   ncclResult_t result = connector->step(&comm);
   if (result != ncclSuccess || comm != nullptr) {
     lock.lock();
     g_attempts.erase(handle);
   }
   if (comm != nullptr) {
-    *send_comm = static_cast<Comm*>(comm);
+    *send_comm = comm;
   }
   return result;
 }
@@ -156,10 +156,10 @@ ncclResult_t accept(void* listen_comm, void** recv_comm) {
     ROCE_WARN(NCCL_NET, "accept: {} is not a live RoCE listen comm", listen_comm);
     return ncclInvalidArgument;
   }
-  RecvComm* accepted = nullptr;
+  Comm* accepted = nullptr;
   ncclResult_t result = static_cast<ListenComm*>(comm)->accept(&accepted);
   if (accepted != nullptr) {
-    *recv_comm = static_cast<Comm*>(accepted);
+    *recv_comm = accepted;
   }
   return result;
 }

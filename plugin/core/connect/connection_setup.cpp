@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include "core/device/device_runtime.h"
 #include "core/device/gid_selection.h"
 #include "core/device/traffic_class.h"
 #include "util/config.h"
+#include "verbs/queue_pair.h"
 
 namespace roce {
 

@@ -3,17 +3,21 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/connect/class_negotiation.h"
-#include "core/device/device_runtime.h"
 #include "net/handshake.h"
 #include "net/socket.h"
-#include "verbs/queue_pair.h"
 
 namespace roce {
+
+class DeviceRuntime;
+namespace verbs {
+class QueuePair;
+}  // namespace verbs
 
 // The settings of util/config.h that connection setup applies, read once per connection.
 struct ConnectionSettings {

@@ -6,6 +6,8 @@
 #include "core/connect/handshake_checks.h"
 #include "core/connect/qp_setup.h"
 #include "core/datapath/cts_ring.h"
+#include "core/datapath/recv_comm.h"
+#include "core/device/device_runtime.h"
 #include "util/log.h"
 
 namespace roce {
@@ -20,6 +22,8 @@ PendingAccept::PendingAccept(std::shared_ptr<DeviceRuntime> device, net::Socket 
       settings_(settings),
       accepted_at_(net::Clock::now()),
       peer_text_(channel_.peer().to_string()) {}
+
+PendingAccept::~PendingAccept() = default;
 
 PendingAccept::Status PendingAccept::step(RecvComm** comm) {
   *comm = nullptr;

@@ -9,6 +9,8 @@
 
 #include "core/connect/handshake_checks.h"
 #include "core/connect/qp_setup.h"
+#include "core/datapath/send_comm.h"
+#include "core/device/device_runtime.h"
 #include "util/log.h"
 
 namespace roce {
@@ -126,7 +128,9 @@ void SendConnector::create_resources() {
   }
 }
 
-ncclResult_t SendConnector::step(SendComm** comm) {
+SendConnector::~SendConnector() = default;
+
+ncclResult_t SendConnector::step(Comm** comm) {
   *comm = nullptr;
   for (;;) {
     Step s = Step::Wait;
@@ -145,11 +149,12 @@ ncclResult_t SendConnector::step(SendComm** comm) {
         break;
       case State::Done: {
         setup_.peer = peer_text_;
-        *comm = new SendComm(device_, std::move(setup_));
+        auto* connected = new SendComm(device_, std::move(setup_));
+        *comm = connected;
         ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
-                  device_->name(), peer_text_, (*comm)->qp_count(),
-                  (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
-                  offer_.service_level, (*comm)->max_inline(), describe_ece(ece_in_force_),
+                  device_->name(), peer_text_, connected->qp_count(),
+                  connected->qp_count() == 1 ? "" : "s", connected->traffic_class(),
+                  offer_.service_level, connected->max_inline(), describe_ece(ece_in_force_),
                   settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)",
                   settings_.adaptive_routing
                       ? fmt::format(", adaptive routing above {} bytes", settings_.ar_threshold)
