@@ -12,6 +12,9 @@ namespace vroce {
 template <typename T>
 using Result = tl::expected<T, std::string>;
 
+// A step that yields nothing but can fail: `return {};` on success.
+using Status = Result<void>;
+
 // `return failure("netdev eth9 does not exist; ...");` from any function returning a Result.
 inline tl::unexpected<std::string> failure(std::string why) {
   return tl::unexpected<std::string>(std::move(why));
