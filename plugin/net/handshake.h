@@ -20,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::net {
 

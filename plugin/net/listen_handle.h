@@ -16,7 +16,7 @@
 
 #include "nccl_net/types.h"
 #include "net/socket_address.h"
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::net {
 

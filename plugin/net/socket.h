@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "net/socket_address.h"
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::net {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "roce/result.h"
 #include "util/config.h"
-#include "util/result.h"
 
 namespace roce {
 

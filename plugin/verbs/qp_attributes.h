@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::verbs {
 

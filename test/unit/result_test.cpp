@@ -1,7 +1,7 @@
-// The setup path's error type (util/result.h): a value or one message, and the properties the
-// converted call sites rely on: the message arrives unchanged through every hop that forwards
+// The setup path's error type (include/roce/result.h): a value or one message, and the properties
+// the converted call sites rely on: the message arrives unchanged through every hop that forwards
 // it, a Status is success by default, and reading the value of a failure cannot go unnoticed.
-#include "util/result.h"
+#include "roce/result.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "net/handshake.h"
+#include "roce/result.h"
 #include "util/config.h"
-#include "util/result.h"
 
 namespace roce {
 

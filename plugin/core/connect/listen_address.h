@@ -14,7 +14,7 @@
 
 #include "core/connect/handshake_checks.h"
 #include "core/device/hca_filter.h"
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce {
 

@@ -20,8 +20,8 @@
 #include "core/device/port_selection.h"
 #include "core/device/tc_override.h"
 #include "ibv/library.h"
+#include "roce/result.h"
 #include "util/config.h"
-#include "util/result.h"
 #include "verbs/context.h"
 
 namespace roce {

@@ -18,8 +18,8 @@
 #include <span>
 #include <string>
 
+#include "roce/result.h"
 #include "util/config.h"
-#include "util/result.h"
 
 namespace roce {
 

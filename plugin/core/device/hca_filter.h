@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce {
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "roce/result.h"
 #include "util/config.h"
-#include "util/result.h"
 
 namespace roce {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::cuda {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "nccl_net/types.h"
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::bench {
 

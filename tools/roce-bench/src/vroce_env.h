@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "util/result.h"
+#include "roce/result.h"
 
 namespace roce::bench {
 

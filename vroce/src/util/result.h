@@ -1,23 +1,14 @@
-// vroce's setup error type, the same shape as the plugin's (plugin/util/result.h; vroce is a
-// library of its own and includes nothing of the plugin): Result<T> holds the value or one
-// message that says why and how to fix it. tl::expected, Debian's header-only libexpected-dev.
+// vroce's setup error type: the project's one Result (include/roce/result.h), named in vroce's
+// namespace so vroce code says Result, Status and failure as the plugin does.
 #pragma once
 
-#include <string>
-#include <tl/expected.hpp>
-#include <utility>
+#include "roce/result.h"
 
 namespace vroce {
 
-template <typename T>
-using Result = tl::expected<T, std::string>;
-
-// A step that yields nothing but can fail: `return {};` on success.
-using Status = Result<void>;
-
-// `return failure("netdev eth9 does not exist; ...");` from any function returning a Result.
-inline tl::unexpected<std::string> failure(std::string why) {
-  return tl::unexpected<std::string>(std::move(why));
-}
+using roce::error_text;
+using roce::failure;
+using roce::Result;
+using roce::Status;
 
 }  // namespace vroce

@@ -1,8 +1,9 @@
-// The setup path's one error type. A function that can fail while the plugin starts, a listener
-// opens or a connection is set up returns Result<T>: the value, or one message that names the
-// cause and the fix, ready for the WARN or the exception text its caller writes
-// (docs/design.md, "Errors"). It is tl::expected (Debian's libexpected-dev, header-only) with a
-// string as the error, the same shape as C++23's std::expected, which GCC 12 lacks.
+// The setup path's one error type, for the plugin, vroce (vroce/src/util/result.h brings it into
+// namespace vroce) and the tools. A function that can fail while the plugin starts, a listener
+// opens, a connection is set up or vroce reads its devices returns Result<T>: the value, or one
+// message that names the cause and the fix, ready for the WARN or the exception text its caller
+// writes (docs/design.md, "Errors"). It is tl::expected (Debian's libexpected-dev, header-only)
+// with a string as the error, the same shape as C++23's std::expected, which GCC 12 lacks.
 #pragma once
 
 #include <string>
