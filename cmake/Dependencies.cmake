@@ -9,6 +9,9 @@ find_path(ROCE_FMT_INCLUDE_DIR fmt/format.h REQUIRED)
 find_path(ROCE_NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
 add_library(roce_json INTERFACE)
 target_include_directories(roce_json SYSTEM INTERFACE ${ROCE_NLOHMANN_JSON_INCLUDE_DIR})
+# tl::expected (header-only, Debian's libexpected-dev) as the setup path's Result<T>
+# (include/roce/result.h); nothing of it is linked, so the packages need no Depends for it.
+find_package(tl-expected 1 REQUIRED CONFIG)
 
 add_library(roce_spdlog INTERFACE)
 target_include_directories(roce_spdlog SYSTEM INTERFACE ${ROCE_SPDLOG_INCLUDE_DIR} ${ROCE_FMT_INCLUDE_DIR})

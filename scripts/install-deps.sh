@@ -8,7 +8,7 @@ readonly PACKAGES=(
   build-essential cmake ninja-build pkg-config
   clang clang-format clang-tidy libclang-rt-14-dev
   # build-time headers and header-only libraries (nothing here is linked into the plugin)
-  libibverbs-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev catch2
+  libibverbs-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libexpected-dev zlib1g-dev catch2
   # tests: Debian's own verbs programs as ABI oracles, network namespaces, captures, lint
   ibverbs-utils iproute2 nftables tshark shellcheck valgrind python3 procps util-linux
   # the package checks: cpack's dpkg-shlibdeps (dpkg-dev) and lintian on the .debs

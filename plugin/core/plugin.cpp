@@ -89,30 +89,31 @@ bool Plugin::finalize() noexcept {
 }
 
 ncclResult_t Plugin::start_locked() {
-  if (!load_config()) {
-    return ncclInvalidUsage;  // load_config logged the setting at fault
+  if (const Status loaded = load_config(); !loaded) {
+    ROCE_WARN(NCCL_INIT | NCCL_ENV, "invalid setting: {}", loaded.error());
+    return ncclInvalidUsage;
   }
   const Config& cfg = config();
-  if (std::string error; !parse_hca_filter(cfg.socket_ifname, &error)) {
+  if (const auto ifname = parse_hca_filter(cfg.socket_ifname); !ifname) {
     ROCE_WARN(NCCL_INIT | NCCL_NET,
               "RoCE plugin disabled: NCCL_SOCKET_IFNAME='{}' is malformed: {}", cfg.socket_ifname,
-              error);
+              ifname.error());
     return ncclInvalidUsage;
   }
-  try {
-    library_ = ibv::Library::open(cfg.ibverbs_lib);
-  } catch (const ibv::LoadError& e) {
-    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+  Result<std::shared_ptr<const ibv::Library>> loaded = ibv::Library::open(cfg.ibverbs_lib);
+  if (!loaded) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", loaded.error());
     return ncclSystemError;
   }
+  library_ = std::move(*loaded);
 
-  DiscoveryResult found;
-  try {
-    found = discover_devices(library_, DiscoveryOptions::from_config(cfg));
-  } catch (const DiscoveryError& e) {
-    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", e.what());
+  Result<DiscoveryResult> discovered =
+      discover_devices(library_, DiscoveryOptions::from_config(cfg));
+  if (!discovered) {
+    ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: {}", discovered.error());
     return ncclInvalidUsage;
   }
+  DiscoveryResult found = std::move(*discovered);
   if (found.devices.empty()) {
     ROCE_WARN(NCCL_INIT | NCCL_NET,
               "RoCE plugin disabled: no usable RoCE port ({}); check the ports are ACTIVE with "
@@ -133,9 +134,9 @@ ncclResult_t Plugin::start_locked() {
       if (!requested) {
         continue;
       }
-      if (auto conflict = tc_override_conflict(*dev.tc_override, *requested, setting)) {
+      if (const Status agrees = check_tc_override(*dev.tc_override, *requested, setting); !agrees) {
         ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {} port {}: {}", dev.name,
-                  dev.port, *conflict);
+                  dev.port, agrees.error());
         return ncclInvalidUsage;
       }
     }
@@ -162,8 +163,9 @@ ncclResult_t Plugin::start_locked() {
                 .first;
       }
       const GdrSupport& gdr = gdr_it->second;
-      if (auto error = gdr_requirement_error(gdr, cfg.require_gdr)) {
-        ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {}: {}", dev.name, *error);
+      if (const Status required = check_gdr_requirement(gdr, cfg.require_gdr); !required) {
+        ROCE_WARN(NCCL_INIT | NCCL_NET, "RoCE plugin disabled: dev {}: {}", dev.name,
+                  required.error());
         return ncclSystemError;
       }
       auto monitor_it = monitors.find(ctx);

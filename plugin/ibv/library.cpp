@@ -77,12 +77,12 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::shared_ptr<const Library> Library::open(const std::string& path) {
+Result<std::shared_ptr<const Library>> Library::open(const std::string& path) {
   const std::string requested = path.empty() ? std::string(kDefaultPath) : path;
   void* handle = dlopen(requested.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    throw LoadError(
+    return failure(
         fmt::format("cannot load libibverbs from '{}': {}; install rdma-core's libibverbs "
                     "(Debian/Ubuntu: apt install libibverbs1 ibverbs-providers; RHEL: dnf install "
                     "libibverbs) or set NCCL_IBVERBS_LIB to the full path of libibverbs.so.1",
@@ -91,7 +91,7 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
 
   std::shared_ptr<Library> lib(new Library());
   lib->handle_ = handle;
-  lib->reject_on_destroy_ = true;  // unloaded again if we throw below
+  lib->reject_on_destroy_ = true;  // unloaded again if we fail below
   lib->requested_path_ = requested;
   lib->resolved_path_ = resolved_file(handle, requested);
 
@@ -120,7 +120,7 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
   required.bind(f.fork_init, "ibv_fork_init", kRequiredVersion);
   required.bind(f.event_type_str, "ibv_event_type_str", kRequiredVersion);
   if (!required.missing.empty()) {
-    throw LoadError(fmt::format(
+    return failure(fmt::format(
         "libibverbs at '{}' lacks required entry point(s) {} ({}); it is not rdma-core's "
         "libibverbs.so.1 or is older than the IBVERBS_1.1 ABI; point NCCL_IBVERBS_LIB at "
         "rdma-core's libibverbs.so.1 (rdma-core 17 or newer)",
@@ -141,7 +141,7 @@ std::shared_ptr<const Library> Library::open(const std::string& path) {
   ROCE_INFO(NCCL_INIT, "libibverbs loaded from {}{}{}", lib->resolved_path_,
             lib->missing_optional_.empty() ? "" : "; absent optional entry points: ",
             join(lib->missing_optional_));
-  return lib;
+  return std::shared_ptr<const Library>(std::move(lib));
 }
 
 std::shared_ptr<const Library> Library::from_functions(const Functions& functions,

@@ -11,9 +11,10 @@
 #include <infiniband/verbs.h>
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "roce/result.h"
 
 namespace roce::ibv {
 
@@ -59,19 +60,14 @@ struct Functions {
   int (*query_port_speed)(ibv_context* context, uint32_t port_num, uint64_t* speed) = nullptr;
 };
 
-// Why a load failed; what() is one line naming the library, the cause (dlerror) and the fix.
-class LoadError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 class Library {
  public:
   // "libibverbs.so.1": what rdma-core installs and what NCCL falls back to.
   static constexpr const char* kDefaultPath = "libibverbs.so.1";
 
-  // Loads `path` (empty: kDefaultPath) and binds every entry point. Throws LoadError.
-  static std::shared_ptr<const Library> open(const std::string& path);
+  // Loads `path` (empty: kDefaultPath) and binds every entry point; a failure is one line naming
+  // the library, the cause (dlerror) and the fix.
+  static Result<std::shared_ptr<const Library>> open(const std::string& path);
 
   // A library whose entry points are given, for unit tests of the layers above (no dlopen).
   static std::shared_ptr<const Library> from_functions(const Functions& functions,

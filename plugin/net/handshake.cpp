@@ -465,14 +465,12 @@ DecodeResult decode_message(std::span<const uint8_t> bytes, const DecodeExpectat
   return result;
 }
 
-std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& message,
-                                                   std::string* error) {
+Result<std::vector<uint8_t>> encode_message(const HandshakeMessage& message) {
   std::string detail;
   const RejectReason reason = validate_message(message, {}, &detail);
   if (reason != RejectReason::None) {
-    *error = std::string("refusing to send an invalid ") + message_kind_name(kind_of(message)) +
-             ": " + detail;
-    return std::nullopt;
+    return failure(std::string("refusing to send an invalid ") +
+                   message_kind_name(kind_of(message)) + ": " + detail);
   }
   std::vector<uint8_t> body;
   body.reserve(256);  // a 16-QP request is 237 bytes: one allocation

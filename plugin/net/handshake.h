@@ -20,6 +20,8 @@
 #include <variant>
 #include <vector>
 
+#include "roce/result.h"
+
 namespace roce::net {
 
 inline constexpr uint32_t kHandshakeMagic = 0x53484352;  // "RCHS"
@@ -185,9 +187,8 @@ DecodeResult decode_message(std::span<const uint8_t> bytes, const DecodeExpectat
 RejectReason validate_message(const HandshakeMessage& message, const DecodeExpectations& expect,
                               std::string* detail);
 
-// std::nullopt (with *error) when the message would not pass validate_message().
-std::optional<std::vector<uint8_t>> encode_message(const HandshakeMessage& message,
-                                                   std::string* error);
+// Fails (naming the field) when the message would not pass validate_message().
+Result<std::vector<uint8_t>> encode_message(const HandshakeMessage& message);
 
 // Bytes of an ibv_mtu code (1..5), 0 for anything else.
 constexpr int mtu_bytes(uint8_t mtu) {

@@ -40,11 +40,9 @@ void encode_listen_handle(const ListenHandle& handle, std::span<uint8_t> out) {
   std::memcpy(out.data(), bytes.data(), std::min(out.size(), bytes.size()));
 }
 
-std::optional<ListenHandle> decode_listen_handle(std::span<const uint8_t> bytes,
-                                                 std::string* error) {
+Result<ListenHandle> decode_listen_handle(std::span<const uint8_t> bytes) {
   const auto fail = [&](const std::string& why) {
-    *error = "invalid listen handle: " + why;
-    return std::nullopt;
+    return failure("invalid listen handle: " + why);
   };
   if (bytes.size() < kListenHandleSize) {
     return fail(std::to_string(bytes.size()) + " bytes, at least " +
@@ -107,7 +105,7 @@ std::optional<ListenHandle> decode_listen_handle(std::span<const uint8_t> bytes,
   return handle;
 }
 
-std::optional<uint64_t> random_nonce(std::string* error) {
+Result<uint64_t> random_nonce() {
   uint64_t nonce = 0;
   while (nonce == 0) {
     const ssize_t got = getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK);
@@ -117,11 +115,10 @@ std::optional<uint64_t> random_nonce(std::string* error) {
     if (got < 0 && errno == EINTR) {
       continue;
     }
-    *error = std::string("getrandom failed: ") +
-             (got < 0 ? errno_text(errno) : std::string("short read")) +
-             " (the kernel's random pool is not ready, or getrandom is blocked by a seccomp "
-             "profile)";
-    return std::nullopt;
+    return failure(std::string("getrandom failed: ") +
+                   (got < 0 ? errno_text(errno) : std::string("short read")) +
+                   " (the kernel's random pool is not ready, or getrandom is blocked by a seccomp "
+                   "profile)");
   }
   return nonce;
 }

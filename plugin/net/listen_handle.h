@@ -16,6 +16,7 @@
 
 #include "nccl_net/types.h"
 #include "net/socket_address.h"
+#include "roce/result.h"
 
 namespace roce::net {
 
@@ -36,13 +37,12 @@ struct ListenHandle {
 // Writes kListenHandleSize bytes; `out` must hold at least that many.
 void encode_listen_handle(const ListenHandle& handle, std::span<uint8_t> out);
 
-// Reads and validates a handle. On failure returns std::nullopt with *error naming the defect
-// (short buffer, wrong magic, other version, bad family, port 0, nonce 0, reserved bytes set).
-std::optional<ListenHandle> decode_listen_handle(std::span<const uint8_t> bytes,
-                                                 std::string* error);
+// Reads and validates a handle; a defect fails with its name (short buffer, wrong magic, other
+// version, bad family, port 0, nonce 0, reserved bytes set).
+Result<ListenHandle> decode_listen_handle(std::span<const uint8_t> bytes);
 
-// A non-zero 64-bit nonce from getrandom(2) (never blocking: GRND_NONBLOCK). std::nullopt with
-// *error when the kernel cannot supply randomness.
-std::optional<uint64_t> random_nonce(std::string* error);
+// A non-zero 64-bit nonce from getrandom(2) (never blocking: GRND_NONBLOCK); fails when the
+// kernel cannot supply randomness.
+Result<uint64_t> random_nonce();
 
 }  // namespace roce::net

@@ -109,36 +109,32 @@ void FileDescriptor::reset() {
   }
 }
 
-std::optional<Listener> Listener::open(const SocketAddress& bind_address, std::string* error) {
+Result<Listener> Listener::open(const SocketAddress& bind_address) {
   FileDescriptor fd(::socket(bind_address.domain(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
-    *error = "cannot create a listening socket for " + bind_address.to_string() + ": " +
-             errno_text(errno);
-    return std::nullopt;
+    return failure("cannot create a listening socket for " + bind_address.to_string() + ": " +
+                   errno_text(errno));
   }
   const int one = 1;
   if (setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
-    *error = "setsockopt(SO_REUSEADDR) on " + bind_address.to_string() + ": " + errno_text(errno);
-    return std::nullopt;
+    return failure("setsockopt(SO_REUSEADDR) on " + bind_address.to_string() + ": " +
+                   errno_text(errno));
   }
   if (::bind(fd.get(), bind_address.raw(), bind_address.raw_length()) != 0) {
     const int bind_errno = errno;
-    *error = "cannot bind the bootstrap listener to " + bind_address.to_string() + ": " +
-             errno_text(bind_errno) +
-             (bind_errno == EADDRNOTAVAIL
-                  ? "; no interface of this node has that address (is the interface up?)"
-                  : "");
-    return std::nullopt;
+    return failure("cannot bind the bootstrap listener to " + bind_address.to_string() + ": " +
+                   errno_text(bind_errno) +
+                   (bind_errno == EADDRNOTAVAIL
+                        ? "; no interface of this node has that address (is the interface up?)"
+                        : ""));
   }
   if (::listen(fd.get(), kBacklog) != 0) {
-    *error = "listen on " + bind_address.to_string() + ": " + errno_text(errno);
-    return std::nullopt;
+    return failure("listen on " + bind_address.to_string() + ": " + errno_text(errno));
   }
   const std::optional<SocketAddress> bound = local_address(fd.get());
   if (!bound) {
-    *error =
-        "getsockname on the listener for " + bind_address.to_string() + ": " + errno_text(errno);
-    return std::nullopt;
+    return failure("getsockname on the listener for " + bind_address.to_string() + ": " +
+                   errno_text(errno));
   }
   return Listener(std::move(fd), *bound);
 }
@@ -178,12 +174,11 @@ IoStatus Listener::accept(Socket* socket, SocketError* error) {
   }
 }
 
-std::optional<Connector> Connector::start(const SocketAddress& peer, Clock::time_point deadline,
-                                          std::string* error) {
+Result<Connector> Connector::start(const SocketAddress& peer, Clock::time_point deadline) {
   FileDescriptor fd(::socket(peer.domain(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
-    *error = "cannot create a socket to connect to " + peer.to_string() + ": " + errno_text(errno);
-    return std::nullopt;
+    return failure("cannot create a socket to connect to " + peer.to_string() + ": " +
+                   errno_text(errno));
   }
   set_nodelay(fd.get());
   if (::connect(fd.get(), peer.raw(), peer.raw_length()) == 0) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "net/socket_address.h"
+#include "roce/result.h"
 
 namespace roce::net {
 
@@ -86,7 +87,7 @@ class Listener {
   // kernel caps it at net.core.somaxconn.
   static constexpr int kBacklog = 16384;
 
-  static std::optional<Listener> open(const SocketAddress& bind_address, std::string* error);
+  static Result<Listener> open(const SocketAddress& bind_address);
 
   const SocketAddress& address() const { return address_; }
   int fd() const { return fd_.get(); }
@@ -107,8 +108,7 @@ class Listener {
 class Connector {
  public:
   // Starts a non-blocking connect. Fails at once only when no socket can be created.
-  static std::optional<Connector> start(const SocketAddress& peer, Clock::time_point deadline,
-                                        std::string* error);
+  static Result<Connector> start(const SocketAddress& peer, Clock::time_point deadline);
 
   // Done: *socket is connected (the connector is then spent). InProgress: not yet. Error:
   // refused, unreachable, timed out (*error says which).

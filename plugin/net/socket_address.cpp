@@ -14,21 +14,19 @@ SocketAddress::SocketAddress() {
   length_ = sizeof(sockaddr_in);
 }
 
-std::optional<SocketAddress> SocketAddress::parse(std::string_view text, std::string* error) {
+Result<SocketAddress> SocketAddress::parse(std::string_view text) {
   std::string_view host = text;
   std::string_view port_text;
   if (!text.empty() && text.front() == '[') {
     const size_t close = text.find(']');
     if (close == std::string_view::npos) {
-      *error = "'" + std::string(text) + "': missing ']' after an IPv6 address";
-      return std::nullopt;
+      return failure("'" + std::string(text) + "': missing ']' after an IPv6 address");
     }
     host = text.substr(1, close - 1);
     const std::string_view rest = text.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':') {
-        *error = "'" + std::string(text) + "': expected ':port' after ']'";
-        return std::nullopt;
+        return failure("'" + std::string(text) + "': expected ':port' after ']'");
       }
       port_text = rest.substr(1);
     }
@@ -43,9 +41,8 @@ std::optional<SocketAddress> SocketAddress::parse(std::string_view text, std::st
     const char* end = port_text.data() + port_text.size();
     const auto [ptr, ec] = std::from_chars(port_text.data(), end, port);
     if (ec != std::errc() || ptr != end || port > 65535) {
-      *error = "'" + std::string(text) + "': port '" + std::string(port_text) +
-               "' is not a number in 0..65535";
-      return std::nullopt;
+      return failure("'" + std::string(text) + "': port '" + std::string(port_text) +
+                     "' is not a number in 0..65535");
     }
   }
   const std::string host_text(host);
@@ -56,8 +53,7 @@ std::optional<SocketAddress> SocketAddress::parse(std::string_view text, std::st
   if (inet_pton(AF_INET6, host_text.c_str(), bytes.data()) == 1) {
     return from_bytes(AddressFamily::Ipv6, bytes, static_cast<uint16_t>(port));
   }
-  *error = "'" + std::string(text) + "': '" + host_text + "' is not an IPv4 or IPv6 address";
-  return std::nullopt;
+  return failure("'" + std::string(text) + "': '" + host_text + "' is not an IPv4 or IPv6 address");
 }
 
 SocketAddress SocketAddress::from_bytes(AddressFamily family, const std::array<uint8_t, 16>& bytes,

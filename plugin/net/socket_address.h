@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "roce/result.h"
 #include "util/config.h"
 
 namespace roce::net {
@@ -20,7 +21,7 @@ class SocketAddress {
   SocketAddress();
 
   // "127.0.7.1:5000", "[fd00::1]:5000"; without ":port" the port is 0 (bind to any port).
-  static std::optional<SocketAddress> parse(std::string_view text, std::string* error);
+  static Result<SocketAddress> parse(std::string_view text);
   // bytes: IPv4 in the first 4 bytes (rest zero), or the 16 IPv6 bytes.
   static SocketAddress from_bytes(AddressFamily family, const std::array<uint8_t, 16>& bytes,
                                   uint16_t port);

@@ -36,11 +36,10 @@ bool Cidr::contains(const Ipv6Bytes& address) const {
   return (address[index] & mask) == (network[index] & mask);
 }
 
-std::optional<Cidr> parse_cidr(std::string_view text, std::string* error) {
+Result<Cidr> parse_cidr(std::string_view text) {
   const size_t slash = text.find('/');
   if (slash == std::string_view::npos) {
-    *error = "expected address/prefix-length, for example 10.0.0.0/8 or fd00::/8";
-    return std::nullopt;
+    return failure("expected address/prefix-length, for example 10.0.0.0/8 or fd00::/8");
   }
   const std::string address(text.substr(0, slash));
   const std::string_view prefix_text = text.substr(slash + 1);
@@ -64,16 +63,14 @@ std::optional<Cidr> parse_cidr(std::string_view text, std::string* error) {
     }
     max_prefix = 128;
   } else {
-    *error = "'" + address + "' is not an IPv4 or IPv6 address";
-    return std::nullopt;
+    return failure("'" + address + "' is not an IPv4 or IPv6 address");
   }
   int prefix = -1;
   const char* end = prefix_text.data() + prefix_text.size();
   const auto [ptr, ec] = std::from_chars(prefix_text.data(), end, prefix);
   if (prefix_text.empty() || ec != std::errc() || ptr != end || prefix < 0 || prefix > max_prefix) {
-    *error = "prefix length '" + std::string(prefix_text) + "' must be a number in 0.." +
-             std::to_string(max_prefix);
-    return std::nullopt;
+    return failure("prefix length '" + std::string(prefix_text) + "' must be a number in 0.." +
+                   std::to_string(max_prefix));
   }
   cidr.prefix_length = prefix;
   return cidr;

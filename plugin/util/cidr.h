@@ -4,10 +4,10 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 
+#include "roce/result.h"
 #include "util/config.h"
 
 namespace roce {
@@ -24,8 +24,8 @@ struct Cidr {
   bool contains(const Ipv6Bytes& address) const;
 };
 
-// Parses "address/prefix". Malformed text returns std::nullopt and sets *error to the reason.
-std::optional<Cidr> parse_cidr(std::string_view text, std::string* error);
+// Parses "address/prefix"; malformed text fails with the reason.
+Result<Cidr> parse_cidr(std::string_view text);
 
 // True for ::ffff:a.b.c.d.
 bool is_ipv4_mapped(const Ipv6Bytes& address);

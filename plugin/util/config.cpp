@@ -49,7 +49,7 @@ std::string lower(std::string_view text) {
 
 // Decimal or 0x-prefixed hexadecimal. NCCL parses with strtoll(base 0), which reads "026" as
 // octal 22; rather than guess, a leading zero is refused.
-std::optional<long long> parse_integer(std::string_view text, std::string* reason) {
+Result<long long> parse_integer(std::string_view text) {
   bool negative = false;
   if (!text.empty() && (text.front() == '-' || text.front() == '+')) {
     negative = text.front() == '-';
@@ -61,15 +61,13 @@ std::optional<long long> parse_integer(std::string_view text, std::string* reaso
     text.remove_prefix(2);
   } else if (text.size() > 1 && text[0] == '0' &&
              std::isdigit(static_cast<unsigned char>(text[1])) != 0) {
-    *reason = "has a leading zero (NCCL would read it as octal); write it in decimal";
-    return std::nullopt;
+    return failure("has a leading zero (NCCL would read it as octal); write it in decimal");
   }
   unsigned long long magnitude = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, magnitude, base);
   if (text.empty() || ec != std::errc() || ptr != end || magnitude > (1ULL << 62)) {
-    *reason = "is not an integer";
-    return std::nullopt;
+    return failure("is not an integer");
   }
   const auto value = static_cast<long long>(magnitude);
   return negative ? -value : value;
@@ -124,10 +122,9 @@ class Reader {
     if (!value) {
       return true;
     }
-    std::string reason;
-    const std::optional<long long> number = parse_integer(*value, &reason);
+    const Result<long long> number = parse_integer(*value);
     if (!number) {
-      return fail(setting, *value, reason);
+      return fail(setting, *value, number.error());
     }
     if (setting.minus_one_is_unset && *number == -1) {
       return true;
@@ -225,10 +222,10 @@ bool read_gid_selection(Reader& reader, Config* config) {
     }
   }
   if (const auto range = reader.text("NCCL_IB_ADDR_RANGE")) {
-    std::string reason;
-    const std::optional<Cidr> cidr = parse_cidr(*range, &reason);
+    const Result<Cidr> cidr = parse_cidr(*range);
     if (!cidr) {
-      return reader.fail(find_setting("NCCL_IB_ADDR_RANGE"), *range, "is malformed: " + reason);
+      return reader.fail(find_setting("NCCL_IB_ADDR_RANGE"), *range,
+                         "is malformed: " + cidr.error());
     }
     if (cidr->family != config->addr_family) {
       const bool v4 = cidr->family == AddressFamily::Ipv4;
@@ -418,32 +415,29 @@ const std::vector<SettingInfo>& settings() {
   return list;
 }
 
-std::optional<Config> parse_config(EnvLookup lookup, void* user, std::string* error) {
+Result<Config> parse_config(EnvLookup lookup, void* user) {
   Config config;
   Reader reader(lookup, user, &config.notes);
   if (!read_traffic_class(reader, &config) || !read_gid_selection(reader, &config) ||
       !read_queue_pairs(reader, &config) || !read_memory(reader, &config) ||
       !read_plumbing(reader, &config) || !read_telemetry(reader, &config)) {
-    *error = reader.error();
-    return std::nullopt;
+    return failure(reader.error());
   }
   report_recognised(reader, &config);
   return config;
 }
 
-bool load_config() {
-  std::string error;
-  std::optional<Config> parsed = parse_config(&getenv_lookup, nullptr, &error);
+Status load_config() {
+  Result<Config> parsed = parse_config(&getenv_lookup, nullptr);
   if (!parsed) {
-    ROCE_WARN(NCCL_INIT | NCCL_ENV, "invalid setting: {}", error);
-    return false;
+    return failure(parsed.error());
   }
   const Config* published = nullptr;
   {
     const std::lock_guard lock(g_load_mutex);
     const Config* current = g_current.load(std::memory_order_acquire);
     if (current != nullptr && *current == *parsed) {
-      return true;  // ncclNet v11 inits once per communicator: report the settings once
+      return {};  // ncclNet v11 inits once per communicator: report the settings once
     }
     g_published.push_back(std::make_unique<const Config>(std::move(*parsed)));
     published = g_published.back().get();
@@ -452,7 +446,7 @@ bool load_config() {
   for (const std::string& note : published->notes) {
     ROCE_INFO(NCCL_INIT | NCCL_ENV, "{}", note);
   }
-  return true;
+  return {};
 }
 
 const Config& config() {

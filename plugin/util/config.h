@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "roce/result.h"
+
 namespace roce {
 
 enum class AddressFamily { Ipv4, Ipv6 };
@@ -102,17 +104,17 @@ const std::vector<SettingInfo>& settings();
 // The registry as the Markdown tables of docs/configuration.md (checked by a unit test).
 std::string settings_markdown();
 
-// Parses a configuration from a lookup function (getenv in production, a map in tests).
-// On error returns std::nullopt and sets *error to one actionable line.
+// Parses a configuration from a lookup function (getenv in production, a map in tests). An
+// invalid setting fails with one actionable line.
 using EnvLookup = std::optional<std::string> (*)(std::string_view name, void* user);
-std::optional<Config> parse_config(EnvLookup lookup, void* user, std::string* error);
+Result<Config> parse_config(EnvLookup lookup, void* user);
 
 // The configuration in force, loaded from the process environment by load_config().
-// load_config() is called by plugin init; it returns false (and logs why) on invalid settings,
-// leaving the configuration in force unchanged. The notes are logged when a configuration is
-// first published, not again when a later init finds the same settings. References returned by
-// config() stay valid for the life of the process.
-bool load_config();
+// load_config() is called by plugin init; on invalid settings it fails with parse_config's line
+// (which init logs), leaving the configuration in force unchanged. The notes are logged when a
+// configuration is first published, not again when a later init finds the same settings.
+// References returned by config() stay valid for the life of the process.
+Status load_config();
 const Config& config();
 
 }  // namespace roce

@@ -30,73 +30,75 @@ DeviceLimits limits_of(const ibv_device_attr& attr) noexcept {
   return limits;
 }
 
-std::optional<std::string> check(const InitAttributes& attrs, const DeviceLimits& limits) {
+Status check(const InitAttributes& attrs, const DeviceLimits& limits) {
   if (attrs.port < 1 || attrs.port > limits.phys_port_cnt) {
-    return fmt::format("port {} does not exist (the device has ports 1..{})", attrs.port,
-                       limits.phys_port_cnt);
+    return failure(fmt::format("port {} does not exist (the device has ports 1..{})", attrs.port,
+                               limits.phys_port_cnt));
   }
   if (limits.max_pkeys > 0 && attrs.pkey_index >= limits.max_pkeys) {
-    return fmt::format("pkey_index {} is out of range 0..{} (NCCL_IB_PKEY)", attrs.pkey_index,
-                       limits.max_pkeys - 1);
+    return failure(fmt::format("pkey_index {} is out of range 0..{} (NCCL_IB_PKEY)",
+                               attrs.pkey_index, limits.max_pkeys - 1));
   }
   if ((attrs.access_flags & ~kSupportedAccess) != 0) {
-    return fmt::format(
-        "access flags 0x{:x} include bits other than local write, remote "
-        "write, remote read and remote atomic (0x{:x})",
-        attrs.access_flags, kSupportedAccess);
+    return failure(
+        fmt::format("access flags 0x{:x} include bits other than local write, remote "
+                    "write, remote read and remote atomic (0x{:x})",
+                    attrs.access_flags, kSupportedAccess));
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<std::string> check(const RtrAttributes& attrs, const DeviceLimits& limits) {
+Status check(const RtrAttributes& attrs, const DeviceLimits& limits) {
   if (!is_valid_mtu(attrs.path_mtu)) {
-    return fmt::format("path_mtu {} is not an ibv_mtu (1=256 .. 5=4096)",
-                       static_cast<int>(attrs.path_mtu));
+    return failure(fmt::format("path_mtu {} is not an ibv_mtu (1=256 .. 5=4096)",
+                               static_cast<int>(attrs.path_mtu)));
   }
   if (attrs.dest_qpn == 0 || attrs.dest_qpn > kMax24Bit) {
-    return fmt::format("dest_qpn 0x{:x} is not a QP number (1..0xffffff)", attrs.dest_qpn);
+    return failure(fmt::format("dest_qpn 0x{:x} is not a QP number (1..0xffffff)", attrs.dest_qpn));
   }
   if (attrs.rq_psn > kMax24Bit) {
-    return fmt::format("rq_psn 0x{:x} does not fit 24 bits", attrs.rq_psn);
+    return failure(fmt::format("rq_psn 0x{:x} does not fit 24 bits", attrs.rq_psn));
   }
   if (attrs.min_rnr_timer > 31) {
-    return fmt::format("min_rnr_timer {} is out of range 0..31", attrs.min_rnr_timer);
+    return failure(fmt::format("min_rnr_timer {} is out of range 0..31", attrs.min_rnr_timer));
   }
   if (attrs.max_dest_rd_atomic > limits.max_qp_rd_atom) {
-    return fmt::format("max_dest_rd_atomic {} exceeds the device's max_qp_rd_atom {}",
-                       attrs.max_dest_rd_atomic, limits.max_qp_rd_atom);
+    return failure(fmt::format("max_dest_rd_atomic {} exceeds the device's max_qp_rd_atom {}",
+                               attrs.max_dest_rd_atomic, limits.max_qp_rd_atom));
   }
   if (attrs.hop_limit == 0) {
-    return std::string(
-        "hop_limit 0 would make every packet expire at the first router; use 1..255");
+    return failure("hop_limit 0 would make every packet expire at the first router; use 1..255");
   }
   if (attrs.service_level > 15) {
-    return fmt::format("service_level {} is out of range 0..15 (NCCL_IB_SL)", attrs.service_level);
+    return failure(
+        fmt::format("service_level {} is out of range 0..15 (NCCL_IB_SL)", attrs.service_level));
   }
   if (is_zero(attrs.dgid)) {
-    return std::string("dgid is all zeros: the peer sent no usable GID");
+    return failure("dgid is all zeros: the peer sent no usable GID");
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<std::string> check(const RtsAttributes& attrs, const DeviceLimits& limits) {
+Status check(const RtsAttributes& attrs, const DeviceLimits& limits) {
   if (attrs.timeout > 31) {
-    return fmt::format("timeout {} is out of range 0..31 (NCCL_IB_TIMEOUT)", attrs.timeout);
+    return failure(
+        fmt::format("timeout {} is out of range 0..31 (NCCL_IB_TIMEOUT)", attrs.timeout));
   }
   if (attrs.retry_cnt > 7) {
-    return fmt::format("retry_cnt {} is out of range 0..7 (NCCL_IB_RETRY_CNT)", attrs.retry_cnt);
+    return failure(
+        fmt::format("retry_cnt {} is out of range 0..7 (NCCL_IB_RETRY_CNT)", attrs.retry_cnt));
   }
   if (attrs.rnr_retry > 7) {
-    return fmt::format("rnr_retry {} is out of range 0..7", attrs.rnr_retry);
+    return failure(fmt::format("rnr_retry {} is out of range 0..7", attrs.rnr_retry));
   }
   if (attrs.sq_psn > kMax24Bit) {
-    return fmt::format("sq_psn 0x{:x} does not fit 24 bits", attrs.sq_psn);
+    return failure(fmt::format("sq_psn 0x{:x} does not fit 24 bits", attrs.sq_psn));
   }
   if (attrs.max_rd_atomic > limits.max_qp_init_rd_atom) {
-    return fmt::format("max_rd_atomic {} exceeds the device's max_qp_init_rd_atom {}",
-                       attrs.max_rd_atomic, limits.max_qp_init_rd_atom);
+    return failure(fmt::format("max_rd_atomic {} exceeds the device's max_qp_init_rd_atom {}",
+                               attrs.max_rd_atomic, limits.max_qp_init_rd_atom));
   }
-  return std::nullopt;
+  return {};
 }
 
 std::string describe(const InitAttributes& attrs) {

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "roce/result.h"
+
 namespace roce::verbs {
 
 // PSNs and QP numbers are 24-bit on the wire.
@@ -54,11 +56,11 @@ struct DeviceLimits {
 };
 DeviceLimits limits_of(const ibv_device_attr& attr) noexcept;
 
-// Each returns std::nullopt when the attributes are acceptable, else one line naming the
+// Each succeeds when the attributes are acceptable, else fails with one line naming the
 // attribute, its value and the accepted range.
-std::optional<std::string> check(const InitAttributes& attrs, const DeviceLimits& limits);
-std::optional<std::string> check(const RtrAttributes& attrs, const DeviceLimits& limits);
-std::optional<std::string> check(const RtsAttributes& attrs, const DeviceLimits& limits);
+Status check(const InitAttributes& attrs, const DeviceLimits& limits);
+Status check(const RtrAttributes& attrs, const DeviceLimits& limits);
+Status check(const RtsAttributes& attrs, const DeviceLimits& limits);
 
 // "pkey_index 0, port 1, access 0x6" etc., for error messages.
 std::string describe(const InitAttributes& attrs);

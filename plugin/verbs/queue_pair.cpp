@@ -163,8 +163,8 @@ void QueuePair::modify(ibv_qp_attr& attr, int mask, ibv_qp_state to,
 }
 
 void QueuePair::to_init(const InitAttributes& attrs) {
-  if (auto problem = check(attrs, limits_)) {
-    fail(IBV_QPS_INIT, *problem, EINVAL);
+  if (const Status checked = check(attrs, limits_); !checked) {
+    fail(IBV_QPS_INIT, checked.error(), EINVAL);
   }
   ibv_qp_attr attr{};
   attr.pkey_index = attrs.pkey_index;
@@ -176,8 +176,8 @@ void QueuePair::to_init(const InitAttributes& attrs) {
 }
 
 void QueuePair::to_rtr(const RtrAttributes& attrs) {
-  if (auto problem = check(attrs, limits_)) {
-    fail(IBV_QPS_RTR, *problem, EINVAL);
+  if (const Status checked = check(attrs, limits_); !checked) {
+    fail(IBV_QPS_RTR, checked.error(), EINVAL);
   }
   ibv_qp_attr attr{};
   attr.path_mtu = attrs.path_mtu;
@@ -213,8 +213,8 @@ void QueuePair::to_rtr(const RtrAttributes& attrs) {
 }
 
 void QueuePair::to_rts(const RtsAttributes& attrs) {
-  if (auto problem = check(attrs, limits_)) {
-    fail(IBV_QPS_RTS, *problem, EINVAL);
+  if (const Status checked = check(attrs, limits_); !checked) {
+    fail(IBV_QPS_RTS, checked.error(), EINVAL);
   }
   ibv_qp_attr attr{};
   attr.timeout = attrs.timeout;

@@ -124,15 +124,14 @@ bool recv_all(int fd, std::vector<uint8_t>& bytes) {
 }
 
 int loopback_rows() {
-  std::string error;
-  const auto bind_address = roce::net::SocketAddress::parse("127.0.7.30:0", &error);
-  auto listener = roce::net::Listener::open(*bind_address, &error);
+  const auto bind_address = roce::net::SocketAddress::parse("127.0.7.30:0");
+  auto listener = roce::net::Listener::open(*bind_address);
   if (!listener) {
-    std::fprintf(stderr, "bench: %s\n", error.c_str());
+    std::fprintf(stderr, "bench: %s\n", listener.error().c_str());
     return 1;
   }
   const auto deadline = Clock::now() + std::chrono::minutes(1);
-  auto connector = roce::net::Connector::start(listener->address(), deadline, &error);
+  auto connector = roce::net::Connector::start(listener->address(), deadline);
   roce::net::Socket client;
   roce::net::Socket server;
   roce::net::SocketError socket_error;
@@ -155,7 +154,7 @@ int loopback_rows() {
   const int server_fd = server.fd();
   roce::net::FramedChannel sender(std::move(client), deadline);
   roce::net::FramedChannel receiver(std::move(server), deadline);
-  const std::vector<uint8_t> request = *roce::net::encode_message(sample_request(), &error);
+  const std::vector<uint8_t> request = *roce::net::encode_message(sample_request());
   const long kExchanges = 20000;
 
   // Raw baseline: the same byte counts (frame header included) on the same sockets, echoed by
@@ -225,11 +224,10 @@ int main() {
   });
   row("ROCE_INFO emitted to an NCCL logger", emitted_ns, "snprintf of the same line", snprintf_ns);
 
-  std::string error;
   const roce::net::ConnectRequest request = sample_request();
-  const std::vector<uint8_t> bytes = *roce::net::encode_message(request, &error);
+  const std::vector<uint8_t> bytes = *roce::net::encode_message(request);
   const double encode_ns = ns_per_op(kSlow, [&](long) {
-    const auto out = roce::net::encode_message(request, &error);
+    const auto out = roce::net::encode_message(request);
     g_result = static_cast<int>(out->size());
   });
   const double copy_ns = ns_per_op(kSlow, [&](long) {

@@ -8,10 +8,11 @@
  *                                                             with exactly one WARN line, which
  *                                                             contains TEXT when given
  *
- * The init failures are C++ exceptions thrown and caught inside the plugin (ibv::LoadError from
- * the libibverbs loader, caught by init): a WARN carrying the exception's message proves that the
- * plugin's unwinder (libgcc_s, see compat/CMakeLists.txt) and its static libstdc++ work together
- * in a dlopened plugin; a broken unwinder would end in std::terminate instead. */
+ * After the failed init, a v11 listen with a context init never returned makes the plugin throw
+ * (std::invalid_argument) and its ABI guard catch: a WARN carrying the exception's message proves
+ * that the plugin's unwinder (libgcc_s, see compat/CMakeLists.txt) and its static libstdc++ work
+ * together in a dlopened plugin; a broken unwinder would end in std::terminate instead. (Setup
+ * failures such as the loader's are Result values, not exceptions: docs/design.md, "Errors".) */
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -185,6 +186,18 @@ int main(int argc, char** argv) {
       ++failures;
     }
     CHECK(v11->finalize(ctx) == ncclSuccess);
+
+    void* bogus_context = &warn_lines; /* not a context init returned */
+    void* listen_comm = (void*)0x1;
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    warn_lines = 0;
+    last_warn[0] = '\0';
+    CHECK(v11->listen(bogus_context, 0, handle, &listen_comm) == ncclInternalError);
+    CHECK(warn_lines == 1);
+    if (strstr(last_warn, "is not a context returned by init") == NULL) {
+      fprintf(stderr, "FAILED: the guard's WARN does not carry the exception's message\n");
+      ++failures;
+    }
     dlclose(lib);
     fprintf(stderr, failures == 0 ? "init failed cleanly\n" : "%d check(s) failed\n", failures);
     return failures == 0 ? 0 : 1;

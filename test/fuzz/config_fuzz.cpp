@@ -55,15 +55,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     env[name] = value;
   }
-  std::string error;
-  auto first = roce::parse_config(lookup, &env, &error);
-  if (!first && error.empty()) {
+  auto first = roce::parse_config(lookup, &env);
+  if (!first && first.error().empty()) {
     std::abort();
   }
-  std::string error2;
-  auto second = roce::parse_config(lookup, &env, &error2);
+  auto second = roce::parse_config(lookup, &env);
   if (first.has_value() != second.has_value() || (first && !(*first == *second)) ||
-      error != error2) {
+      (!first && first.error() != second.error())) {
     std::abort();
   }
   return 0;

@@ -17,8 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   if (any.ok()) {
-    std::string error;
-    auto encoded = encode_message(*any.message, &error);
+    auto encoded = encode_message(*any.message);
     if (!encoded) {
       std::abort();  // decoded but refused by encode: the two validations disagree
     }

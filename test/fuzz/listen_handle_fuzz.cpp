@@ -12,17 +12,16 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace roce::net;
-  std::string error;
-  auto handle = decode_listen_handle(std::span<const uint8_t>(data, size), &error);
+  auto handle = decode_listen_handle(std::span<const uint8_t>(data, size));
   if (!handle) {
-    if (error.empty()) {
+    if (handle.error().empty()) {
       std::abort();  // every refusal says why
     }
     return 0;
   }
   std::array<uint8_t, kListenHandleSize> out{};
   encode_listen_handle(*handle, out);
-  auto again = decode_listen_handle(out, &error);
+  auto again = decode_listen_handle(out);
   if (!again || again->nonce != handle->nonce || again->stage != handle->stage ||
       again->address.to_string() != handle->address.to_string()) {
     std::abort();

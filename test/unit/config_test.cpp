@@ -25,18 +25,17 @@ std::optional<std::string> lookup(std::string_view name, void* user) {
 }
 
 roce::Config parse(Env env) {
-  std::string error;
-  std::optional<roce::Config> config = roce::parse_config(&lookup, &env, &error);
-  INFO(error);
+  roce::Result<roce::Config> config = roce::parse_config(&lookup, &env);
+  INFO((config ? std::string() : config.error()));
   REQUIRE(config.has_value());
   return *config;
 }
 
 std::string error_of(Env env) {
-  std::string error;
-  CHECK_FALSE(roce::parse_config(&lookup, &env, &error).has_value());
-  CHECK_FALSE(error.empty());
-  return error;
+  const roce::Result<roce::Config> config = roce::parse_config(&lookup, &env);
+  REQUIRE_FALSE(config.has_value());
+  CHECK_FALSE(config.error().empty());
+  return config.error();
 }
 
 bool has_note(const roce::Config& config, std::string_view text) {
@@ -344,7 +343,9 @@ TEST_CASE("load_config publishes the environment's settings and refuses invalid 
   CHECK(first.traffic_class == 104);
 
   setenv("NCCL_ROCE_DSCP", "99", 1);
-  CHECK_FALSE(roce::load_config());
+  const roce::Status refused = roce::load_config();
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().find("NCCL_ROCE_DSCP=99 is out of range") != std::string::npos);
   // A failed load leaves the configuration in force untouched.
   CHECK(&roce::config() == &first);
   CHECK(roce::config().traffic_class == 104);

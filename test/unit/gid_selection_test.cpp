@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "result_checks.h"
+
 namespace {
 
 using roce::GidTableEntry;
@@ -54,18 +56,15 @@ roce::GidSelectionPolicy policy(roce::AddressFamily family = roce::AddressFamily
 }
 
 int selected(const std::vector<GidTableEntry>& table, const roce::GidSelectionPolicy& p) {
-  std::string error;
-  const std::optional<roce::GidSelection> selection = roce::select_gid(table, p, &error);
-  INFO(error);
+  const roce::Result<roce::GidSelection> selection = roce::select_gid(table, p);
+  INFO(roce::error_text(selection));
   REQUIRE(selection.has_value());
   CHECK(selection->entry.index == selection->index);
   return selection->index;
 }
 
 std::string error_of(const std::vector<GidTableEntry>& table, const roce::GidSelectionPolicy& p) {
-  std::string error;
-  CHECK_FALSE(roce::select_gid(table, p, &error).has_value());
-  return error;
+  return roce::test::failure_of(roce::select_gid(table, p));
 }
 
 }  // namespace
@@ -126,9 +125,8 @@ TEST_CASE("an override naming a link-local or other-family RoCE v2 GID is used w
   // As NCCL: an explicit index is used as given. The warning says what is odd and what to use.
   const std::vector<GidTableEntry> table = mlx5_table();
   const auto used = [&](roce::AddressFamily family, int index) {
-    std::string error;
-    auto selection = roce::select_gid(table, policy(family, index), &error);
-    INFO(error);
+    auto selection = roce::select_gid(table, policy(family, index));
+    INFO(roce::error_text(selection));
     REQUIRE(selection.has_value());
     CHECK(selection->index == index);
     return selection->warning;
@@ -208,13 +206,12 @@ TEST_CASE(
              Catch::Contains("the type of index 2, 3 could not be read") &&
                  Catch::Contains("name it with NCCL_IB_GID_INDEX"));
 
-  std::string error;
-  const auto selection = roce::select_gid(table, policy(roce::AddressFamily::Ipv4, 3), &error);
+  const auto selection = roce::select_gid(table, policy(roce::AddressFamily::Ipv4, 3));
   REQUIRE(selection.has_value());
   CHECK(selection->index == 3);
   CHECK(selection->type_unknown);
   // A link-local one is used too, with the warning.
-  const auto link_local = roce::select_gid(table, policy(roce::AddressFamily::Ipv4, 0), &error);
+  const auto link_local = roce::select_gid(table, policy(roce::AddressFamily::Ipv4, 0));
   REQUIRE(link_local.has_value());
   CHECK_THAT(link_local->warning, Catch::Contains("link-local"));
 }

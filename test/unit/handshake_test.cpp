@@ -9,6 +9,7 @@
 
 #include "hang_bound.h"
 #include "net/socket.h"
+#include "result_checks.h"
 
 namespace {
 
@@ -51,11 +52,7 @@ ConnectReply reply() {
 }
 
 std::vector<uint8_t> encode(const HandshakeMessage& message) {
-  std::string error;
-  std::optional<std::vector<uint8_t>> bytes = encode_message(message, &error);
-  INFO(error);
-  REQUIRE(bytes.has_value());
-  return *bytes;
+  return roce::test::value_of(encode_message(message));
 }
 
 HandshakeMessage round_trip(const HandshakeMessage& message) {
@@ -82,9 +79,7 @@ DecodeResult refusal_of(HandshakeMessage message, DecodeExpectations expect = {}
   std::string detail;
   const RejectReason expected = validate_message(message, expect, &detail);
   REQUIRE(expected != RejectReason::None);
-  std::string error;
-  CHECK_FALSE(encode_message(message, &error).has_value());
-  CHECK_THAT(error, Catch::Contains(detail));
+  CHECK_THAT(roce::test::failure_of(encode_message(message)), Catch::Contains(detail));
   DecodeResult result;
   result.reason = expected;
   result.detail = detail;
@@ -163,8 +158,7 @@ TEST_CASE("the request carries the sender's split mode, 0 or 1", "[handshake]") 
   for (const uint8_t split : {uint8_t{0}, uint8_t{1}}) {
     ConnectRequest message = request();
     message.split_data = split;
-    std::string error;
-    const auto bytes = encode_message(message, &error);
+    const auto bytes = encode_message(message);
     REQUIRE(bytes.has_value());
     DecodeExpectations expect;
     expect.nonce = message.nonce;
@@ -424,8 +418,7 @@ TEST_CASE("random bytes never crash the decoder and always give a clean refusal"
     if (result.ok()) {
       REQUIRE(result.message.has_value());
       // Whatever was accepted re-encodes to the very same bytes.
-      std::string error;
-      const auto again = encode_message(*result.message, &error);
+      const auto again = encode_message(*result.message);
       REQUIRE(again.has_value());
       CHECK(*again == bytes);
       ++accepted;
@@ -440,11 +433,9 @@ TEST_CASE("random bytes never crash the decoder and always give a clean refusal"
 
 TEST_CASE("a full handshake over loopback: a stray connection is refused, the real one completes",
           "[handshake][socket]") {
-  std::string error;
-  const auto bind_address = SocketAddress::parse("127.0.7.20:0", &error);
+  const auto bind_address = SocketAddress::parse("127.0.7.20:0");
   REQUIRE(bind_address.has_value());
-  std::optional<Listener> listener = Listener::open(*bind_address, &error);
-  REQUIRE(listener.has_value());
+  std::optional<Listener> listener = roce::test::value_of(Listener::open(*bind_address));
   const auto deadline = Clock::now() + roce::test::kHangBound;
 
   // Two connections: first a stray one carrying the wrong nonce, then the real sender.
@@ -454,8 +445,8 @@ TEST_CASE("a full handshake over loopback: a stray connection is refused, the re
   };
   Peer stray;
   Peer sender;
-  stray.connector = Connector::start(listener->address(), deadline, &error);
-  sender.connector = Connector::start(listener->address(), deadline, &error);
+  stray.connector = roce::test::value_of(Connector::start(listener->address(), deadline));
+  sender.connector = roce::test::value_of(Connector::start(listener->address(), deadline));
   REQUIRE(stray.connector.has_value());
   REQUIRE(sender.connector.has_value());
 

@@ -3,20 +3,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "result_checks.h"
+
 namespace {
 
 roce::HcaFilter parse(std::string_view text) {
-  std::string error;
-  std::optional<roce::HcaFilter> filter = roce::parse_hca_filter(text, &error);
-  INFO(error);
-  REQUIRE(filter.has_value());
-  return *filter;
+  return roce::test::value_of(roce::parse_hca_filter(text));
 }
 
 std::string error_of(std::string_view text) {
-  std::string error;
-  CHECK_FALSE(roce::parse_hca_filter(text, &error).has_value());
-  return error;
+  return roce::test::failure_of(roce::parse_hca_filter(text));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "result_checks.h"
+
 using namespace roce;
 
 namespace {
@@ -38,10 +40,7 @@ ListenAddressInputs pod() {
 }
 
 HcaFilter filter(const std::string& text) {
-  std::string error;
-  auto f = parse_hca_filter(text, &error);
-  REQUIRE(f.has_value());
-  return *f;
+  return roce::test::value_of(parse_hca_filter(text));
 }
 
 }  // namespace
@@ -51,8 +50,7 @@ TEST_CASE("a GID address of this namespace is the listener's address", "[listen]
   in.gid_address_is_local = true;
   const HcaFilter f = filter("net1");
   in.socket_ifname = &f;
-  std::string error;
-  const auto choice = choose_listen_address(in, &error);
+  const auto choice = choose_listen_address(in);
   REQUIRE(choice.has_value());
   CHECK(address_text(choice->address) == "192.168.7.10");
   CHECK(choice->why == "the address of the device's GID");
@@ -68,9 +66,8 @@ TEST_CASE("a GID address absent from the namespace gives NCCL_SOCKET_IFNAME's in
     const HcaFilter f = filter(text);
     in.socket_ifname = &f;
     in.socket_ifname_text = text;
-    std::string error;
-    const auto choice = choose_listen_address(in, &error);
-    INFO(text << ": " << error);
+    const auto choice = choose_listen_address(in);
+    INFO(text << ": " << roce::error_text(choice));
     REQUIRE(choice.has_value());
     CHECK(address_text(choice->address) == expected);  // IPv6 link-local is skipped
     CHECK_THAT(choice->why, Catch::Contains("192.168.7.10 is not an address of this network "
@@ -82,8 +79,7 @@ TEST_CASE("a GID address absent from the namespace gives NCCL_SOCKET_IFNAME's in
 TEST_CASE("without NCCL_SOCKET_IFNAME the default route's interface is used", "[listen]") {
   ListenAddressInputs in = pod();
   in.default_interface = "eth0";
-  std::string error;
-  const auto choice = choose_listen_address(in, &error);
+  const auto choice = choose_listen_address(in);
   REQUIRE(choice.has_value());
   CHECK(address_text(choice->address) == "10.244.1.5");
   CHECK_THAT(choice->why, Catch::Contains("default route is on eth0"));
@@ -91,23 +87,21 @@ TEST_CASE("without NCCL_SOCKET_IFNAME the default route's interface is used", "[
 
 TEST_CASE("no interface to fall back on is an error naming the cause and the fix", "[listen]") {
   ListenAddressInputs in = pod();
-  std::string error;
-  CHECK_FALSE(choose_listen_address(in, &error).has_value());
-  CHECK_THAT(error, Catch::Contains("192.168.7.10") && Catch::Contains("no default route") &&
-                        Catch::Contains("lo, eth0, net1") &&
-                        Catch::Contains("set NCCL_SOCKET_IFNAME"));
+  CHECK_THAT(roce::test::failure_of(choose_listen_address(in)),
+             Catch::Contains("192.168.7.10") && Catch::Contains("no default route") &&
+                 Catch::Contains("lo, eth0, net1") && Catch::Contains("set NCCL_SOCKET_IFNAME"));
 
   const HcaFilter f = filter("ib");
   in.socket_ifname = &f;
   in.socket_ifname_text = "ib";
   in.default_interface = "eth0";  // not used: NCCL_SOCKET_IFNAME decides when set
-  CHECK_FALSE(choose_listen_address(in, &error).has_value());
-  CHECK_THAT(error, Catch::Contains("NCCL_SOCKET_IFNAME=ib selects no interface"));
+  CHECK_THAT(roce::test::failure_of(choose_listen_address(in)),
+             Catch::Contains("NCCL_SOCKET_IFNAME=ib selects no interface"));
 
   in.socket_ifname = nullptr;
   in.default_interface = "wg0";
-  CHECK_FALSE(choose_listen_address(in, &error).has_value());
-  CHECK_THAT(error, Catch::Contains("default route's interface wg0 has no usable address"));
+  CHECK_THAT(roce::test::failure_of(choose_listen_address(in)),
+             Catch::Contains("default route's interface wg0 has no usable address"));
 }
 
 TEST_CASE("an IPv6 GID prefers the interface's IPv6 address", "[listen]") {
@@ -119,8 +113,7 @@ TEST_CASE("an IPv6 GID prefers the interface's IPv6 address", "[listen]") {
   global6.bytes = {0xfd, 0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5};
   in.interfaces.push_back({"eth0", global6});
   in.default_interface = "eth0";
-  std::string error;
-  const auto choice = choose_listen_address(in, &error);
+  const auto choice = choose_listen_address(in);
   REQUIRE(choice.has_value());
   CHECK(address_text(choice->address) == "fd42::5");
 }

@@ -5,16 +5,15 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "result_checks.h"
+
 namespace {
 
 using roce::net::ListenHandle;
 
 ListenHandle sample(const char* address_text) {
-  std::string error;
-  const auto address = roce::net::SocketAddress::parse(address_text, &error);
-  REQUIRE(address.has_value());
   ListenHandle handle;
-  handle.address = *address;
+  handle.address = roce::test::value_of(roce::net::SocketAddress::parse(address_text));
   handle.nonce = 0x0123456789abcdefULL;
   return handle;
 }
@@ -26,9 +25,7 @@ std::array<uint8_t, NCCL_NET_HANDLE_MAXSIZE> encode(const ListenHandle& handle) 
 }
 
 std::string error_of(std::span<const uint8_t> bytes) {
-  std::string error;
-  CHECK_FALSE(roce::net::decode_listen_handle(bytes, &error).has_value());
-  return error;
+  return roce::test::failure_of(roce::net::decode_listen_handle(bytes));
 }
 
 }  // namespace
@@ -42,9 +39,8 @@ TEST_CASE("IPv4 and IPv6 listen handles round-trip with nonce and stage", "[hand
     ListenHandle handle = sample(text);
     handle.stage = 3;
     const auto buffer = encode(handle);
-    std::string error;
-    const std::optional<ListenHandle> decoded = roce::net::decode_listen_handle(buffer, &error);
-    INFO(error);
+    const roce::Result<ListenHandle> decoded = roce::net::decode_listen_handle(buffer);
+    INFO(roce::error_text(decoded));
     REQUIRE(decoded.has_value());
     CHECK(decoded->address == handle.address);
     CHECK(decoded->nonce == handle.nonce);
@@ -68,8 +64,7 @@ TEST_CASE("the encoded handle is little-endian with the magic first", "[handle]"
 
 TEST_CASE("a handle from another program, version or a damaged buffer is refused", "[handle]") {
   const auto good = encode(sample("127.0.7.1:4791"));
-  std::string error;
-  REQUIRE(roce::net::decode_listen_handle(good, &error).has_value());
+  REQUIRE(roce::net::decode_listen_handle(good).has_value());
 
   CHECK_THAT(error_of(std::span<const uint8_t>(good).first(10)),
              Catch::Contains("10 bytes, at least 48 needed"));
@@ -108,9 +103,8 @@ TEST_CASE("a handle from another program, version or a damaged buffer is refused
 TEST_CASE("nonces are random and never zero", "[handle]") {
   std::set<uint64_t> seen;
   for (int i = 0; i < 1000; ++i) {
-    std::string error;
-    const std::optional<uint64_t> nonce = roce::net::random_nonce(&error);
-    INFO(error);
+    const roce::Result<uint64_t> nonce = roce::net::random_nonce();
+    INFO(roce::error_text(nonce));
     REQUIRE(nonce.has_value());
     CHECK(*nonce != 0);
     seen.insert(*nonce);

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "result_checks.h"
+
 using namespace roce;
 
 namespace {
@@ -19,10 +21,7 @@ PortSnapshot port(int number, ibv_port_state state = IBV_PORT_ACTIVE,
 }
 
 HcaFilter filter_of(const char* text) {
-  std::string error;
-  auto filter = parse_hca_filter(text, &error);
-  REQUIRE(filter.has_value());
-  return *filter;
+  return roce::test::value_of(parse_hca_filter(text));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "hang_bound.h"
+#include "result_checks.h"
 
 namespace {
 
@@ -25,34 +26,25 @@ using roce::net::Socket;
 using roce::net::SocketAddress;
 using roce::net::SocketError;
 using roce::net::SocketErrorKind;
+using roce::test::failure_of;
+using roce::test::value_of;
 
 constexpr auto kGenerous = roce::test::kHangBound;
 // Bounded polling so a broken state machine fails the test instead of hanging it.
 constexpr int kMaxPolls = 200000;
 
 SocketAddress address(const char* text) {
-  std::string error;
-  const std::optional<SocketAddress> parsed = SocketAddress::parse(text, &error);
-  INFO(error);
-  REQUIRE(parsed.has_value());
-  return *parsed;
+  return value_of(SocketAddress::parse(text));
 }
 
 Listener listen_on(const char* text) {
-  std::string error;
-  std::optional<Listener> listener = Listener::open(address(text), &error);
-  INFO(error);
-  REQUIRE(listener.has_value());
-  return std::move(*listener);
+  return value_of(Listener::open(address(text)));
 }
 
 // Drives connect and accept in turn on one thread, as NCCL's GDR probe does.
 std::pair<Socket, Socket> connect_pair(Listener& listener) {
-  std::string error;
   std::optional<Connector> connector =
-      Connector::start(listener.address(), Clock::now() + kGenerous, &error);
-  INFO(error);
-  REQUIRE(connector.has_value());
+      value_of(Connector::start(listener.address(), Clock::now() + kGenerous));
   Socket client;
   Socket server;
   bool client_done = false;
@@ -123,13 +115,11 @@ TEST_CASE("addresses parse from text and print back", "[socket]") {
   CHECK(address("[::1]:80").to_string() == "[::1]:80");
   CHECK(address("::1").family() == roce::AddressFamily::Ipv6);
   CHECK(address("fd00::7").to_string() == "[fd00::7]:0");
-  std::string error;
-  CHECK_FALSE(SocketAddress::parse("127.0.7.1:70000", &error).has_value());
-  CHECK_THAT(error, Catch::Contains("port '70000'"));
-  CHECK_FALSE(SocketAddress::parse("host:1", &error).has_value());
-  CHECK_THAT(error, Catch::Contains("not an IPv4 or IPv6 address"));
-  CHECK_FALSE(SocketAddress::parse("[::1", &error).has_value());
-  CHECK_FALSE(SocketAddress::parse("[::1]x", &error).has_value());
+  CHECK_THAT(failure_of(SocketAddress::parse("127.0.7.1:70000")), Catch::Contains("port '70000'"));
+  CHECK_THAT(failure_of(SocketAddress::parse("host:1")),
+             Catch::Contains("not an IPv4 or IPv6 address"));
+  CHECK_THAT(failure_of(SocketAddress::parse("[::1")), Catch::Contains("missing ']'"));
+  CHECK_THAT(failure_of(SocketAddress::parse("[::1]x")), Catch::Contains("expected ':port'"));
   const SocketAddress a = address("127.0.7.9:1234");
   CHECK(SocketAddress::from_bytes(a.family(), a.bytes(), a.port()) == a);
 }
@@ -148,8 +138,7 @@ TEST_CASE("a listener binds port 0 to a real port, non-blocking and close-on-exe
 
 TEST_CASE("binding an address this node does not have names the address and the cause",
           "[socket]") {
-  std::string error;
-  CHECK_FALSE(Listener::open(address("192.0.2.77:0"), &error).has_value());
+  const std::string error = failure_of(Listener::open(address("192.0.2.77:0")));
   CHECK_THAT(error, Catch::Contains("192.0.2.77:0") && Catch::Contains("EADDRNOTAVAIL") &&
                         Catch::Contains("no interface of this node has that address"));
 }
@@ -198,13 +187,8 @@ TEST_CASE("a listener takes hundreds of simultaneous connections", "[socket]") {
   Listener listener = listen_on("127.0.7.3:0");
   constexpr int kConnections = 300;
   std::vector<Connector> connectors;
-  std::string error;
   for (int i = 0; i < kConnections; ++i) {
-    std::optional<Connector> connector =
-        Connector::start(listener.address(), Clock::now() + kGenerous, &error);
-    INFO(error);
-    REQUIRE(connector.has_value());
-    connectors.push_back(std::move(*connector));
+    connectors.push_back(value_of(Connector::start(listener.address(), Clock::now() + kGenerous)));
   }
   std::vector<Socket> clients(kConnections);
   std::vector<bool> connected(kConnections, false);
@@ -427,9 +411,7 @@ TEST_CASE("connecting where nobody listens is refused with a hint", "[socket]") 
     Listener listener = listen_on("127.0.7.12:0");
     closed = listener.address();
   }
-  std::string error;
-  std::optional<Connector> connector = Connector::start(closed, Clock::now() + kGenerous, &error);
-  REQUIRE(connector.has_value());
+  std::optional<Connector> connector = value_of(Connector::start(closed, Clock::now() + kGenerous));
   Socket socket;
   SocketError socket_error;
   IoStatus status = IoStatus::InProgress;
@@ -459,15 +441,13 @@ TEST_CASE("a connect that the peer never completes times out at its deadline", "
       *SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&storage), length);
 
   std::vector<Connector> fillers;
-  std::string error;
   const auto start = Clock::now();
   std::optional<Connector> last;
   IoStatus status = IoStatus::InProgress;
   SocketError socket_error;
   // Open connections until one stays pending; each filler is progressed to completion first.
   for (int attempt = 0; attempt < 8 && status != IoStatus::Error; ++attempt) {
-    last = Connector::start(target, Clock::now() + std::chrono::milliseconds(300), &error);
-    REQUIRE(last.has_value());
+    last = value_of(Connector::start(target, Clock::now() + std::chrono::milliseconds(300)));
     Socket socket;
     status = IoStatus::InProgress;
     while (status == IoStatus::InProgress && Clock::now() - start < kGenerous) {

@@ -4,21 +4,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "result_checks.h"
+
 namespace {
 
 roce::TrafficClassChoice resolve(const roce::Config& config, int comm_class) {
-  std::string error;
-  const std::optional<roce::TrafficClassChoice> choice =
-      roce::resolve_traffic_class(config, comm_class, &error);
-  INFO(error);
-  REQUIRE(choice.has_value());
-  return *choice;
+  return roce::test::value_of(roce::resolve_traffic_class(config, comm_class));
 }
 
 std::string error_of(const roce::Config& config, int comm_class) {
-  std::string error;
-  CHECK_FALSE(roce::resolve_traffic_class(config, comm_class, &error).has_value());
-  return error;
+  return roce::test::failure_of(roce::resolve_traffic_class(config, comm_class));
 }
 
 roce::Config with_env_class(int tc, roce::TrafficClassSource source) {

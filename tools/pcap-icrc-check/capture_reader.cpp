@@ -43,11 +43,10 @@ std::uint16_t CaptureReader::u16(std::size_t offset) const {
   return swapped_ ? __builtin_bswap16(v) : v;
 }
 
-std::optional<CaptureReader> CaptureReader::open(std::span<const std::uint8_t> file,
-                                                 std::string* error) {
+Result<CaptureReader> CaptureReader::open(std::span<const std::uint8_t> file) {
   if (file.size() < 4) {
-    *error = "file too short for a capture header (" + std::to_string(file.size()) + " bytes)";
-    return std::nullopt;
+    return failure("file too short for a capture header (" + std::to_string(file.size()) +
+                   " bytes)");
   }
   const std::uint32_t magic = raw32(file, 0);
   if (magic == kPcapMagicUs || magic == kPcapMagicNs || __builtin_bswap32(magic) == kPcapMagicUs ||
@@ -55,13 +54,12 @@ std::optional<CaptureReader> CaptureReader::open(std::span<const std::uint8_t> f
     CaptureReader r(file, Format::Pcap);
     r.swapped_ = magic != kPcapMagicUs && magic != kPcapMagicNs;
     if (file.size() < kPcapFileHeaderSize) {
-      *error = "pcap file header cut short (" + std::to_string(file.size()) + " of 24 bytes)";
-      return std::nullopt;
+      return failure("pcap file header cut short (" + std::to_string(file.size()) +
+                     " of 24 bytes)");
     }
     const std::uint16_t major = r.u16(4);
     if (major != 2) {
-      *error = "pcap version " + std::to_string(major) + " is not 2";
-      return std::nullopt;
+      return failure("pcap version " + std::to_string(major) + " is not 2");
     }
     // The low 28 bits are the link type; the top bits may carry FCS information.
     r.pcap_link_type_ = r.u32(20) & 0x0FFFFFFF;
@@ -72,37 +70,33 @@ std::optional<CaptureReader> CaptureReader::open(std::span<const std::uint8_t> f
     CaptureReader r(file, Format::Pcapng);
     return r;  // the section header is read as the first block
   }
-  *error = "not a pcap or pcapng file (magic 0x" + [&] {
+  return failure("not a pcap or pcapng file (magic 0x" + [&] {
     char buf[9];
     std::snprintf(buf, sizeof buf, "%08x", magic);
     return std::string(buf);
-  }() + ")";
-  return std::nullopt;
+  }() + ")");
 }
 
-CaptureReader::Next CaptureReader::next(Frame* frame, std::string* error) {
-  return format_ == Format::Pcap ? next_pcap(frame, error) : next_pcapng(frame, error);
+Result<CaptureReader::Next> CaptureReader::next(Frame* frame) {
+  return format_ == Format::Pcap ? next_pcap(frame) : next_pcapng(frame);
 }
 
-CaptureReader::Next CaptureReader::next_pcap(Frame* frame, std::string* error) {
+Result<CaptureReader::Next> CaptureReader::next_pcap(Frame* frame) {
   if (pos_ == file_.size()) {
     return Next::End;
   }
   if (file_.size() - pos_ < kPcapRecordHeaderSize) {
-    *error = "record header cut short" + at(pos_);
-    return Next::Malformed;
+    return failure("record header cut short" + at(pos_));
   }
   const std::uint32_t incl = u32(pos_ + 8);
   const std::uint32_t orig = u32(pos_ + 12);
   if (incl > file_.size() - pos_ - kPcapRecordHeaderSize) {
-    *error =
-        "record of " + std::to_string(incl) + " bytes runs past the end of the file" + at(pos_);
-    return Next::Malformed;
+    return failure("record of " + std::to_string(incl) + " bytes runs past the end of the file" +
+                   at(pos_));
   }
   if (orig < incl) {
-    *error = "record claims more captured (" + std::to_string(incl) + ") than original (" +
-             std::to_string(orig) + ") bytes" + at(pos_);
-    return Next::Malformed;
+    return failure("record claims more captured (" + std::to_string(incl) + ") than original (" +
+                   std::to_string(orig) + ") bytes" + at(pos_));
   }
   frame->number = ++frames_;
   frame->link_type = pcap_link_type_;
@@ -112,21 +106,19 @@ CaptureReader::Next CaptureReader::next_pcap(Frame* frame, std::string* error) {
   return Next::Frame;
 }
 
-CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error) {
+Result<CaptureReader::Next> CaptureReader::next_pcapng(Frame* frame) {
   for (;;) {
     if (pos_ == file_.size()) {
       return Next::End;
     }
     if (file_.size() - pos_ < 12) {
-      *error = "pcapng block header cut short" + at(pos_);
-      return Next::Malformed;
+      return failure("pcapng block header cut short" + at(pos_));
     }
     const std::uint32_t raw_type = raw32(file_, pos_);
     if (raw_type == kPcapngSectionHeader) {
       // A new section: its byte-order magic decides how everything after it is read.
       if (file_.size() - pos_ < 28) {
-        *error = "pcapng section header cut short" + at(pos_);
-        return Next::Malformed;
+        return failure("pcapng section header cut short" + at(pos_));
       }
       const std::uint32_t bom = raw32(file_, pos_ + 8);
       if (bom == kPcapngByteOrderMagic) {
@@ -134,8 +126,7 @@ CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error)
       } else if (__builtin_bswap32(bom) == kPcapngByteOrderMagic) {
         swapped_ = true;
       } else {
-        *error = "pcapng section header with an unknown byte-order magic" + at(pos_);
-        return Next::Malformed;
+        return failure("pcapng section header with an unknown byte-order magic" + at(pos_));
       }
       interfaces_.clear();
       snaplens_.clear();
@@ -143,12 +134,10 @@ CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error)
     const std::uint32_t type = u32(pos_);
     const std::uint32_t len = u32(pos_ + 4);
     if (len < 12 || len % 4 != 0 || len > file_.size() - pos_) {
-      *error = "pcapng block of length " + std::to_string(len) + " is invalid" + at(pos_);
-      return Next::Malformed;
+      return failure("pcapng block of length " + std::to_string(len) + " is invalid" + at(pos_));
     }
     if (u32(pos_ + len - 4) != len) {
-      *error = "pcapng block trailer length does not match its header" + at(pos_);
-      return Next::Malformed;
+      return failure("pcapng block trailer length does not match its header" + at(pos_));
     }
     const std::size_t body = pos_ + 8;
     const std::size_t body_len = len - 12;
@@ -157,8 +146,7 @@ CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error)
     switch (type) {
       case kBlockInterfaceDescription:
         if (body_len < 8) {
-          *error = "pcapng interface description too short" + at(block);
-          return Next::Malformed;
+          return failure("pcapng interface description too short" + at(block));
         }
         interfaces_.push_back(u16(body));
         snaplens_.push_back(u32(body + 4));
@@ -166,20 +154,18 @@ CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error)
       case kBlockEnhancedPacket:
       case kBlockObsoletePacket: {
         if (body_len < 20) {
-          *error = "pcapng packet block too short" + at(block);
-          return Next::Malformed;
+          return failure("pcapng packet block too short" + at(block));
         }
         const std::uint32_t iface =
             type == kBlockEnhancedPacket ? u32(body) : std::uint32_t{u16(body)};
         const std::uint32_t incl = u32(body + 12);
         const std::uint32_t orig = u32(body + 16);
         if (iface >= interfaces_.size()) {
-          *error = "pcapng packet for undeclared interface " + std::to_string(iface) + at(block);
-          return Next::Malformed;
+          return failure("pcapng packet for undeclared interface " + std::to_string(iface) +
+                         at(block));
         }
         if (incl > body_len - 20 || orig < incl) {
-          *error = "pcapng packet lengths do not fit its block" + at(block);
-          return Next::Malformed;
+          return failure("pcapng packet lengths do not fit its block" + at(block));
         }
         frame->number = ++frames_;
         frame->link_type = interfaces_[iface];
@@ -189,8 +175,8 @@ CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error)
       }
       case kBlockSimplePacket: {
         if (body_len < 4 || interfaces_.empty()) {
-          *error = "pcapng simple packet block without an interface or too short" + at(block);
-          return Next::Malformed;
+          return failure("pcapng simple packet block without an interface or too short" +
+                         at(block));
         }
         const std::uint32_t orig = u32(body);
         std::size_t incl = orig;
@@ -198,8 +184,7 @@ CaptureReader::Next CaptureReader::next_pcapng(Frame* frame, std::string* error)
           incl = snaplens_[0];
         }
         if (incl > body_len - 4) {
-          *error = "pcapng simple packet runs past its block" + at(block);
-          return Next::Malformed;
+          return failure("pcapng simple packet runs past its block" + at(block));
         }
         frame->number = ++frames_;
         frame->link_type = interfaces_[0];

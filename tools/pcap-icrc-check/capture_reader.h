@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "util/result.h"
+
 namespace vroce::pcapcheck {
 
 struct Frame {
@@ -21,14 +23,14 @@ struct Frame {
 class CaptureReader {
  public:
   enum class Format { Pcap, Pcapng };
-  enum class Next { Frame, End, Malformed };
+  enum class Next { Frame, End };
 
-  // Recognises the format from the first block; std::nullopt with *error set when the file is
-  // neither pcap nor pcapng or its header is cut short.
-  static std::optional<CaptureReader> open(std::span<const std::uint8_t> file, std::string* error);
+  // Recognises the format from the first block; fails when the file is neither pcap nor pcapng
+  // or its header is cut short.
+  static Result<CaptureReader> open(std::span<const std::uint8_t> file);
 
-  // The next frame, End after the last, or Malformed with *error naming the byte offset.
-  Next next(Frame* frame, std::string* error);
+  // The next frame, End after the last; a malformed record fails naming the byte offset.
+  Result<Next> next(Frame* frame);
 
   Format format() const { return format_; }
   const char* format_name() const { return format_ == Format::Pcap ? "pcap" : "pcapng"; }
@@ -36,8 +38,8 @@ class CaptureReader {
  private:
   CaptureReader(std::span<const std::uint8_t> file, Format format) : file_(file), format_(format) {}
 
-  Next next_pcap(Frame* frame, std::string* error);
-  Next next_pcapng(Frame* frame, std::string* error);
+  Result<Next> next_pcap(Frame* frame);
+  Result<Next> next_pcapng(Frame* frame);
   std::uint32_t u32(std::size_t offset) const;
   std::uint16_t u16(std::size_t offset) const;
 

@@ -49,14 +49,14 @@ void Checker::problem(Problem p) {
   }
 }
 
-bool Checker::add(const Frame& frame, std::string* error) {
+Status Checker::add(const Frame& frame) {
   ++summary_.frames;
   summary_.link_types.insert(frame.link_type);
   if (!link_type_supported(frame.link_type)) {
-    *error = "frame " + std::to_string(frame.number) + ": " + link_type_name(frame.link_type) +
-             " is not supported (supported: Ethernet, Linux cooked SLL/SLL2, raw IP); capture "
-             "on an Ethernet or 'any' interface";
-    return false;
+    return failure("frame " + std::to_string(frame.number) + ": " +
+                   link_type_name(frame.link_type) +
+                   " is not supported (supported: Ethernet, Linux cooked SLL/SLL2, raw IP); "
+                   "capture on an Ethernet or 'any' interface");
   }
   std::span<const std::uint8_t> ip;
   switch (ip_of_frame(frame.link_type, frame.data, &ip)) {
@@ -68,7 +68,7 @@ bool Checker::add(const Frame& frame, std::string* error) {
       ++summary_.non_ip;
       break;
   }
-  return true;
+  return {};
 }
 
 void Checker::check_roce(const Frame& frame, std::span<const std::uint8_t> ip) {

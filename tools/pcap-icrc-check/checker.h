@@ -45,8 +45,8 @@ class Checker {
  public:
   explicit Checker(std::size_t max_problems) : max_problems_(max_problems) {}
 
-  // false (and *error set) when the frame's link type is not one this tool reads.
-  bool add(const Frame& frame, std::string* error);
+  // Fails when the frame's link type is not one this tool reads.
+  Status add(const Frame& frame);
   Summary& summary() { return summary_; }
 
  private:

@@ -33,11 +33,10 @@ void usage(std::FILE* out) {
                "exit status: 0 all valid, 1 invalid or unverifiable packets, 2 unreadable input\n");
 }
 
-bool read_file(const std::string& path, std::vector<std::uint8_t>* out, std::string* error) {
+vroce::Status read_file(const std::string& path, std::vector<std::uint8_t>* out) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return false;
+    return vroce::failure("cannot open " + path + ": " + std::strerror(errno));
   }
   std::uint8_t chunk[65536];
   std::size_t n;
@@ -47,9 +46,9 @@ bool read_file(const std::string& path, std::vector<std::uint8_t>* out, std::str
   const bool ok = std::ferror(f) == 0;
   std::fclose(f);
   if (!ok) {
-    *error = "cannot read " + path;
+    return vroce::failure("cannot read " + path);
   }
-  return ok;
+  return {};
 }
 
 }  // namespace
@@ -93,27 +92,28 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::uint8_t> bytes;
-  std::string error;
-  if (!read_file(path, &bytes, &error)) {
-    std::fprintf(stderr, "pcap-icrc-check: %s\n", error.c_str());
+  if (const vroce::Status read = read_file(path, &bytes); !read) {
+    std::fprintf(stderr, "pcap-icrc-check: %s\n", read.error().c_str());
     return kExitBadInput;
   }
-  auto reader = vroce::pcapcheck::CaptureReader::open(bytes, &error);
+  auto reader = vroce::pcapcheck::CaptureReader::open(bytes);
   if (!reader) {
-    std::fprintf(stderr, "pcap-icrc-check: %s: %s\n", path.c_str(), error.c_str());
+    std::fprintf(stderr, "pcap-icrc-check: %s: %s\n", path.c_str(), reader.error().c_str());
     return kExitBadInput;
   }
   vroce::pcapcheck::Checker checker(max_problems);
   checker.summary().format = reader->format_name();
   vroce::pcapcheck::Frame frame;
   for (;;) {
-    const auto next = reader->next(&frame, &error);
-    if (next == vroce::pcapcheck::CaptureReader::Next::End) {
+    const auto next = reader->next(&frame);
+    if (next && *next == vroce::pcapcheck::CaptureReader::Next::End) {
       break;
     }
-    if (next == vroce::pcapcheck::CaptureReader::Next::Malformed || !checker.add(frame, &error)) {
+    // A malformed record, or a frame of a link type this tool cannot read.
+    const vroce::Status added = next.and_then([&](auto) { return checker.add(frame); });
+    if (!added) {
       std::fprintf(stderr, "pcap-icrc-check: %s: malformed capture: %s\n", path.c_str(),
-                   error.c_str());
+                   added.error().c_str());
       return kExitBadInput;
     }
   }

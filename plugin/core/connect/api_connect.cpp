@@ -42,8 +42,7 @@ std::shared_ptr<DeviceRuntime> device_or_warn(const char* entry, int dev) {
 
 // The GID's address, or (not an address of this namespace) NCCL_SOCKET_IFNAME's / the default
 // route's, as net_ib does.
-std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& device,
-                                                      std::string* error) {
+Result<ListenAddressChoice> listen_address_for(const DeviceRuntime& device) {
   ListenAddressInputs in;
   in.gid_address = bind_address_for_gid(device.info().gid.entry.gid);
   in.gid_address_is_local = address_is_local(in.gid_address);
@@ -51,18 +50,18 @@ std::optional<ListenAddressChoice> listen_address_for(const DeviceRuntime& devic
   if (!in.gid_address_is_local) {
     const std::string& text = config().socket_ifname;
     if (!text.empty()) {
-      ifname = parse_hca_filter(text, error);
-      if (!ifname) {
-        *error = "NCCL_SOCKET_IFNAME=" + text + ": " + *error;
-        return std::nullopt;
+      Result<HcaFilter> parsed = parse_hca_filter(text);
+      if (!parsed) {
+        return failure("NCCL_SOCKET_IFNAME=" + text + ": " + parsed.error());
       }
+      ifname = std::move(*parsed);
       in.socket_ifname = &*ifname;
       in.socket_ifname_text = text;
     }
     in.interfaces = namespace_interface_addresses();
     in.default_interface = default_route_interface();
   }
-  return choose_listen_address(in, error);
+  return choose_listen_address(in);
 }
 
 }  // namespace
@@ -72,27 +71,26 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
   if (device == nullptr) {
     return ncclInvalidArgument;
   }
-  std::string error;
-  auto offer = local_class_offer(traffic_class, &error);
+  auto offer = local_class_offer(traffic_class);
   if (!offer) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), offer.error());
     return ncclInvalidUsage;
   }
-  const auto bind = listen_address_for(*device, &error);
+  const auto bind = listen_address_for(*device);
   if (!bind) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), bind.error());
     return ncclSystemError;
   }
   const net::SocketAddress address =
       net::SocketAddress::from_bytes(bind->address.family, bind->address.bytes, 0);
-  auto listener = net::Listener::open(address, &error);
+  auto listener = net::Listener::open(address);
   if (!listener) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), listener.error());
     return ncclSystemError;
   }
-  auto nonce = net::random_nonce(&error);
+  auto nonce = net::random_nonce();
   if (!nonce) {
-    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), error);
+    ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), nonce.error());
     return ncclSystemError;
   }
   net::ListenHandle out;
@@ -123,11 +121,10 @@ ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm)
     if (device == nullptr) {
       return ncclInvalidArgument;
     }
-    std::string error;
-    auto decoded = net::decode_listen_handle(bytes, &error);
+    auto decoded = net::decode_listen_handle(bytes);
     if (!decoded) {
       ROCE_WARN(NCCL_NET, "connect on {}: the handle is not a RoCE listen handle: {}",
-                device->name(), error);
+                device->name(), decoded.error());
       return ncclInvalidArgument;
     }
     ncclResult_t result = ncclSuccess;
@@ -141,14 +138,14 @@ ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm)
   // protects the map, so release it while the step runs.
   SendConnector* connector = it->second.connector.get();
   lock.unlock();
-  SendComm* comm = nullptr;
+  Comm* comm = nullptr;
   ncclResult_t result = connector->step(&comm);
   if (result != ncclSuccess || comm != nullptr) {
     lock.lock();
     g_attempts.erase(handle);
   }
   if (comm != nullptr) {
-    *send_comm = static_cast<Comm*>(comm);
+    *send_comm = comm;
   }
   return result;
 }
@@ -159,10 +156,10 @@ ncclResult_t accept(void* listen_comm, void** recv_comm) {
     ROCE_WARN(NCCL_NET, "accept: {} is not a live RoCE listen comm", listen_comm);
     return ncclInvalidArgument;
   }
-  RecvComm* accepted = nullptr;
+  Comm* accepted = nullptr;
   ncclResult_t result = static_cast<ListenComm*>(comm)->accept(&accepted);
   if (accepted != nullptr) {
-    *recv_comm = static_cast<Comm*>(accepted);
+    *recv_comm = accepted;
   }
   return result;
 }

@@ -15,6 +15,8 @@
 #include <optional>
 #include <string>
 
+#include "roce/result.h"
+
 namespace roce {
 
 struct ClassOffer {
@@ -32,17 +34,15 @@ struct ClassAgreement {
 };
 
 // The receiver's decision on a ConnectRequest carrying the sender's class and SL.
-std::optional<ClassAgreement> receiver_agree(const ClassOffer& receiver, int sender_class,
-                                             int sender_sl, std::string* error);
+Result<ClassAgreement> receiver_agree(const ClassOffer& receiver, int sender_class, int sender_sl);
 
 // The sender's check of the class and SL the receiver says it applies.
-std::optional<ClassAgreement> sender_accept(const ClassOffer& sender, int receiver_class,
-                                            int receiver_sl, std::string* error);
+Result<ClassAgreement> sender_accept(const ClassOffer& sender, int receiver_class, int receiver_sl);
 
 // Applies this host's override (nullopt: none) to an agreement or an offer. `where` names the
 // file. The override becomes the class in force when nothing was configured.
-std::optional<ClassAgreement> apply_host_override(const ClassAgreement& agreed,
-                                                  std::optional<int> override_class,
-                                                  const std::string& where, std::string* error);
+Result<ClassAgreement> apply_host_override(const ClassAgreement& agreed,
+                                           std::optional<int> override_class,
+                                           const std::string& where);
 
 }  // namespace roce

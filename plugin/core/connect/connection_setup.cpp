@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include "core/device/device_runtime.h"
 #include "core/device/gid_selection.h"
 #include "core/device/traffic_class.h"
 #include "util/config.h"
+#include "verbs/queue_pair.h"
 
 namespace roce {
 
@@ -27,11 +29,11 @@ ConnectionSettings ConnectionSettings::from_config() {
   return s;
 }
 
-std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error) {
+Result<ClassOffer> local_class_offer(int comm_traffic_class) {
   const Config& cfg = config();
-  auto choice = resolve_traffic_class(cfg, comm_traffic_class, error);
+  auto choice = resolve_traffic_class(cfg, comm_traffic_class);
   if (!choice) {
-    return std::nullopt;
+    return failure(choice.error());
   }
   ClassOffer offer;
   offer.traffic_class = choice->traffic_class;
@@ -76,8 +78,7 @@ void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reas
   for (char c : text.substr(0, net::kMaxRejectTextLength)) {
     reject.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
-  std::string error;
-  auto bytes = net::encode_message(reject, &error);
+  auto bytes = net::encode_message(reject);
   if (bytes && channel.queue(*bytes)) {
     (void)channel.flush();
   }

@@ -3,17 +3,21 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/connect/class_negotiation.h"
-#include "core/device/device_runtime.h"
 #include "net/handshake.h"
 #include "net/socket.h"
-#include "verbs/queue_pair.h"
 
 namespace roce {
+
+class DeviceRuntime;
+namespace verbs {
+class QueuePair;
+}  // namespace verbs
 
 // The settings of util/config.h that connection setup applies, read once per connection.
 struct ConnectionSettings {
@@ -41,8 +45,8 @@ struct ConnectionSettings {
 inline constexpr size_t kMaxHandshakeFrame = 4096;
 
 // This side's class and SL for a comm whose communicator asked for `comm_traffic_class`
-// (NCCL_NET_TRAFFIC_CLASS_UNDEF: none). std::nullopt with *error for an invalid class.
-std::optional<ClassOffer> local_class_offer(int comm_traffic_class, std::string* error);
+// (NCCL_NET_TRAFFIC_CLASS_UNDEF: none); fails for an invalid class.
+Result<ClassOffer> local_class_offer(int comm_traffic_class);
 
 // This side's EndpointInfo: device, GID, MTU, class and SL, and each QP with its starting PSN.
 net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class, int service_level,

@@ -37,21 +37,21 @@ std::optional<Refusal> check_connect_request(const net::ConnectRequest& request)
   return std::nullopt;
 }
 
-std::optional<std::string> check_connect_reply(const net::ConnectReply& reply, size_t qp_count) {
+Status check_connect_reply(const net::ConnectReply& reply, size_t qp_count) {
   if (reply.endpoint.qps.size() != qp_count) {
-    return fmt::format("the receiver answered with {} QPs for the {} this side offered",
-                       reply.endpoint.qps.size(), qp_count);
+    return failure(fmt::format("the receiver answered with {} QPs for the {} this side offered",
+                               reply.endpoint.qps.size(), qp_count));
   }
   const net::RemoteRing expected = sizes_area_geometry(0, 0);
   if (reply.sizes_area.slot_count != expected.slot_count ||
       reply.sizes_area.slot_size != expected.slot_size) {
-    return fmt::format(
-        "the receiver's sizes area has {} slots of {} bytes, this plugin needs {} "
-        "of {}; run the same plugin version on both sides",
-        reply.sizes_area.slot_count, reply.sizes_area.slot_size, expected.slot_count,
-        expected.slot_size);
+    return failure(
+        fmt::format("the receiver's sizes area has {} slots of {} bytes, this plugin needs {} "
+                    "of {}; run the same plugin version on both sides",
+                    reply.sizes_area.slot_count, reply.sizes_area.slot_size, expected.slot_count,
+                    expected.slot_size));
   }
-  return std::nullopt;
+  return {};
 }
 
 ibv_mtu link_mtu(ibv_mtu local, uint8_t peer) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/handshake.h"
+#include "roce/result.h"
 #include "util/config.h"
 
 namespace roce {
@@ -29,7 +30,7 @@ struct Refusal {
 std::optional<Refusal> check_connect_request(const net::ConnectRequest& request);
 
 // The sender's checks of a ConnectReply: QP count equal to what it sent, sizes area geometry.
-std::optional<std::string> check_connect_reply(const net::ConnectReply& reply, size_t qp_count);
+Status check_connect_reply(const net::ConnectReply& reply, size_t qp_count);
 
 // The path MTU: the smaller of the two ports' active MTUs (ibv_mtu codes 1..5).
 ibv_mtu link_mtu(ibv_mtu local, uint8_t peer);

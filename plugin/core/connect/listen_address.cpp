@@ -64,8 +64,7 @@ std::string address_text(const BindAddress& address) {
   return text;
 }
 
-std::optional<ListenAddressChoice> choose_listen_address(const ListenAddressInputs& in,
-                                                         std::string* error) {
+Result<ListenAddressChoice> choose_listen_address(const ListenAddressInputs& in) {
   const std::string gid_text = address_text(in.gid_address);
   if (in.gid_address_is_local) {
     return ListenAddressChoice{in.gid_address, "the address of the device's GID"};
@@ -84,11 +83,10 @@ std::optional<ListenAddressChoice> choose_listen_address(const ListenAddressInpu
                                                    in.socket_ifname_text, ia.interface)};
       }
     }
-    *error = fmt::format(
+    return failure(fmt::format(
         "{}, and NCCL_SOCKET_IFNAME={} selects no interface with an address here (interfaces "
         "up: {}); set NCCL_SOCKET_IFNAME to the interface the peers reach this node on",
-        absent, in.socket_ifname_text, interface_list(in.interfaces));
-    return std::nullopt;
+        absent, in.socket_ifname_text, interface_list(in.interfaces)));
   }
   if (in.default_interface) {
     if (auto a = address_of(in.interfaces, *in.default_interface, in.gid_address.family)) {
@@ -96,17 +94,15 @@ std::optional<ListenAddressChoice> choose_listen_address(const ListenAddressInpu
           *a, fmt::format("{}; NCCL_SOCKET_IFNAME is unset and the default route is on {}", absent,
                           *in.default_interface)};
     }
-    *error = fmt::format(
+    return failure(fmt::format(
         "{}, NCCL_SOCKET_IFNAME is unset and the default route's interface {} has no usable "
         "address; set NCCL_SOCKET_IFNAME to the interface the peers reach this node on",
-        absent, *in.default_interface);
-    return std::nullopt;
+        absent, *in.default_interface));
   }
-  *error = fmt::format(
+  return failure(fmt::format(
       "{}, NCCL_SOCKET_IFNAME is unset and there is no default route (interfaces up: {}); set "
       "NCCL_SOCKET_IFNAME to the interface the peers reach this node on",
-      absent, interface_list(in.interfaces));
-  return std::nullopt;
+      absent, interface_list(in.interfaces)));
 }
 
 bool address_is_local(const BindAddress& address) {

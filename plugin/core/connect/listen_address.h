@@ -14,6 +14,7 @@
 
 #include "core/connect/handshake_checks.h"
 #include "core/device/hca_filter.h"
+#include "roce/result.h"
 
 namespace roce {
 
@@ -38,9 +39,8 @@ struct ListenAddressInputs {
 
 // The GID's address when it is local; otherwise the first address (the GID's family first, IPv6
 // link-local skipped) of the first interface NCCL_SOCKET_IFNAME selects, else of the default
-// route's interface. std::nullopt with *error naming the cause and the fix when none applies.
-std::optional<ListenAddressChoice> choose_listen_address(const ListenAddressInputs& in,
-                                                         std::string* error);
+// route's interface. Fails naming the cause and the fix when none applies.
+Result<ListenAddressChoice> choose_listen_address(const ListenAddressInputs& in);
 
 // "10.0.0.1" or "fd00::1", without a port.
 std::string address_text(const BindAddress& address);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/connect/pending_accept.h"
+#include "core/datapath/recv_comm.h"
 #include "util/log.h"
 
 namespace roce {
@@ -84,7 +86,7 @@ void ListenComm::take_new_connections() {
   }
 }
 
-ncclResult_t ListenComm::accept(RecvComm** comm) {
+ncclResult_t ListenComm::accept(Comm** comm) {
   *comm = nullptr;
   if (failed()) {
     return failure();

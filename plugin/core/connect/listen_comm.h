@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
-#include "core/connect/pending_accept.h"
-#include "core/datapath/recv_comm.h"
 #include "net/socket.h"
 
 namespace roce {
+
+class PendingAccept;
+class RecvComm;
 
 class ListenComm final : public Comm {
  public:
@@ -27,8 +29,9 @@ class ListenComm final : public Comm {
              ClassOffer offer);
   ~ListenComm() override;
 
-  // ncclSuccess with *comm null: nothing ready yet; call again.
-  ncclResult_t accept(RecvComm** comm);
+  // ncclSuccess with *comm null: nothing ready yet; call again. Set: the new RecvComm, as the
+  // Comm NCCL gets for its handle.
+  ncclResult_t accept(Comm** comm);
 
   const net::SocketAddress& address() const noexcept { return listener_.address(); }
   uint64_t nonce() const noexcept { return nonce_; }

@@ -6,6 +6,8 @@
 #include "core/connect/handshake_checks.h"
 #include "core/connect/qp_setup.h"
 #include "core/datapath/cts_ring.h"
+#include "core/datapath/recv_comm.h"
+#include "core/device/device_runtime.h"
 #include "util/log.h"
 
 namespace roce {
@@ -20,6 +22,8 @@ PendingAccept::PendingAccept(std::shared_ptr<DeviceRuntime> device, net::Socket 
       settings_(settings),
       accepted_at_(net::Clock::now()),
       peer_text_(channel_.peer().to_string()) {}
+
+PendingAccept::~PendingAccept() = default;
 
 PendingAccept::Status PendingAccept::step(RecvComm** comm) {
   *comm = nullptr;
@@ -79,8 +83,7 @@ PendingAccept::Step PendingAccept::reject(net::RejectReason reason, const std::s
   for (char c : message.substr(0, net::kMaxRejectTextLength)) {
     r.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
-  std::string error;
-  auto bytes = net::encode_message(r, &error);
+  auto bytes = net::encode_message(r);
   if (!bytes || !channel_.queue(*bytes)) {
     state_ = State::Dropped;
     return Step::Drop;
@@ -135,16 +138,15 @@ PendingAccept::Step PendingAccept::on_await_request() {
   if (auto refusal = check_connect_request(*request)) {
     return reject(refusal->reason, refusal->text);
   }
-  std::string error;
-  auto agreed = receiver_agree(offer_, request->endpoint.traffic_class,
-                               request->endpoint.service_level, &error);
-  if (agreed) {
-    agreed = apply_host_override(*agreed, device_->global_class_override(),
-                                 device_->override_file(), &error);
-  }
+  auto agreed =
+      receiver_agree(offer_, request->endpoint.traffic_class, request->endpoint.service_level)
+          .and_then([&](const ClassAgreement& received) {
+            return apply_host_override(received, device_->global_class_override(),
+                                       device_->override_file());
+          });
   if (!agreed) {
     listener_failure_ = ncclInvalidUsage;
-    return reject(net::RejectReason::TrafficClassMismatch, error);
+    return reject(net::RejectReason::TrafficClassMismatch, agreed.error());
   }
   try {
     create_resources(*request, *agreed);
@@ -157,9 +159,9 @@ PendingAccept::Step PendingAccept::on_await_request() {
       local_endpoint(*device_, agreed->traffic_class, agreed->service_level, setup_.qps, psns_);
   reply.sizes_area = sizes_area_geometry(setup_.sizes_area.addr(), setup_.sizes_area.rkey());
   reply.ece = ece_to_wire(ece_in_force_);
-  auto bytes = net::encode_message(reply, &error);
+  auto bytes = net::encode_message(reply);
   if (!bytes || !channel_.queue(*bytes)) {
-    return reject(net::RejectReason::Internal, "cannot encode the reply: " + error);
+    return reject(net::RejectReason::Internal, "cannot encode the reply: " + error_text(bytes));
   }
   state_ = State::SendReply;
   return Step::Next;

@@ -9,6 +9,8 @@
 // RTS against the sender's QPs. A refused connection is logged once and costs nothing after.
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,15 +18,20 @@
 
 #include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
-#include "core/datapath/recv_comm.h"
+#include "core/datapath/recv_comm_setup.h"
+#include "nccl_net/types.h"
 #include "net/socket.h"
 
 namespace roce {
+
+class DeviceRuntime;
+class RecvComm;
 
 class PendingAccept {
  public:
   PendingAccept(std::shared_ptr<DeviceRuntime> device, net::Socket socket, uint64_t nonce,
                 ClassOffer offer, const ConnectionSettings& settings);
+  ~PendingAccept();  // out of line: the setup's verbs owners are complete only there
 
   enum class Status { Waiting, Connected, Dropped };
   // One step. Connected: *comm holds the new RecvComm. Dropped: refused or failed (logged).

@@ -9,6 +9,8 @@
 
 #include "core/connect/handshake_checks.h"
 #include "core/connect/qp_setup.h"
+#include "core/datapath/send_comm.h"
+#include "core/device/device_runtime.h"
 #include "util/log.h"
 
 namespace roce {
@@ -21,8 +23,7 @@ namespace {
 void tell_listener_refused(const net::ListenHandle& handle, const std::string& text,
                            std::chrono::milliseconds timeout) {
   const auto deadline = net::Clock::now() + timeout;
-  std::string error;
-  auto connector = net::Connector::start(handle.address, deadline, &error);
+  auto connector = net::Connector::start(handle.address, deadline);
   if (!connector) {
     return;
   }
@@ -48,20 +49,20 @@ std::unique_ptr<SendConnector> SendConnector::start(const std::shared_ptr<Device
                                                     int comm_traffic_class,
                                                     const net::ListenHandle& handle,
                                                     ncclResult_t* result) {
-  std::string error;
-  std::optional<ClassOffer> offer = local_class_offer(comm_traffic_class, &error);
+  Result<ClassOffer> offer = local_class_offer(comm_traffic_class);
   if (offer) {
     // What leaves this host is what the override says, when one is set.
     ClassAgreement mine{offer->traffic_class, offer->service_level, offer->configured};
     auto applied =
-        apply_host_override(mine, device->global_class_override(), device->override_file(), &error);
+        apply_host_override(mine, device->global_class_override(), device->override_file());
     if (applied) {
       offer->traffic_class = applied->traffic_class;
     } else {
-      offer.reset();
+      offer = failure(applied.error());
     }
   }
   if (!offer) {
+    const std::string& error = offer.error();
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device->name(), handle.address.to_string(),
               error);
     tell_listener_refused(handle, error,
@@ -83,13 +84,14 @@ std::unique_ptr<SendConnector> SendConnector::start(const std::shared_ptr<Device
     return nullptr;
   }
   const auto deadline = net::Clock::now() + connector->settings_.handshake_timeout;
-  connector->connector_ = net::Connector::start(handle.address, deadline, &error);
-  if (!connector->connector_) {
+  auto started = net::Connector::start(handle.address, deadline);
+  if (!started) {
     ROCE_WARN(NCCL_NET, "connect on {} to {}: {}", device->name(), handle.address.to_string(),
-              error);
+              started.error());
     *result = ncclSystemError;
     return nullptr;
   }
+  connector->connector_ = std::move(*started);
   *result = ncclSuccess;
   return connector;
 }
@@ -126,7 +128,9 @@ void SendConnector::create_resources() {
   }
 }
 
-ncclResult_t SendConnector::step(SendComm** comm) {
+SendConnector::~SendConnector() = default;
+
+ncclResult_t SendConnector::step(Comm** comm) {
   *comm = nullptr;
   for (;;) {
     Step s = Step::Wait;
@@ -145,11 +149,12 @@ ncclResult_t SendConnector::step(SendComm** comm) {
         break;
       case State::Done: {
         setup_.peer = peer_text_;
-        *comm = new SendComm(device_, std::move(setup_));
+        auto* connected = new SendComm(device_, std::move(setup_));
+        *comm = connected;
         ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
-                  device_->name(), peer_text_, (*comm)->qp_count(),
-                  (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
-                  offer_.service_level, (*comm)->max_inline(), describe_ece(ece_in_force_),
+                  device_->name(), peer_text_, connected->qp_count(),
+                  connected->qp_count() == 1 ? "" : "s", connected->traffic_class(),
+                  offer_.service_level, connected->max_inline(), describe_ece(ece_in_force_),
                   settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)",
                   settings_.adaptive_routing
                       ? fmt::format(", adaptive routing above {} bytes", settings_.ar_threshold)
@@ -202,11 +207,10 @@ SendConnector::Step SendConnector::on_tcp_connect() {
   request.max_recvs = kMaxRecvs;
   request.split_data = settings_.split_data ? 1 : 0;
   request.ece = ece_to_wire(local_ece_);
-  std::string encode_error;
-  auto bytes = net::encode_message(request, &encode_error);
+  auto bytes = net::encode_message(request);
   if (!bytes || !channel_->queue(*bytes)) {
     return fail(ncclInternalError, net::RejectReason::None,
-                "cannot encode the connect request: " + encode_error);
+                "cannot encode the connect request: " + error_text(bytes));
   }
   state_ = State::SendRequest;
   return Step::Next;
@@ -255,14 +259,12 @@ SendConnector::Step SendConnector::on_await_reply() {
   }
   peer_endpoint_ = reply->endpoint;
   peer_text_ = describe_peer(peer_address_, &*peer_endpoint_);
-  if (auto problem = check_connect_reply(*reply, setup_.qps.size())) {
-    return fail(ncclRemoteError, net::RejectReason::QpCountMismatch, *problem);
+  if (const Status checked = check_connect_reply(*reply, setup_.qps.size()); !checked) {
+    return fail(ncclRemoteError, net::RejectReason::QpCountMismatch, checked.error());
   }
-  std::string error;
-  auto agreed =
-      sender_accept(offer_, reply->endpoint.traffic_class, reply->endpoint.service_level, &error);
+  auto agreed = sender_accept(offer_, reply->endpoint.traffic_class, reply->endpoint.service_level);
   if (!agreed) {
-    return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, error);
+    return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, agreed.error());
   }
   const ibv_mtu mtu = link_mtu(device_->info().active_mtu, reply->endpoint.mtu);
   // The receiver's device reduced our ECE; set that on our QPs (neither side supporting: none).
@@ -294,9 +296,10 @@ SendConnector::Step SendConnector::on_await_reply() {
   setup_.traffic_class = agreed->traffic_class;
   net::Ready ready;
   ready.nonce = nonce_;
-  auto bytes = net::encode_message(ready, &error);
+  auto bytes = net::encode_message(ready);
   if (!bytes || !channel_->queue(*bytes)) {
-    return fail(ncclInternalError, net::RejectReason::Internal, "cannot encode ready: " + error);
+    return fail(ncclInternalError, net::RejectReason::Internal,
+                "cannot encode ready: " + error_text(bytes));
   }
   state_ = State::SendReady;
   return Step::Next;

@@ -10,6 +10,8 @@
 // attempt with its reason; a local failure after the socket is up sends one.
 #pragma once
 
+#include <infiniband/verbs.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,11 +19,15 @@
 
 #include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
-#include "core/datapath/send_comm.h"
+#include "core/datapath/send_comm_setup.h"
+#include "nccl_net/types.h"
 #include "net/listen_handle.h"
 #include "net/socket.h"
 
 namespace roce {
+
+class Comm;
+class DeviceRuntime;
 
 class SendConnector {
  public:
@@ -32,9 +38,12 @@ class SendConnector {
                                               const net::ListenHandle& handle,
                                               ncclResult_t* result);
 
-  // One step. ncclSuccess with *comm null: call again. ncclSuccess with *comm set: connected.
-  // Anything else: failed (logged once); the connector is spent.
-  ncclResult_t step(SendComm** comm);
+  ~SendConnector();  // out of line: the setup's verbs owners are complete only there
+
+  // One step. ncclSuccess with *comm null: call again. ncclSuccess with *comm set: connected, the
+  // new SendComm as the Comm NCCL gets for its handle. Anything else: failed (logged once); the
+  // connector is spent.
+  ncclResult_t step(Comm** comm);
 
   uint64_t nonce() const noexcept { return nonce_; }
 

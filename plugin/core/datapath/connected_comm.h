@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/datapath/comm_setup.h"
 #include "core/datapath/data_path_limits.h"
 #include "core/datapath/request.h"
 #include "core/device/async_events.h"
@@ -26,15 +27,6 @@
 #include "verbs/queue_pair.h"
 
 namespace roce {
-
-// What connection setup hands to either side, besides that side's own buffers.
-struct ConnectionSetup {
-  std::shared_ptr<verbs::CompletionQueue> cq;
-  std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
-  int traffic_class = 0;
-  bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/datapath/size_split.h)
-  std::string peer;         // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
-};
 
 class ConnectedComm : public Comm {
  public:

@@ -16,6 +16,7 @@
 #include "core/datapath/connected_comm.h"
 #include "core/datapath/cts_ring.h"
 #include "core/datapath/data_path_limits.h"
+#include "core/datapath/recv_comm_setup.h"
 #include "core/datapath/request.h"
 #include "core/datapath/request_pool.h"
 #include "core/datapath/send_queue_credits.h"
@@ -24,17 +25,6 @@
 #include "telemetry/connection_telemetry.h"
 
 namespace roce {
-
-// Everything connection setup hands over to a new RecvComm.
-struct RecvCommSetup : ConnectionSetup {
-  std::unique_ptr<verbs::QueuePair> flush_qp;  // connected to itself; null: no flush
-  RegisteredBuffer cts_staging;                // kMaxRequests x kMaxRecvs entries, local
-  RegisteredBuffer sizes_area;                 // kMaxRequests x kMaxRecvs int32, remote-writable
-  RegisteredBuffer flush_word;                 // the RDMA READ target of iflush
-  uint64_t remote_ring_addr = 0;
-  uint32_t remote_ring_rkey = 0;
-  int fifo_traffic_class = 0;  // the data QPs' class (NCCL_IB_FIFO_TC, else traffic_class)
-};
 
 class RecvComm final : public ConnectedComm {
  public:

@@ -20,6 +20,7 @@
 #include "core/datapath/multi_recv_match.h"
 #include "core/datapath/request.h"
 #include "core/datapath/request_pool.h"
+#include "core/datapath/send_comm_setup.h"
 #include "core/datapath/send_queue_credits.h"
 #include "core/datapath/size_split.h"
 #include "core/memory/mr_handle.h"
@@ -27,17 +28,6 @@
 #include "telemetry/connection_telemetry.h"
 
 namespace roce {
-
-// Everything connection setup hands over to a new SendComm.
-struct SendCommSetup : ConnectionSetup {
-  RegisteredBuffer ring;           // kCtsRingBytes, remote-writable by the receiver
-  RegisteredBuffer sizes_staging;  // kMaxSendRequests x kMaxRecvs int32, local
-  uint64_t remote_sizes_addr = 0;  // the receiver's multi-receive sizes area
-  uint32_t remote_sizes_rkey = 0;
-  // NCCL_IB_ADAPTIVE_ROUTING: a single send above ar_threshold bytes goes as RDMA WRITE and a
-  // separate zero-length WRITE WITH IMMEDIATE; nullopt: off.
-  std::optional<uint32_t> ar_threshold;
-};
 
 class SendComm final : public ConnectedComm {
  public:

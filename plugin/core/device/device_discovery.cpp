@@ -46,13 +46,13 @@ struct OpenDevice {
   DeviceSnapshot snapshot;
 };
 
-std::vector<OpenDevice> open_devices(const std::shared_ptr<const ibv::Library>& lib,
-                                     std::vector<SkippedPort>& skipped) {
+Result<std::vector<OpenDevice>> open_devices(const std::shared_ptr<const ibv::Library>& lib,
+                                             std::vector<SkippedPort>& skipped) {
   std::unique_ptr<verbs::DeviceList> list;
   try {
     list = std::make_unique<verbs::DeviceList>(lib);
   } catch (const verbs::VerbsError& e) {
-    throw DiscoveryError(e.what());
+    return failure(e.what());
   }
   std::vector<OpenDevice> opened;
   for (ibv_device* device : list->devices()) {
@@ -121,12 +121,12 @@ std::string DiscoveryResult::skipped_summary() const {
   return out;
 }
 
-DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
-                                 const DiscoveryOptions& options) {
-  std::string error;
-  const auto filter = parse_hca_filter(options.ib_hca, &error);
+Result<DiscoveryResult> discover_devices(const std::shared_ptr<const ibv::Library>& lib,
+                                         const DiscoveryOptions& options) {
+  const auto filter = parse_hca_filter(options.ib_hca);
   if (!filter) {
-    throw DiscoveryError(fmt::format("NCCL_IB_HCA='{}' is malformed: {}", options.ib_hca, error));
+    return failure(
+        fmt::format("NCCL_IB_HCA='{}' is malformed: {}", options.ib_hca, filter.error()));
   }
 
   // Registered memory must survive fork() in frameworks that fork workers (as NCCL does).
@@ -140,7 +140,11 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
   }
 
   DiscoveryResult result;
-  std::vector<OpenDevice> opened = open_devices(lib, result.skipped);
+  Result<std::vector<OpenDevice>> listed = open_devices(lib, result.skipped);
+  if (!listed) {
+    return failure(listed.error());
+  }
+  std::vector<OpenDevice> opened = std::move(*listed);
   std::vector<DeviceSnapshot> snapshots;
   snapshots.reserve(opened.size());
   for (const auto& device : opened) {
@@ -168,14 +172,14 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
     GidSelectionPolicy policy = options.gid_policy;
     policy.device_name = ctx.name();
     policy.port = port.port;
-    auto gid = select_gid(plugin.gid_table, policy, &error);
+    auto gid = select_gid(plugin.gid_table, policy);
     if (!gid) {
       if (policy.override_index >= 0) {
-        throw DiscoveryError(error);
+        return failure(gid.error());
       }
       ROCE_WARN(NCCL_INIT, "dev {} port {}: no usable GID, skipping the port: {}", ctx.name(),
-                port.port, error);
-      result.skipped.push_back({ctx.name(), port.port, error});
+                port.port, gid.error());
+      result.skipped.push_back({ctx.name(), port.port, gid.error()});
       continue;
     }
     if (gid->type_unknown) {
@@ -220,11 +224,12 @@ DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
                 ctx.name(), pci.reason);
     }
 
-    try {
-      plugin.tc_override = read_tc_override(options.sysfs_root, ctx.name(), port.port);
-    } catch (const std::runtime_error& e) {
-      throw DiscoveryError(fmt::format("dev {} port {}: {}", ctx.name(), port.port, e.what()));
+    Result<std::optional<TcOverride>> tc_override =
+        read_tc_override(options.sysfs_root, ctx.name(), port.port);
+    if (!tc_override) {
+      return failure(fmt::format("dev {} port {}: {}", ctx.name(), port.port, tc_override.error()));
     }
+    plugin.tc_override = std::move(*tc_override);
     if (plugin.tc_override && plugin.tc_override->any()) {
       ROCE_INFO(NCCL_INIT, "dev {} port {}: host-level traffic-class override in {}: {}{}",
                 ctx.name(), port.port, plugin.tc_override->file,

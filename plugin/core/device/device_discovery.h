@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "core/device/port_selection.h"
 #include "core/device/tc_override.h"
 #include "ibv/library.h"
+#include "roce/result.h"
 #include "util/config.h"
 #include "verbs/context.h"
 
@@ -58,12 +58,6 @@ struct DiscoveryOptions {
   static DiscoveryOptions from_config(const Config& config);
 };
 
-// An init error: what() is one line naming the setting or device at fault and the fix.
-class DiscoveryError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 struct DiscoveryResult {
   std::vector<PluginDevice> devices;
   std::vector<SkippedPort> skipped;  // every port not used, with the reason
@@ -73,10 +67,11 @@ struct DiscoveryResult {
   std::string skipped_summary() const;
 };
 
-// Throws DiscoveryError (bad NCCL_IB_HCA, bad NCCL_IB_GID_INDEX, device list failure). Devices
-// that cannot be opened or queried are skipped with a WARN. An empty result is not an error
-// here: the caller decides (init fails with skipped_summary()).
-DiscoveryResult discover_devices(const std::shared_ptr<const ibv::Library>& lib,
-                                 const DiscoveryOptions& options);
+// Fails with one line naming the setting or device at fault and the fix (bad NCCL_IB_HCA, bad
+// NCCL_IB_GID_INDEX, an unreadable traffic-class override, device list failure). Devices that
+// cannot be opened or queried are skipped with a WARN. An empty result is not an error here: the
+// caller decides (init fails with skipped_summary()).
+Result<DiscoveryResult> discover_devices(const std::shared_ptr<const ibv::Library>& lib,
+                                         const DiscoveryOptions& options);
 
 }  // namespace roce

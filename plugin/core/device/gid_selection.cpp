@@ -150,9 +150,9 @@ std::string instead(const GidTableEntry* named, const GidTableEntry* choice,
          (same ? std::string("same address") : gid_to_string(choice->gid)) + ") or unset it";
 }
 
-std::optional<GidSelection> select_override(std::span<const GidTableEntry> table,
-                                            const GidSelectionPolicy& policy,
-                                            const GidTableEntry* choice, std::string* error) {
+Result<GidSelection> select_override(std::span<const GidTableEntry> table,
+                                     const GidSelectionPolicy& policy,
+                                     const GidTableEntry* choice) {
   const int index = policy.override_index;
   const std::string head = "NCCL_IB_GID_INDEX=" + std::to_string(index);
   const GidTableEntry* named = find_index(table, index);
@@ -161,27 +161,23 @@ std::optional<GidSelection> select_override(std::span<const GidTableEntry> table
     last = std::max(last, entry.index);
   }
   if (named == nullptr && index > last) {
-    *error = head + " is past the GID table" + location(policy) +
-             (last < 0 ? std::string(" (the table is empty)")
-                       : " (indices 0.." + std::to_string(last) + ")") +
-             "; " + instead(nullptr, choice, policy);
-    return std::nullopt;
+    return failure(head + " is past the GID table" + location(policy) +
+                   (last < 0 ? std::string(" (the table is empty)")
+                             : " (indices 0.." + std::to_string(last) + ")") +
+                   "; " + instead(nullptr, choice, policy));
   }
   if (named == nullptr || is_zero(named->gid)) {
-    *error = head + " names an empty GID slot" + location(policy) + "; " +
-             instead(nullptr, choice, policy);
-    return std::nullopt;
+    return failure(head + " names an empty GID slot" + location(policy) + "; " +
+                   instead(nullptr, choice, policy));
   }
   const std::string what = " (" + gid_to_string(named->gid) + ")" + location(policy);
   switch (named->type) {
     case GidType::RoceV1:
-      *error = head + " names a RoCE v1 GID" + what + "; RoCE v1 is not routable over UDP; " +
-               instead(named, choice, policy);
-      return std::nullopt;
+      return failure(head + " names a RoCE v1 GID" + what + "; RoCE v1 is not routable over UDP; " +
+                     instead(named, choice, policy));
     case GidType::Ib:
-      *error = head + " names an InfiniBand GID" + what +
-               "; this plugin drives RoCE v2 ports only; " + instead(named, choice, policy);
-      return std::nullopt;
+      return failure(head + " names an InfiniBand GID" + what +
+                     "; this plugin drives RoCE v2 ports only; " + instead(named, choice, policy));
     case GidType::RoceV2:
     case GidType::Unknown:
       break;
@@ -202,29 +198,27 @@ std::optional<GidSelection> select_override(std::span<const GidTableEntry> table
 
 }  // namespace
 
-std::optional<GidSelection> select_gid(std::span<const GidTableEntry> table,
-                                       const GidSelectionPolicy& policy, std::string* error) {
+Result<GidSelection> select_gid(std::span<const GidTableEntry> table,
+                                const GidSelectionPolicy& policy) {
   if (policy.roce_version != 2) {
-    *error = "RoCE version " + std::to_string(policy.roce_version) +
-             " requested; this plugin runs RoCE v2 only (unset NCCL_IB_ROCE_VERSION_NUM)";
-    return std::nullopt;
+    return failure("RoCE version " + std::to_string(policy.roce_version) +
+                   " requested; this plugin runs RoCE v2 only (unset NCCL_IB_ROCE_VERSION_NUM)");
   }
   std::optional<Cidr> range;
   if (!policy.addr_range.empty()) {
-    std::string reason;
-    range = parse_cidr(policy.addr_range, &reason);
-    if (!range) {
-      *error = "NCCL_IB_ADDR_RANGE=" + policy.addr_range + " is malformed: " + reason;
-      return std::nullopt;
+    const Result<Cidr> parsed = parse_cidr(policy.addr_range);
+    if (!parsed) {
+      return failure("NCCL_IB_ADDR_RANGE=" + policy.addr_range +
+                     " is malformed: " + parsed.error());
     }
+    range = *parsed;
   }
   const GidTableEntry* choice = automatic_choice(table, policy, range);
   if (policy.override_index >= 0) {
-    return select_override(table, policy, choice, error);
+    return select_override(table, policy, choice);
   }
   if (choice == nullptr) {
-    *error = no_automatic_choice(table, policy, range);
-    return std::nullopt;
+    return failure(no_automatic_choice(table, policy, range));
   }
   return GidSelection{choice->index, *choice, false, {}};
 }

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 
+#include "roce/result.h"
 #include "util/config.h"
 
 namespace roce {
@@ -52,10 +53,10 @@ struct GidSelection {
   std::string warning;
 };
 
-// Returns the selected entry, or std::nullopt with *error set to one actionable line (what was
-// wanted, what the table holds, which index or setting would work).
-std::optional<GidSelection> select_gid(std::span<const GidTableEntry> table,
-                                       const GidSelectionPolicy& policy, std::string* error);
+// Returns the selected entry, or fails with one actionable line (what was wanted, what the table
+// holds, which index or setting would work).
+Result<GidSelection> select_gid(std::span<const GidTableEntry> table,
+                                const GidSelectionPolicy& policy);
 
 // "::ffff:10.0.0.1" / "fe80::1" style text of a GID, for logs.
 std::string gid_to_string(const std::array<uint8_t, 16>& gid);

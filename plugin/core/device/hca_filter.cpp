@@ -42,13 +42,11 @@ std::string fmt_field(std::string_view entry, const char* what, std::string_view
          "', not a number in " + std::to_string(lo) + ".." + std::to_string(hi);
 }
 
-std::optional<HcaEntry> parse_entry(std::string_view text, std::string_view whole,
-                                    std::string* error) {
+Result<HcaEntry> parse_entry(std::string_view text, std::string_view whole) {
   const auto fail = [&](const std::string& why) {
-    *error = "NCCL_IB_HCA=" + std::string(whole) + ": " + why +
-             "; expected [^][=]name[:port[:rail[:plane]]][,...], for example ^mlx5_1 or "
-             "=mlx5_0:1";
-    return std::nullopt;
+    return failure("NCCL_IB_HCA=" + std::string(whole) + ": " + why +
+                   "; expected [^][=]name[:port[:rail[:plane]]][,...], for example ^mlx5_1 or "
+                   "=mlx5_0:1");
   };
   HcaEntry entry;
   std::string_view name = text;
@@ -115,7 +113,7 @@ bool HcaFilter::matches_name(std::string_view name) const {
   return filter_matches(*this, name, std::nullopt);
 }
 
-std::optional<HcaFilter> parse_hca_filter(std::string_view text, std::string* error) {
+Result<HcaFilter> parse_hca_filter(std::string_view text) {
   HcaFilter filter;
   const std::string_view whole = text;
   std::string_view rest = trim(text);
@@ -132,18 +130,18 @@ std::optional<HcaFilter> parse_hca_filter(std::string_view text, std::string* er
     rest.remove_prefix(1);
   }
   if (trim(rest).empty()) {
-    *error = "NCCL_IB_HCA=" + std::string(whole) +
-             ": no device follows the prefix; name at least one device (^mlx5_1) or unset it";
-    return std::nullopt;
+    return failure(
+        "NCCL_IB_HCA=" + std::string(whole) +
+        ": no device follows the prefix; name at least one device (^mlx5_1) or unset it");
   }
   while (true) {
     const size_t comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
     // Empty entries ("mlx5_0,,mlx5_1", a trailing comma) are skipped, as NCCL's tokenizer does.
     if (!item.empty()) {
-      std::optional<HcaEntry> entry = parse_entry(item, whole, error);
+      Result<HcaEntry> entry = parse_entry(item, whole);
       if (!entry) {
-        return std::nullopt;
+        return failure(entry.error());
       }
       filter.entries.push_back(std::move(*entry));
     }

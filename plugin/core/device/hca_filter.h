@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "roce/result.h"
+
 namespace roce {
 
 struct HcaEntry {
@@ -31,8 +33,8 @@ struct HcaFilter {
   bool matches_name(std::string_view name) const;
 };
 
-// Parses the variable's value. Malformed input (empty entry, bad port number) returns
-// std::nullopt and sets *error to a line naming the offending entry.
-std::optional<HcaFilter> parse_hca_filter(std::string_view text, std::string* error);
+// Parses the variable's value. Malformed input (empty entry, bad port number) fails with a line
+// naming the offending entry.
+Result<HcaFilter> parse_hca_filter(std::string_view text);
 
 }  // namespace roce

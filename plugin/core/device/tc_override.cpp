@@ -35,7 +35,7 @@ std::optional<int> parse_class(std::string_view text) noexcept {
 
 }  // namespace
 
-std::optional<TcOverride> parse_tc_override(std::string_view content, std::string* error) {
+Result<TcOverride> parse_tc_override(std::string_view content) {
   constexpr std::string_view kGlobal = "Global tclass=";
   constexpr std::string_view kRuleClass = "tclass=";
   TcOverride result;
@@ -51,9 +51,8 @@ std::optional<TcOverride> parse_tc_override(std::string_view content, std::strin
     if (line.starts_with(kGlobal)) {
       const auto value = parse_class(line.substr(kGlobal.size()));
       if (!value) {
-        *error = fmt::format("line {} '{}': the global class is not a number in 0..255",
-                             line_number, line);
-        return std::nullopt;
+        return failure(fmt::format("line {} '{}': the global class is not a number in 0..255",
+                                   line_number, line));
       }
       result.global_class = *value;
       continue;
@@ -65,67 +64,64 @@ std::optional<TcOverride> parse_tc_override(std::string_view content, std::strin
     const auto value =
         at_field_start ? parse_class(line.substr(class_at + kRuleClass.size())) : std::nullopt;
     if (!value) {
-      *error = fmt::format(
-          "line {} '{}' is neither 'Global tclass=<n>' nor an address rule "
-          "ending in 'tclass=<n>' with n in 0..255",
-          line_number, line);
-      return std::nullopt;
+      return failure(
+          fmt::format("line {} '{}' is neither 'Global tclass=<n>' nor an address rule "
+                      "ending in 'tclass=<n>' with n in 0..255",
+                      line_number, line));
     }
     result.rules.push_back({std::string(trim(line.substr(0, class_at))), *value});
   }
   return result;
 }
 
-std::optional<TcOverride> read_tc_override(const std::string& root, const std::string& device,
-                                           int port) {
+Result<std::optional<TcOverride>> read_tc_override(const std::string& root,
+                                                   const std::string& device, int port) {
   const std::string file =
       fmt::format("{}/tc/{}/traffic_class", sysfs::device_dir(root, device), port);
   int error_number = 0;
   const auto content = sysfs::read_attribute(file, &error_number);
   if (!content) {
     if (error_number == ENOENT || error_number == ENOTDIR) {
-      return std::nullopt;
+      return std::optional<TcOverride>();
     }
-    throw std::runtime_error(fmt::format(
+    return failure(fmt::format(
         "cannot read the traffic-class override {}: {}; without it the class actually used "
         "cannot be verified (run with read access to sysfs)",
         file, strerrordesc_np(error_number)));
   }
-  std::string error;
-  auto parsed = parse_tc_override(*content, &error);
+  auto parsed = parse_tc_override(*content);
   if (!parsed) {
-    throw std::runtime_error(
-        fmt::format("cannot parse the traffic-class override {}: {}", file, error));
+    return failure(
+        fmt::format("cannot parse the traffic-class override {}: {}", file, parsed.error()));
   }
   parsed->file = file;
-  return parsed;
+  return std::optional<TcOverride>(std::move(*parsed));
 }
 
-std::optional<std::string> tc_override_conflict(const TcOverride& override_info, int requested,
-                                                std::string_view setting) {
+Status check_tc_override(const TcOverride& override_info, int requested, std::string_view setting) {
   if (override_info.global_class) {
     if (*override_info.global_class == requested) {
-      return std::nullopt;
+      return {};
     }
-    return fmt::format(
+    return failure(fmt::format(
         "{} holds 'Global tclass={}' (dscp {}), which the driver applies to every QP of this "
         "port, but traffic class {} (dscp {}) is configured; make them agree: echo {} > {} (as "
         "root), or configure {}={}",
         override_info.file, *override_info.global_class, *override_info.global_class >> 2,
         requested, requested >> 2, requested, override_info.file, setting,
-        *override_info.global_class);
+        *override_info.global_class));
   }
   for (const auto& rule : override_info.rules) {
     if (rule.traffic_class != requested) {
-      return fmt::format(
+      return failure(fmt::format(
           "{} holds the rule '{}' with traffic class {} (dscp {}), which the driver applies to "
           "QPs whose addresses match instead of the configured {} (dscp {}); remove the rule or "
           "make its class {}",
           override_info.file, rule.match, rule.traffic_class, rule.traffic_class >> 2, requested,
-          requested >> 2, requested);
+          requested >> 2, requested));
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace roce

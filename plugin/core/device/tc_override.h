@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "roce/result.h"
+
 namespace roce {
 
 struct TcOverrideRule {
@@ -29,21 +31,22 @@ struct TcOverride {
   bool any() const noexcept { return global_class.has_value() || !rules.empty(); }
 };
 
-// Parses the file's contents. A line that is neither form, or a class outside 0..255, returns
-// std::nullopt with *error naming the line (an override we cannot read is not assumed absent).
-std::optional<TcOverride> parse_tc_override(std::string_view content, std::string* error);
+// Parses the file's contents. A line that is neither form, or a class outside 0..255, fails
+// naming the line (an override we cannot read is not assumed absent).
+Result<TcOverride> parse_tc_override(std::string_view content);
 
-// Reads <root>/class/infiniband/<device>/tc/<port>/traffic_class. Returns std::nullopt when the
-// file does not exist (no such driver feature); throws std::runtime_error when it exists but
-// cannot be read or parsed, naming the file.
-std::optional<TcOverride> read_tc_override(const std::string& root, const std::string& device,
-                                           int port);
+// Reads <root>/class/infiniband/<device>/tc/<port>/traffic_class. std::nullopt when the file does
+// not exist (no such driver feature); fails when it exists but cannot be read or parsed, naming
+// the file.
+Result<std::optional<TcOverride>> read_tc_override(const std::string& root,
+                                                   const std::string& device, int port);
 
-// When the override would make packets leave with a class other than `requested`: one line
-// naming the file, its class and the requested one, and how to fix it. A global class decides
-// for every QP; rules only for matching addresses, so they are reported as a possible rewrite.
-// `setting` is what the fix suggests configuring instead (NCCL_IB_FIFO_TC for that class).
-std::optional<std::string> tc_override_conflict(const TcOverride& override_info, int requested,
-                                                std::string_view setting = "NCCL_ROCE_TC");
+// Fails when the override would make packets leave with a class other than `requested`: one
+// line naming the file, its class and the requested one, and how to fix it. A global class
+// decides for every QP; rules only for matching addresses, so they are reported as a possible
+// rewrite. `setting` is what the fix suggests configuring instead (NCCL_IB_FIFO_TC for that
+// class).
+Status check_tc_override(const TcOverride& override_info, int requested,
+                         std::string_view setting = "NCCL_ROCE_TC");
 
 }  // namespace roce

@@ -3,14 +3,12 @@
 
 namespace roce {
 
-std::optional<TrafficClassChoice> resolve_traffic_class(const Config& config,
-                                                        int comm_traffic_class,
-                                                        std::string* error) {
+Result<TrafficClassChoice> resolve_traffic_class(const Config& config, int comm_traffic_class) {
   if (comm_traffic_class != kTrafficClassUndefined && !valid_traffic_class(comm_traffic_class)) {
-    *error = "the communicator's trafficClass " + std::to_string(comm_traffic_class) +
-             " is out of range 0..255 (or NCCL_NET_TRAFFIC_CLASS_UNDEF); fix the trafficClass "
-             "in the ncclConfig_t passed to ncclCommInitRankConfig";
-    return std::nullopt;
+    return failure(
+        "the communicator's trafficClass " + std::to_string(comm_traffic_class) +
+        " is out of range 0..255 (or NCCL_NET_TRAFFIC_CLASS_UNDEF); fix the trafficClass "
+        "in the ncclConfig_t passed to ncclCommInitRankConfig");
   }
   TrafficClassChoice choice;
   if (config.traffic_class) {
@@ -25,14 +23,12 @@ std::optional<TrafficClassChoice> resolve_traffic_class(const Config& config,
     choice.source = TrafficClassSource::CommConfig;
   }
   if (!valid_traffic_class(choice.traffic_class)) {
-    *error = std::string(traffic_class_source_name(choice.source)) + " gives traffic class " +
-             std::to_string(choice.traffic_class) + ", outside 0..255";
-    return std::nullopt;
+    return failure(std::string(traffic_class_source_name(choice.source)) + " gives traffic class " +
+                   std::to_string(choice.traffic_class) + ", outside 0..255");
   }
   choice.service_level = config.service_level.value_or(0);
   if (!valid_service_level(choice.service_level)) {
-    *error = "NCCL_IB_SL=" + std::to_string(choice.service_level) + " is outside 0..15";
-    return std::nullopt;
+    return failure("NCCL_IB_SL=" + std::to_string(choice.service_level) + " is outside 0..15");
   }
   return choice;
 }

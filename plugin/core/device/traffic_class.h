@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "roce/result.h"
 #include "util/config.h"
 
 namespace roce {
@@ -25,11 +26,10 @@ struct TrafficClassChoice {
   std::optional<int> overridden_comm_class;
 };
 
-// comm_traffic_class: the communicator's class, or kTrafficClassUndefined. Returns std::nullopt
-// with *error set when the communicator's class is out of range. NCCL_IB_FIFO_TC is not part of
-// the choice: it applies to the receiver's data QPs only (ConnectionSettings).
-std::optional<TrafficClassChoice> resolve_traffic_class(const Config& config,
-                                                        int comm_traffic_class, std::string* error);
+// comm_traffic_class: the communicator's class, or kTrafficClassUndefined. Fails when the
+// communicator's class is out of range. NCCL_IB_FIFO_TC is not part of the choice: it applies to
+// the receiver's data QPs only (ConnectionSettings).
+Result<TrafficClassChoice> resolve_traffic_class(const Config& config, int comm_traffic_class);
 
 constexpr bool valid_traffic_class(int traffic_class) {
   return traffic_class >= 0 && traffic_class <= kMaxTrafficClass;

@@ -22,11 +22,10 @@ bool bind(void* handle, const char* name, Fn& slot) noexcept {
 
 }  // namespace
 
-std::unique_ptr<Driver> Driver::attach(std::string* why) {
+roce::Result<std::unique_ptr<Driver>> Driver::attach() {
   void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (handle == nullptr) {
-    *why = "libcuda.so.1 is not loaded in this process";
-    return nullptr;
+    return failure("libcuda.so.1 is not loaded in this process");
   }
   std::unique_ptr<Driver> driver(new Driver());
   driver->handle_ = handle;
@@ -34,11 +33,10 @@ std::unique_ptr<Driver> Driver::attach(std::string* why) {
   if (!bind(handle, "cuCtxGetCurrent", driver->ctx_get_current_) ||
       !bind(handle, "cuMemAlloc_v2", driver->mem_alloc_) ||
       !bind(handle, "cuMemFree_v2", driver->mem_free_)) {
-    *why = "the loaded libcuda.so.1 lacks cuCtxGetCurrent, cuMemAlloc_v2 or cuMemFree_v2";
-    return nullptr;
+    return failure("the loaded libcuda.so.1 lacks cuCtxGetCurrent, cuMemAlloc_v2 or cuMemFree_v2");
   }
   bind(handle, "cuGetErrorName", driver->get_error_name_);
-  return driver;
+  return roce::Result<std::unique_ptr<Driver>>(std::move(driver));
 }
 
 Driver::~Driver() {

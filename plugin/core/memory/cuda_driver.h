@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "roce/result.h"
+
 namespace roce::cuda {
 
 using Result = int;                    // CUresult; 0 = CUDA_SUCCESS
@@ -16,9 +18,9 @@ using DevicePtr = unsigned long long;  // CUdeviceptr on 64-bit hosts
 
 class Driver {
  public:
-  // The driver of this process, or nullptr when libcuda.so.1 is not loaded (or lacks the entry
-  // points, reported in *why).
-  static std::unique_ptr<Driver> attach(std::string* why);
+  // The driver of this process; fails saying why when libcuda.so.1 is not loaded or lacks the
+  // entry points. (roce::Result: cuda::Result here is a CUresult.)
+  static roce::Result<std::unique_ptr<Driver>> attach();
   ~Driver();
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;

@@ -76,16 +76,16 @@ GdrSupport decide_gdr(const PeermemCheck& peermem, const DmabufCheck& dmabuf,
   return support;
 }
 
-std::optional<std::string> gdr_requirement_error(const GdrSupport& support, bool require_gdr) {
+Status check_gdr_requirement(const GdrSupport& support, bool require_gdr) {
   if (!require_gdr || support.usable()) {
-    return std::nullopt;
+    return {};
   }
-  return fmt::format(
+  return failure(fmt::format(
       "NCCL_ROCE_REQUIRE_GDR=1 but GPUDirect RDMA is not usable ({}); to fix: load the "
       "nvidia-peermem module (modprobe nvidia-peermem), or use a kernel and NIC driver with "
       "dma-buf support (Linux 5.12+, rdma-core 34+, NVIDIA open kernel modules) and leave "
       "NCCL_ROCE_DMABUF unset; or unset NCCL_ROCE_REQUIRE_GDR to run with host staging",
-      support.checked);
+      support.checked));
 }
 
 RelaxedOrdering decide_relaxed_ordering(int setting, bool have_reg_mr_iova2) {

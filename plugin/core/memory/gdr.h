@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "roce/result.h"
+
 namespace roce {
 
 // nvidia-peermem (or the older nv_peer_mem): the NIC driver can pin CUDA memory itself.
@@ -64,9 +66,9 @@ struct GdrSupport {
 GdrSupport decide_gdr(const PeermemCheck& peermem, const DmabufCheck& dmabuf,
                       const CudaRegistrationProbe& registration);
 
-// With NCCL_ROCE_REQUIRE_GDR=1 and nothing usable: the init error, naming what was checked and
-// how to fix it. std::nullopt when GPUDirect is usable or not required.
-std::optional<std::string> gdr_requirement_error(const GdrSupport& support, bool require_gdr);
+// With NCCL_ROCE_REQUIRE_GDR=1 and nothing usable, fails with the init error, naming what was
+// checked and how to fix it; succeeds when GPUDirect is usable or not required.
+Status check_gdr_requirement(const GdrSupport& support, bool require_gdr);
 
 // Relaxed ordering on registrations: NCCL_IB_PCI_RELAXED_ORDERING 0 = off, 1 = on, 2 = auto; on
 // needs ibv_reg_mr_iova2 (IBVERBS_1.8). Asking for 1 without it is reported in `note`.

@@ -61,11 +61,11 @@ DmabufCheck probe_dmabuf(const std::shared_ptr<verbs::Context>& context) {
 }
 
 CudaRegistrationProbe probe_cuda_registration(const std::shared_ptr<verbs::Context>& context) {
-  std::string why;
-  const auto driver = cuda::Driver::attach(&why);
-  if (!driver) {
-    return {CudaProbeStatus::NoCuda, why};
+  const auto attached = cuda::Driver::attach();
+  if (!attached) {
+    return {CudaProbeStatus::NoCuda, attached.error()};
   }
+  const std::unique_ptr<cuda::Driver>& driver = *attached;
   cuda::Context current = nullptr;
   const cuda::Result ctx_result = driver->ctx_get_current(&current);
   if (ctx_result != 0 || current == nullptr) {

@@ -21,11 +21,9 @@ namespace roce::test {
 
 // The listener's address and nonce, from the handle listen() filled.
 inline roce::net::ListenHandle decode_handle(const Handle& handle) {
-  std::string error;
   auto decoded = roce::net::decode_listen_handle(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(handle.data()), handle.size()),
-      &error);
-  INFO(error);
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(handle.data()), handle.size()));
+  INFO(roce::error_text(decoded));
   REQUIRE(decoded);
   return *decoded;
 }
@@ -88,9 +86,8 @@ inline std::vector<uint8_t> connect_request_bytes(uint64_t nonce) {
   request.endpoint.qps.push_back({0x123, 7});
   request.cts_ring = {0x1000, 1, 64, 256};
   request.max_recvs = 8;
-  std::string error;
-  auto bytes = roce::net::encode_message(request, &error);
-  INFO(error);
+  auto bytes = roce::net::encode_message(request);
+  INFO(roce::error_text(bytes));
   REQUIRE(bytes);
   return *bytes;
 }

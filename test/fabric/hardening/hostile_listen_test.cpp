@@ -105,8 +105,7 @@ TEST_CASE(
   short_message[9] = short_message[10] = short_message[11] = 0;
   roce::net::Ready ready;
   ready.nonce = listen.nonce;
-  std::string error;
-  const auto ready_bytes = roce::net::encode_message(ready, &error);
+  const auto ready_bytes = roce::net::encode_message(ready);
   REQUIRE(ready_bytes);
 
   struct Hostile {

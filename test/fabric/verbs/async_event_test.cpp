@@ -73,7 +73,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   log::set_nccl_logger(&capture);
   const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult found =
-      discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
+      test::value_of(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env())));
   REQUIRE(found.devices.size() == 1);
   AsyncEventMonitor monitor(found.devices[0].context);
   const InjectFn inject = inject_hook();
@@ -86,7 +86,7 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
 
   // A port that went down is not offered by a new discovery, and the summary says why.
   const DiscoveryResult while_down =
-      discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
+      test::value_of(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env())));
   CHECK(while_down.devices.empty());
   CHECK(while_down.skipped_summary().find("pv0 port 1: state DOWN") != std::string::npos);
 
@@ -96,8 +96,9 @@ TEST_CASE("port and device events injected into vroce reach the async-event thre
   CHECK(lines_with("dev pv0 port 1", "IBV_EVENT_PORT_ACTIVE") == 1);
   CHECK(lines_with("dev pv0 port 1", "the link is up again") == 1);
   // Up again: a new discovery offers the port.
-  CHECK(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()))
-            .devices.size() == 1);
+  CHECK(
+      test::value_of(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env())))
+          .devices.size() == 1);
 
   REQUIRE(inject("pv0", IBV_EVENT_DEVICE_FATAL) >= 1);
   REQUIRE(monitor.wait_for_events(3, roce::test::kHangBound));

@@ -110,14 +110,23 @@ int run() {
 
   setenv("VROCE_DEVICES", vroce_device_list({"pv0", "pv1"}).c_str(), 1);
   setenv("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH, 0);  // a copy elsewhere may be named instead
-  std::string error;
-  const auto config = parse_config(&env_lookup, nullptr, &error);
+  const auto config = parse_config(&env_lookup, nullptr);
   if (!config) {
-    std::printf("FAIL: configuration: %s\n", error.c_str());
+    std::printf("FAIL: configuration: %s\n", config.error().c_str());
     return 1;
   }
-  const auto lib = ibv::Library::open(config->ibverbs_lib);
-  const DiscoveryResult found = discover_devices(lib, DiscoveryOptions::from_config(*config));
+  const auto loaded = ibv::Library::open(config->ibverbs_lib);
+  if (!loaded) {
+    std::printf("FAIL: %s\n", loaded.error().c_str());
+    return 1;
+  }
+  const std::shared_ptr<const ibv::Library>& lib = *loaded;
+  const auto discovered = discover_devices(lib, DiscoveryOptions::from_config(*config));
+  if (!discovered) {
+    std::printf("FAIL: discovery: %s\n", discovered.error().c_str());
+    return 1;
+  }
+  const DiscoveryResult& found = *discovered;
   if (found.devices.size() != 2) {
     std::printf("FAIL: expected 2 vroce devices, found %zu (%s)\n", found.devices.size(),
                 found.skipped_summary().c_str());

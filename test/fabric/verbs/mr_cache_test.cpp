@@ -26,7 +26,7 @@ TEST_CASE("cached registrations over vroce (relaxed ordering, dma-buf) carry RDM
           "[mr_cache][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult found =
-      discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
+      test::value_of(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env())));
   REQUIRE(found.devices.size() == 2);
   test::Side a = test::make_side(found.devices[0]);
   test::Side b = test::make_side(found.devices[1]);

@@ -35,7 +35,7 @@ TEST_CASE("a QP pair on two vroce devices reaches RTS, keeps its class and moves
           "[qp][vroce]") {
   const auto lib = test::load_vroce(vroce_device_list({"pv0", "pv1"}));
   const DiscoveryResult found =
-      discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
+      test::value_of(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env())));
   REQUIRE(found.devices.size() == 2);
   Side a = make_side(found.devices[0]);
   Side b = make_side(found.devices[1]);

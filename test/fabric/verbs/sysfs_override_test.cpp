@@ -20,17 +20,16 @@ TEST_CASE("an emulated mlx5 traffic-class override is detected and conflicts wit
   test::set_env("NCCL_ROCE_SYSFS_ROOT", tree.root());
   const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryResult found =
-      discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env()));
+      test::value_of(discover_devices(lib, DiscoveryOptions::from_config(test::config_from_env())));
   REQUIRE(found.devices.size() == 1);
   const PluginDevice& dev = found.devices[0];
   REQUIRE(dev.tc_override.has_value());
   CHECK(dev.tc_override->global_class == 236);
   CHECK(dev.tc_override->file == tree.path("class/infiniband/pv0/tc/1/traffic_class"));
-  CHECK_FALSE(tc_override_conflict(*dev.tc_override, 236).has_value());
-  const auto conflict = tc_override_conflict(*dev.tc_override, 104);
-  REQUIRE(conflict.has_value());
-  CHECK(conflict->find("Global tclass=236") != std::string::npos);
-  CHECK(conflict->find("traffic class 104") != std::string::npos);
+  CHECK(check_tc_override(*dev.tc_override, 236).has_value());
+  const std::string conflict = test::failure_of(check_tc_override(*dev.tc_override, 104));
+  CHECK(conflict.find("Global tclass=236") != std::string::npos);
+  CHECK(conflict.find("traffic class 104") != std::string::npos);
 }
 
 TEST_CASE("the fake sysfs gives a PCI path and GID types that agree with the verbs query",
@@ -40,7 +39,7 @@ TEST_CASE("the fake sysfs gives a PCI path and GID types that agree with the ver
   test::set_env("NCCL_ROCE_SYSFS_ROOT", tree.root());
   const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
   const DiscoveryOptions options = DiscoveryOptions::from_config(test::config_from_env());
-  const DiscoveryResult with_gid_ex = discover_devices(lib, options);
+  const DiscoveryResult with_gid_ex = test::value_of(discover_devices(lib, options));
   REQUIRE(with_gid_ex.devices.size() == 1);
   const PluginDevice& dev = with_gid_ex.devices[0];
   REQUIRE(dev.pci_path.has_value());
@@ -51,7 +50,7 @@ TEST_CASE("the fake sysfs gives a PCI path and GID types that agree with the ver
   ibv::Functions without_gid_ex = lib->fn();
   without_gid_ex.query_gid_ex = nullptr;
   const auto sysfs_only = ibv::Library::from_functions(without_gid_ex, "vroce without gid_ex");
-  const DiscoveryResult with_sysfs = discover_devices(sysfs_only, options);
+  const DiscoveryResult with_sysfs = test::value_of(discover_devices(sysfs_only, options));
   REQUIRE(with_sysfs.devices.size() == 1);
   const PluginDevice& again = with_sysfs.devices[0];
   CHECK(again.gid.index == dev.gid.index);

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "ibv/library.h"
+#include "result_checks.h"
 #include "util/config.h"
 
 namespace roce::test {
@@ -33,9 +34,8 @@ inline void set_env(const char* name, const std::string& value) {
 
 // The plugin configuration as the environment now says.
 inline Config config_from_env() {
-  std::string error;
-  auto config = parse_config(&env_lookup, nullptr, &error);
-  INFO(error);
+  auto config = parse_config(&env_lookup, nullptr);
+  INFO((config ? std::string() : config.error()));
   REQUIRE(config.has_value());
   return *config;
 }
@@ -50,7 +50,7 @@ inline std::shared_ptr<const ibv::Library> load_vroce(const std::string& devices
   set_env("NCCL_IBVERBS_LIB", VROCE_LIBRARY_PATH);
   const Config config = config_from_env();
   REQUIRE(config.ibverbs_lib == VROCE_LIBRARY_PATH);
-  return ibv::Library::open(config.ibverbs_lib);
+  return value_of(ibv::Library::open(config.ibverbs_lib));
 }
 
 }  // namespace roce::test

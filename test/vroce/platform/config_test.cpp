@@ -4,7 +4,9 @@
 #include <map>
 
 #include "config/parsers.h"
+#include "result_checks.h"
 
+using roce::test::failure_of;
 using vroce::Config;
 using vroce::DeviceSpec;
 using vroce::FaultSpec;
@@ -30,8 +32,7 @@ bool contains(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST_CASE("device specs: names bound to addresses or netdevs", "[config]") {
-  std::string error;
-  auto specs = vroce::parse_device_specs("vroce0=127.0.0.11, vroce1=veth0 ,v_2=fd00::1", &error);
+  auto specs = vroce::parse_device_specs("vroce0=127.0.0.11, vroce1=veth0 ,v_2=fd00::1");
   REQUIRE(specs);
   REQUIRE(specs->size() == 3);
   CHECK((*specs)[0].name == "vroce0");
@@ -40,7 +41,7 @@ TEST_CASE("device specs: names bound to addresses or netdevs", "[config]") {
   CHECK((*specs)[1].address_or_netdev == "veth0");
   CHECK((*specs)[2].address_or_netdev == "fd00::1");
 
-  auto none = vroce::parse_device_specs("", &error);
+  auto none = vroce::parse_device_specs("");
   REQUIRE(none);
   CHECK(none->empty());
 }
@@ -63,8 +64,7 @@ TEST_CASE("device specs: malformed lists are rejected with the reason", "[config
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    std::string error;
-    CHECK_FALSE(vroce::parse_device_specs(c.text, &error));
+    const std::string error = failure_of(vroce::parse_device_specs(c.text));
     CHECK(contains(error, c.reason));
   }
 }
@@ -79,11 +79,9 @@ TEST_CASE("default devices: vroce0..7 on 127.0.0.11..18", "[config]") {
 }
 
 TEST_CASE("fault spec: every key", "[config]") {
-  std::string error;
   auto spec = vroce::parse_fault_spec(
       "drop=0.01,every=7,psn=5:9:16777215,dup=0.5,corrupt=1,reorder=0,ecn=0.25,delay_us=250,"
-      "seed=42",
-      &error);
+      "seed=42");
   REQUIRE(spec);
   CHECK(spec->drop_probability == Approx(0.01));
   CHECK(spec->drop_every == 7);
@@ -96,14 +94,14 @@ TEST_CASE("fault spec: every key", "[config]") {
   CHECK(spec->seed == 42);
   CHECK(spec->any());
 
-  auto empty = vroce::parse_fault_spec("", &error);
+  auto empty = vroce::parse_fault_spec("");
   REQUIRE(empty);
   CHECK_FALSE(empty->any());
   CHECK(empty->seed == 1);
-  auto ecn_only = vroce::parse_fault_spec("ecn=1", &error);
+  auto ecn_only = vroce::parse_fault_spec("ecn=1");
   REQUIRE(ecn_only);
   CHECK(ecn_only->any());
-  CHECK_FALSE(vroce::parse_fault_spec("ecn=1.5", &error));
+  const std::string error = failure_of(vroce::parse_fault_spec("ecn=1.5"));
   CHECK(error.find("ecn must be a probability") != std::string::npos);
 }
 
@@ -130,96 +128,90 @@ TEST_CASE("fault spec: rejections", "[config]") {
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    std::string error;
-    CHECK_FALSE(vroce::parse_fault_spec(c.text, &error));
+    const std::string error = failure_of(vroce::parse_fault_spec(c.text));
     CHECK(contains(error, c.reason));
   }
 }
 
 TEST_CASE("port speed, time scale and traffic class", "[config]") {
-  std::string error;
   for (uint32_t gbps : {100U, 200U, 400U, 800U}) {
-    CHECK(vroce::parse_port_speed_gbps(std::to_string(gbps), &error) == gbps);
+    CHECK(vroce::parse_port_speed_gbps(std::to_string(gbps)) == gbps);
   }
   for (const char* bad : {"300", "0", "400G", "", "-400", "1e2"}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_port_speed_gbps(bad, &error));
+    const std::string error = failure_of(vroce::parse_port_speed_gbps(bad));
     CHECK(contains(error, "100, 200, 400 and 800"));
   }
 
-  CHECK(vroce::parse_time_scale("0.001", &error) == Approx(0.001));
-  CHECK(vroce::parse_time_scale("1", &error) == Approx(1.0));
-  CHECK(vroce::parse_time_scale("1000", &error) == Approx(1000.0));
+  CHECK(vroce::parse_time_scale("0.001") == Approx(0.001));
+  CHECK(vroce::parse_time_scale("1") == Approx(1.0));
+  CHECK(vroce::parse_time_scale("1000") == Approx(1000.0));
   for (const char* bad : {"0", "-1", "1001", "inf", "fast", ""}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_time_scale(bad, &error));
+    const std::string error = failure_of(vroce::parse_time_scale(bad));
     CHECK(contains(error, "above 0 and at most 1000"));
   }
 
-  CHECK(vroce::parse_traffic_class("106", &error) == 106);
-  CHECK(vroce::parse_traffic_class("0", &error) == 0);
-  CHECK(vroce::parse_traffic_class("255", &error) == 255);
+  CHECK(vroce::parse_traffic_class("106") == 106);
+  CHECK(vroce::parse_traffic_class("0") == 0);
+  CHECK(vroce::parse_traffic_class("255") == 255);
   for (const char* bad : {"256", "-1", "0x6a", "DSCP26", ""}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_traffic_class(bad, &error));
+    const std::string error = failure_of(vroce::parse_traffic_class(bad));
     CHECK(contains(error, "0 to 255"));
   }
 }
 
 TEST_CASE("GPU stall warning delay", "[config]") {
-  std::string error;
-  CHECK(vroce::parse_stall_warn_ms("1", &error) == 1U);
-  CHECK(vroce::parse_stall_warn_ms(" 250 ", &error) == 250U);
-  CHECK(vroce::parse_stall_warn_ms("3600000", &error) == 3'600'000U);
+  CHECK(vroce::parse_stall_warn_ms("1") == 1U);
+  CHECK(vroce::parse_stall_warn_ms(" 250 ") == 250U);
+  CHECK(vroce::parse_stall_warn_ms("3600000") == 3'600'000U);
   for (const char* bad : {"0", "3600001", "-5", "5s", "", "1.5"}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_stall_warn_ms(bad, &error));
+    const std::string error = failure_of(vroce::parse_stall_warn_ms(bad));
     CHECK(contains(error, "milliseconds, from 1 to 3600000"));
   }
 }
 
 TEST_CASE("progress thread spin after activity", "[config]") {
-  std::string error;
-  CHECK(vroce::parse_spin_us("0", &error) == 0U);
-  CHECK(vroce::parse_spin_us(" 50 ", &error) == 50U);
-  CHECK(vroce::parse_spin_us("100000", &error) == 100'000U);
+  CHECK(vroce::parse_spin_us("0") == 0U);
+  CHECK(vroce::parse_spin_us(" 50 ") == 50U);
+  CHECK(vroce::parse_spin_us("100000") == 100'000U);
   for (const char* bad : {"100001", "-1", "50us", "", "2.5"}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_spin_us(bad, &error));
+    const std::string error = failure_of(vroce::parse_spin_us(bad));
     CHECK(contains(error, "microseconds, from 0 (never spin) to 100000"));
   }
 }
 
 TEST_CASE("device identity", "[config]") {
-  std::string error;
-  CHECK(vroce::parse_identity("vroce", &error) == false);
-  CHECK(vroce::parse_identity(" connectx7 ", &error) == true);
+  CHECK(vroce::parse_identity("vroce") == false);
+  CHECK(vroce::parse_identity(" connectx7 ") == true);
   for (const char* bad : {"mlx5", "ConnectX-7", ""}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_identity(bad, &error));
+    const std::string error = failure_of(vroce::parse_identity(bad));
     CHECK(contains(error, "vroce"));
     CHECK(contains(error, "connectx7"));
   }
 }
 
 TEST_CASE("ECE options and a shared sys_image_guid", "[config]") {
-  std::string error;
-  auto ece = vroce::parse_ece("0x10000006", &error);
+  auto ece = vroce::parse_ece("0x10000006");
   REQUIRE(ece);
   CHECK(ece->enabled);
   CHECK(ece->options == 0x10000006U);
-  ece = vroce::parse_ece(" off ", &error);
+  ece = vroce::parse_ece(" off ");
   REQUIRE(ece);
   CHECK_FALSE(ece->enabled);
   for (const char* bad : {"", "on", "0x1g", "0x123456789"}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_ece(bad, &error));
+    const std::string error = failure_of(vroce::parse_ece(bad));
     CHECK(contains(error, "VROCE_ECE"));
   }
-  CHECK(vroce::parse_guid("0x0002c90300a1b2c3", &error) == 0x0002c90300a1b2c3ULL);
+  CHECK(vroce::parse_guid("0x0002c90300a1b2c3") == 0x0002c90300a1b2c3ULL);
   for (const char* bad : {"", "0", "0xzz", "0x10000000000000000"}) {
     INFO(bad);
-    CHECK_FALSE(vroce::parse_guid(bad, &error));
+    const std::string error = failure_of(vroce::parse_guid(bad));
   }
   std::vector<std::string> errors;
   const Config defaults = parse({}, &errors);

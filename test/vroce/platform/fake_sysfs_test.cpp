@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "device/netdev.h"
+#include "result_checks.h"
 #include "test_addresses.h"
 
 using roce::test::test_address;
@@ -72,12 +73,8 @@ class TempDir {
 };
 
 std::unique_ptr<vroce::Device> make_device(const char* name, const char* address, int index) {
-  std::string error;
-  auto device =
-      vroce::Device::create({name, address}, index, 400, vroce::read_interface_table(), &error);
-  INFO(error);
-  REQUIRE(device);
-  return device;
+  return roce::test::value_of(
+      vroce::Device::create({name, address}, index, 400, vroce::read_interface_table()));
 }
 
 }  // namespace

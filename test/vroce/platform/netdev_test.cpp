@@ -8,10 +8,14 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "result_checks.h"
+
 using vroce::InterfaceAddress;
 using vroce::InterfaceTable;
 
 namespace {
+
+using roce::test::failure_of;
 
 InterfaceAddress row(const char* netdev, int ifindex, unsigned int flags, const char* addr,
                      const char* mask) {
@@ -61,8 +65,7 @@ InterfaceTable sample_table() {
 }  // namespace
 
 TEST_CASE("127.0.x.y belongs to lo through its 127/8 prefix", "[netdev]") {
-  std::string error;
-  auto binding = vroce::resolve_binding("127.0.2.77", sample_table(), &error);
+  auto binding = vroce::resolve_binding("127.0.2.77", sample_table());
   REQUIRE(binding);
   CHECK(binding->netdev == "lo");
   CHECK(binding->ifindex == 1);
@@ -72,59 +75,55 @@ TEST_CASE("127.0.x.y belongs to lo through its 127/8 prefix", "[netdev]") {
 }
 
 TEST_CASE("a literal address binds to the netdev that owns it", "[netdev]") {
-  std::string error;
-  auto v4 = vroce::resolve_binding("10.77.9.1", sample_table(), &error);
+  auto v4 = vroce::resolve_binding("10.77.9.1", sample_table());
   REQUIRE(v4);
   CHECK(v4->netdev == "veth0");
   CHECK(v4->ifindex == 5);
   CHECK_FALSE(v4->loopback);
   CHECK(v4->mac == vroce::MacAddress{0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f});
 
-  auto v6 = vroce::resolve_binding("fd77::1", sample_table(), &error);
+  auto v6 = vroce::resolve_binding("fd77::1", sample_table());
   REQUIRE(v6);
   CHECK(v6->netdev == "veth0");
   CHECK(v6->address.ss_family == AF_INET6);
 
   // A non-loopback netdev owns only its exact addresses, not its whole subnet.
-  CHECK_FALSE(vroce::resolve_binding("10.77.1.2", sample_table(), &error));
+  const std::string error = failure_of(vroce::resolve_binding("10.77.1.2", sample_table()));
   CHECK(error.find("no netdev in this network namespace owns 10.77.1.2") != std::string::npos);
   CHECK(error.find("ip addr add") != std::string::npos);
 }
 
 TEST_CASE("link-local IPv6 needs the netdev as scope", "[netdev]") {
-  std::string error;
-  CHECK_FALSE(vroce::resolve_binding("fe80::80b:cff:fe0d:e0f", sample_table(), &error));
-  CHECK(error.find("needs its netdev as a scope") != std::string::npos);
-  auto scoped = vroce::resolve_binding("fe80::80b:cff:fe0d:e0f%veth0", sample_table(), &error);
+  CHECK(failure_of(vroce::resolve_binding("fe80::80b:cff:fe0d:e0f", sample_table()))
+            .find("needs its netdev as a scope") != std::string::npos);
+  auto scoped = vroce::resolve_binding("fe80::80b:cff:fe0d:e0f%veth0", sample_table());
   REQUIRE(scoped);
   CHECK(scoped->netdev == "veth0");
   CHECK(reinterpret_cast<const sockaddr_in6*>(&scoped->address)->sin6_scope_id == 5);
-  CHECK_FALSE(vroce::resolve_binding("fe80::80b:cff:fe0d:e0f%lo", sample_table(), &error));
+  CHECK_FALSE(vroce::resolve_binding("fe80::80b:cff:fe0d:e0f%lo", sample_table()));
 }
 
 TEST_CASE("a netdev name binds to its first IPv4 address", "[netdev]") {
-  std::string error;
-  auto binding = vroce::resolve_binding("veth0", sample_table(), &error);
+  auto binding = vroce::resolve_binding("veth0", sample_table());
   REQUIRE(binding);
   CHECK(binding->address_text == "10.77.1.1");
   CHECK(binding->netdev == "veth0");
 
-  CHECK_FALSE(vroce::resolve_binding("v6only", sample_table(), &error));
-  CHECK(error.find("netdev v6only has no IPv4 address") != std::string::npos);
-  CHECK_FALSE(vroce::resolve_binding("eth9", sample_table(), &error));
-  CHECK(error.find("neither an IPv4/IPv6 address nor a netdev") != std::string::npos);
+  CHECK(failure_of(vroce::resolve_binding("v6only", sample_table()))
+            .find("netdev v6only has no IPv4 address") != std::string::npos);
+  CHECK(failure_of(vroce::resolve_binding("eth9", sample_table()))
+            .find("neither an IPv4/IPv6 address nor a netdev") != std::string::npos);
 }
 
 TEST_CASE("the real interface table: this suite's loopback block is on lo", "[netdev]") {
   vroce::InterfaceTable table = vroce::read_interface_table();
-  std::string error;
-  auto binding = vroce::resolve_binding("127.0.2.1", table, &error);
+  auto binding = vroce::resolve_binding("127.0.2.1", table);
   REQUIRE(binding);
   CHECK(binding->loopback);
   CHECK(binding->ifindex == static_cast<int>(if_nametoindex(binding->netdev.c_str())));
-  auto mtu = vroce::read_netdev_mtu(binding->netdev, &error);
+  auto mtu = vroce::read_netdev_mtu(binding->netdev);
   REQUIRE(mtu);
   CHECK(*mtu >= 1500);
-  CHECK_FALSE(vroce::read_netdev_mtu("vp-nonexistent", &error));
-  CHECK(error.find("cannot read the MTU of netdev vp-nonexistent") != std::string::npos);
+  CHECK(failure_of(vroce::read_netdev_mtu("vp-nonexistent"))
+            .find("cannot read the MTU of netdev vp-nonexistent") != std::string::npos);
 }

@@ -94,8 +94,7 @@ TEST_CASE("the port follows the netdev's MTU as it changes", "[.netns]") {
   ibv_device** list = nullptr;
   ibv_context* ctx = open_named(env("VP_NETNS_DEVICE"), &list);
   REQUIRE(ctx != nullptr);
-  std::string error;
-  auto original = vroce::read_netdev_mtu(netdev, &error);
+  auto original = vroce::read_netdev_mtu(netdev);
   REQUIRE(original);
 
   struct Case {

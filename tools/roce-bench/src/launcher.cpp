@@ -36,10 +36,9 @@ std::vector<VroceDevice> device_list() {
   if (env == nullptr || *env == '\0') {
     return default_vroce_devices();
   }
-  std::string error;
-  auto devices = parse_vroce_devices(env, &error);
+  auto devices = parse_vroce_devices(env);
   if (!devices) {
-    throw UsageError(error);
+    throw UsageError(devices.error());
   }
   return *devices;
 }

@@ -69,8 +69,7 @@ const char* level_name(ncclDebugLogLevel level) {
 
 }  // namespace
 
-std::optional<LogFilter> parse_log_filter(const char* nccl_debug, const char* nccl_debug_subsys,
-                                          std::string* error) {
+Result<LogFilter> parse_log_filter(const char* nccl_debug, const char* nccl_debug_subsys) {
   LogFilter filter;
   if (nccl_debug != nullptr && *nccl_debug != '\0') {
     const std::string level = upper(nccl_debug);
@@ -84,9 +83,8 @@ std::optional<LogFilter> parse_log_filter(const char* nccl_debug, const char* nc
       }
     }
     if (filter.level < 0) {
-      *error = "NCCL_DEBUG=" + std::string(nccl_debug) +
-               ": expected NONE, VERSION, WARN, INFO, ABORT or TRACE";
-      return std::nullopt;
+      return failure("NCCL_DEBUG=" + std::string(nccl_debug) +
+                     ": expected NONE, VERSION, WARN, INFO, ABORT or TRACE");
     }
   }
   if (nccl_debug_subsys != nullptr && *nccl_debug_subsys != '\0') {
@@ -102,9 +100,8 @@ std::optional<LogFilter> parse_log_filter(const char* nccl_debug, const char* nc
     while (std::getline(stream, word, ',')) {
       const auto flag = subsys_flag(word);
       if (!flag) {
-        *error = "NCCL_DEBUG_SUBSYS=" + std::string(nccl_debug_subsys) + ": unknown subsystem '" +
-                 word + "' (INIT, NET, ENV, BOOTSTRAP, ALL, ...)";
-        return std::nullopt;
+        return failure("NCCL_DEBUG_SUBSYS=" + std::string(nccl_debug_subsys) +
+                       ": unknown subsystem '" + word + "' (INIT, NET, ENV, BOOTSTRAP, ALL, ...)");
       }
       mask |= *flag;
     }

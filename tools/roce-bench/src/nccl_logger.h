@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nccl_net/types.h"
+#include "roce/result.h"
 
 namespace roce::bench {
 
@@ -21,8 +22,7 @@ struct LogFilter {
 };
 
 // Parses NCCL_DEBUG / NCCL_DEBUG_SUBSYS values (nullopt = unset). Unknown words are errors.
-std::optional<LogFilter> parse_log_filter(const char* nccl_debug, const char* nccl_debug_subsys,
-                                          std::string* error);
+Result<LogFilter> parse_log_filter(const char* nccl_debug, const char* nccl_debug_subsys);
 
 struct LogRecord {
   ncclDebugLogLevel level;

@@ -123,12 +123,12 @@ RawDeviceChoice choose_raw_device(const std::string& hca_option, const char* ncc
 
 RawEndpoint::RawEndpoint(Rendezvous& rendezvous, const Options& options, std::size_t capacity)
     : capacity_(capacity) {
-  try {
-    verbs_ = ibv::Library::open(verbs_library_path(options.ibverbs_path));
-  } catch (const ibv::LoadError& e) {
-    throw BenchError(std::string("--raw: ") + e.what() +
+  auto loaded = ibv::Library::open(verbs_library_path(options.ibverbs_path));
+  if (!loaded) {
+    throw BenchError(std::string("--raw: ") + loaded.error() +
                      " (vroce: --ibverbs build/<preset>/vroce/lib/libibverbs.so.1)");
   }
+  verbs_ = std::move(*loaded);
   send_buffer_ = options.cuda ? Buffer::cuda(capacity) : Buffer::host(capacity);
   recv_buffer_ = options.cuda ? Buffer::cuda(capacity) : Buffer::host(capacity);
   try {

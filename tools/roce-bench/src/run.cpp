@@ -93,11 +93,9 @@ std::uint64_t random_u64() {
 }
 
 void install_logger(int rank) {
-  std::string error;
-  const auto filter =
-      parse_log_filter(std::getenv("NCCL_DEBUG"), std::getenv("NCCL_DEBUG_SUBSYS"), &error);
+  const auto filter = parse_log_filter(std::getenv("NCCL_DEBUG"), std::getenv("NCCL_DEBUG_SUBSYS"));
   if (!filter) {
-    throw UsageError(error);
+    throw UsageError(filter.error());
   }
   configure_logger(*filter, rank);
 }
@@ -423,11 +421,9 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
 }
 
 int run_init_check(const Options& options) {
-  std::string error;
-  const auto filter =
-      parse_log_filter(std::getenv("NCCL_DEBUG"), std::getenv("NCCL_DEBUG_SUBSYS"), &error);
+  const auto filter = parse_log_filter(std::getenv("NCCL_DEBUG"), std::getenv("NCCL_DEBUG_SUBSYS"));
   if (!filter) {
-    throw UsageError(error);
+    throw UsageError(filter.error());
   }
   configure_logger(*filter, 0);
   // The plugin's banner is logged at INFO; ask for it (our own printing keeps the user's level).

@@ -14,8 +14,7 @@ std::vector<VroceDevice> default_vroce_devices() {
   return devices;
 }
 
-std::optional<std::vector<VroceDevice>> parse_vroce_devices(std::string_view text,
-                                                            std::string* error) {
+Result<std::vector<VroceDevice>> parse_vroce_devices(std::string_view text) {
   std::vector<VroceDevice> devices;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -24,15 +23,13 @@ std::optional<std::vector<VroceDevice>> parse_vroce_devices(std::string_view tex
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     const std::size_t eq = entry.find('=');
     if (entry.empty() || eq == std::string_view::npos || eq == 0 || eq + 1 == entry.size()) {
-      *error = "VROCE_DEVICES entry '" + std::string(entry) +
-               "': expected name=address (e.g. vroce0=127.0.0.11)";
-      return std::nullopt;
+      return failure("VROCE_DEVICES entry '" + std::string(entry) +
+                     "': expected name=address (e.g. vroce0=127.0.0.11)");
     }
     const std::string name(entry.substr(0, eq));
     for (const auto& d : devices) {
       if (d.name == name) {
-        *error = "VROCE_DEVICES names " + name + " twice";
-        return std::nullopt;
+        return failure("VROCE_DEVICES names " + name + " twice");
       }
     }
     devices.push_back({name, std::string(entry.substr(eq + 1))});

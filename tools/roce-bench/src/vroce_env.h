@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "roce/result.h"
+
 namespace roce::bench {
 
 struct VroceDevice {
@@ -18,9 +20,8 @@ struct VroceDevice {
 // vroce's default when VROCE_DEVICES is unset: vroce0..vroce7 on 127.0.0.11..127.0.0.18.
 std::vector<VroceDevice> default_vroce_devices();
 
-// "vroce0=127.0.0.11,vroce1=127.0.0.12". nullopt and *error on malformed text.
-std::optional<std::vector<VroceDevice>> parse_vroce_devices(std::string_view text,
-                                                            std::string* error);
+// "vroce0=127.0.0.11,vroce1=127.0.0.12"; malformed text fails naming the entry.
+Result<std::vector<VroceDevice>> parse_vroce_devices(std::string_view text);
 
 struct RankEnvironment {
   std::string vroce_devices;  // VROCE_DEVICES for the rank: its one device

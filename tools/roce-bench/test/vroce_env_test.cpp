@@ -5,8 +5,10 @@
 
 #include "errors.h"
 #include "raw_endpoint.h"
+#include "result_checks.h"
 
 using namespace roce::bench;
+using roce::test::failure_of;
 
 TEST_CASE("vroce's embedded default is vroce0..7 on 127.0.0.11..18") {
   const auto d = default_vroce_devices();
@@ -18,17 +20,15 @@ TEST_CASE("vroce's embedded default is vroce0..7 on 127.0.0.11..18") {
 }
 
 TEST_CASE("VROCE_DEVICES lists parse, bad entries are named") {
-  std::string error;
-  const auto d = parse_vroce_devices("rb0=127.0.5.1,rb1=veth0", &error);
+  const auto d = parse_vroce_devices("rb0=127.0.5.1,rb1=veth0");
   REQUIRE(d);
   REQUIRE(d->size() == 2);
   CHECK((*d)[1].address == "veth0");
-  CHECK_FALSE(parse_vroce_devices("rb0=127.0.5.1,", &error));
-  CHECK(error.find("''") != std::string::npos);
-  CHECK_FALSE(parse_vroce_devices("rb0", &error));
-  CHECK_FALSE(parse_vroce_devices("=1.2.3.4", &error));
-  CHECK_FALSE(parse_vroce_devices("a=1,a=2", &error));
-  CHECK(error.find("twice") != std::string::npos);
+  CHECK(failure_of(parse_vroce_devices("rb0=127.0.5.1,")).find("''") != std::string::npos);
+  CHECK(failure_of(parse_vroce_devices("rb0")).find("expected name=address") != std::string::npos);
+  CHECK(failure_of(parse_vroce_devices("=1.2.3.4")).find("expected name=address") !=
+        std::string::npos);
+  CHECK(failure_of(parse_vroce_devices("a=1,a=2")).find("twice") != std::string::npos);
 }
 
 TEST_CASE("each rank gets its own device, named exactly") {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "util/result.h"
+
 namespace vroce {
 
 // One emulated NIC: VROCE_DEVICES="vroce0=127.0.0.11,vroce1=veth0,vroce2=10.0.0.1".
@@ -82,9 +84,8 @@ struct Config {
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.
 const Config& config();
 
-// Pure parsers, exposed for unit tests. They return std::nullopt and fill *error on bad input.
-std::optional<std::vector<DeviceSpec>> parse_device_specs(const std::string& text,
-                                                          std::string* error);
-std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* error);
+// Pure parsers, exposed for unit tests. Bad input fails with what is accepted.
+Result<std::vector<DeviceSpec>> parse_device_specs(const std::string& text);
+Result<FaultSpec> parse_fault_spec(const std::string& text);
 
 }  // namespace vroce

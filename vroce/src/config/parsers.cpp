@@ -94,14 +94,13 @@ bool valid_binding(std::string_view binding) {
   });
 }
 
-std::optional<double> parse_probability(std::string_view key, std::string_view value,
-                                        std::string* error) {
+Result<double> parse_probability(std::string_view key, std::string_view value) {
   auto parsed = parse_double(value);
   if (!parsed || *parsed < 0.0 || *parsed > 1.0) {
-    *error = std::string(key) + " must be a probability between 0 and 1, got " + quoted(value);
-    return std::nullopt;
+    return failure(std::string(key) + " must be a probability between 0 and 1, got " +
+                   quoted(value));
   }
-  return parsed;
+  return *parsed;
 }
 
 std::string fault_keys_help() {
@@ -120,8 +119,7 @@ std::vector<DeviceSpec> default_device_specs() {
   return specs;
 }
 
-std::optional<std::vector<DeviceSpec>> parse_device_specs(const std::string& text,
-                                                          std::string* error) {
+Result<std::vector<DeviceSpec>> parse_device_specs(const std::string& text) {
   std::vector<DeviceSpec> specs;
   if (trim(text).empty()) {
     return specs;  // an explicitly empty list: a host with no RDMA devices
@@ -132,38 +130,36 @@ std::optional<std::vector<DeviceSpec>> parse_device_specs(const std::string& tex
     entry = trim(entry);
     size_t equals = entry.find('=');
     if (entry.empty() || equals == std::string_view::npos) {
-      *error = "entry " + quoted(entry) +
-               " is not <name>=<address or netdev> (example: vroce0=127.0.0.11,vroce1=veth0)";
-      return std::nullopt;
+      return failure(
+          "entry " + quoted(entry) +
+          " is not <name>=<address or netdev> (example: vroce0=127.0.0.11,vroce1=veth0)");
     }
     std::string_view name = trim(entry.substr(0, equals));
     std::string_view binding = trim(entry.substr(equals + 1));
     if (!valid_device_name(name)) {
-      *error = "device name " + quoted(name) +
-               " must start with a letter and hold at most 63 letters, digits, '_', '-' or '.'";
-      return std::nullopt;
+      return failure(
+          "device name " + quoted(name) +
+          " must start with a letter and hold at most 63 letters, digits, '_', '-' or '.'");
     }
     if (!valid_binding(binding)) {
-      *error = "device " + std::string(name) + " is bound to " + quoted(binding) +
-               ", which is neither an IPv4/IPv6 address nor a netdev name";
-      return std::nullopt;
+      return failure("device " + std::string(name) + " is bound to " + quoted(binding) +
+                     ", which is neither an IPv4/IPv6 address nor a netdev name");
     }
     if (!names.insert(std::string(name)).second) {
-      *error = "device name " + std::string(name) + " appears twice";
-      return std::nullopt;
+      return failure("device name " + std::string(name) + " appears twice");
     }
     if (!bindings.insert(std::string(binding)).second) {
-      *error = std::string(binding) +
-               " is bound to two devices; each device needs its own address (UDP port 4791 of "
-               "an address belongs to one NIC)";
-      return std::nullopt;
+      return failure(
+          std::string(binding) +
+          " is bound to two devices; each device needs its own address (UDP port 4791 of "
+          "an address belongs to one NIC)");
     }
     specs.push_back({std::string(name), std::string(binding)});
   }
   return specs;
 }
 
-std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* error) {
+Result<FaultSpec> parse_fault_spec(const std::string& text) {
   FaultSpec spec;
   if (trim(text).empty()) {
     return spec;
@@ -173,19 +169,17 @@ std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* 
     entry = trim(entry);
     size_t equals = entry.find('=');
     if (equals == std::string_view::npos) {
-      *error = "entry " + quoted(entry) + " is not <key>=<value>; " + fault_keys_help();
-      return std::nullopt;
+      return failure("entry " + quoted(entry) + " is not <key>=<value>; " + fault_keys_help());
     }
     std::string_view key = trim(entry.substr(0, equals));
     std::string_view value = trim(entry.substr(equals + 1));
     if (!seen.insert(std::string(key)).second) {
-      *error = "key " + std::string(key) + " appears twice";
-      return std::nullopt;
+      return failure("key " + std::string(key) + " appears twice");
     }
     if (key == "drop" || key == "dup" || key == "corrupt" || key == "reorder" || key == "ecn") {
-      auto probability = parse_probability(key, value, error);
+      auto probability = parse_probability(key, value);
       if (!probability) {
-        return std::nullopt;
+        return failure(probability.error());
       }
       double& target = key == "drop"      ? spec.drop_probability
                        : key == "dup"     ? spec.duplicate_probability
@@ -196,99 +190,92 @@ std::optional<FaultSpec> parse_fault_spec(const std::string& text, std::string* 
     } else if (key == "every") {
       auto every = parse_unsigned<uint64_t>(value);
       if (!every) {
-        *error = "every must be a whole number k (drop every k-th data packet; 0 = off), got " +
-                 quoted(value);
-        return std::nullopt;
+        return failure(
+            "every must be a whole number k (drop every k-th data packet; 0 = off), got " +
+            quoted(value));
       }
       spec.drop_every = *every;
     } else if (key == "psn") {
       for (std::string_view item : split(value, ':')) {
         auto psn = parse_unsigned<uint32_t>(item);
         if (!psn || *psn >= kPsnLimit) {
-          *error = "psn takes PSNs below 2^24 separated by ':' (psn=5:9), got " + quoted(value);
-          return std::nullopt;
+          return failure("psn takes PSNs below 2^24 separated by ':' (psn=5:9), got " +
+                         quoted(value));
         }
         spec.drop_psns.push_back(*psn);
       }
     } else if (key == "delay_us") {
       auto delay = parse_unsigned<uint32_t>(value);
       if (!delay || *delay > kMaxDelayUs) {
-        *error =
-            "delay_us must be a whole number of microseconds up to 10000000, got " + quoted(value);
-        return std::nullopt;
+        return failure("delay_us must be a whole number of microseconds up to 10000000, got " +
+                       quoted(value));
       }
       spec.delay_us = *delay;
     } else if (key == "seed") {
       auto seed = parse_unsigned<uint64_t>(value);
       if (!seed) {
-        *error = "seed must be a whole number, got " + quoted(value);
-        return std::nullopt;
+        return failure("seed must be a whole number, got " + quoted(value));
       }
       spec.seed = *seed;
     } else {
-      *error = "unknown key " + quoted(key) + "; " + fault_keys_help();
-      return std::nullopt;
+      return failure("unknown key " + quoted(key) + "; " + fault_keys_help());
     }
   }
   return spec;
 }
 
-std::optional<uint32_t> parse_port_speed_gbps(const std::string& text, std::string* error) {
+Result<uint32_t> parse_port_speed_gbps(const std::string& text) {
   auto value = parse_unsigned<uint32_t>(trim(text));
   if (value && std::find(std::begin(kSupportedPortGbps), std::end(kSupportedPortGbps), *value) !=
                    std::end(kSupportedPortGbps)) {
-    return value;
+    return *value;
   }
-  *error = "accepted port speeds are 100, 200, 400 and 800 (Gb/s), got " + quoted(text);
-  return std::nullopt;
+  return failure("accepted port speeds are 100, 200, 400 and 800 (Gb/s), got " + quoted(text));
 }
 
-std::optional<double> parse_time_scale(const std::string& text, std::string* error) {
+Result<double> parse_time_scale(const std::string& text) {
   auto value = parse_double(trim(text));
   if (value && *value > 0.0 && *value <= kMaxTimeScale) {
-    return value;
+    return *value;
   }
-  *error =
+  return failure(
       "the time scale must be a number above 0 and at most 1000 (0.001 turns a 4 s timer "
       "into 4 ms), got " +
-      quoted(text);
-  return std::nullopt;
+      quoted(text));
 }
 
-std::optional<uint8_t> parse_traffic_class(const std::string& text, std::string* error) {
+Result<uint8_t> parse_traffic_class(const std::string& text) {
   auto value = parse_unsigned<uint32_t>(trim(text));
   if (value && *value <= 255) {
     return static_cast<uint8_t>(*value);
   }
-  *error =
+  return failure(
       "the traffic class is the whole IP TOS byte, a decimal number from 0 to 255 (DSCP 26 "
       "with ECT(0) is 106), got " +
-      quoted(text);
-  return std::nullopt;
+      quoted(text));
 }
 
-std::optional<uint32_t> parse_stall_warn_ms(const std::string& text, std::string* error) {
+Result<uint32_t> parse_stall_warn_ms(const std::string& text) {
   auto value = parse_unsigned<uint32_t>(trim(text));
   if (value && *value >= 1 && *value <= 3'600'000) {
-    return value;
+    return *value;
   }
-  *error = "the stall warning delay is in milliseconds, from 1 to 3600000, got " + quoted(text);
-  return std::nullopt;
+  return failure("the stall warning delay is in milliseconds, from 1 to 3600000, got " +
+                 quoted(text));
 }
 
-std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* error) {
+Result<uint32_t> parse_spin_us(const std::string& text) {
   auto value = parse_unsigned<uint32_t>(trim(text));
   if (value && *value <= 100'000) {
-    return value;
+    return *value;
   }
-  *error =
+  return failure(
       "the progress thread's spin after activity is in microseconds, from 0 (never spin) to "
       "100000, got " +
-      quoted(text);
-  return std::nullopt;
+      quoted(text));
 }
 
-std::optional<bool> parse_identity(const std::string& text, std::string* error) {
+Result<bool> parse_identity(const std::string& text) {
   std::string_view value = trim(text);
   if (value == "vroce") {
     return false;
@@ -296,22 +283,20 @@ std::optional<bool> parse_identity(const std::string& text, std::string* error) 
   if (value == "connectx7") {
     return true;
   }
-  *error =
+  return failure(
       "accepted identities are vroce (vroce's own vendor and part ids) and connectx7 "
       "(Mellanox 0x02c9, part 4129), got " +
-      quoted(text);
-  return std::nullopt;
+      quoted(text));
 }
 
-std::optional<std::string> parse_path(const std::string& text, std::string* error) {
+Result<std::string> parse_path(const std::string& text) {
   if (text.empty()) {
-    *error = "the path is empty";
-    return std::nullopt;
+    return failure("the path is empty");
   }
   return text;
 }
 
-std::optional<EceSetting> parse_ece(const std::string& text, std::string* error) {
+Result<EceSetting> parse_ece(const std::string& text) {
   std::string_view value = trim(text);
   if (value == "off") {
     return EceSetting{false, 0};
@@ -324,12 +309,12 @@ std::optional<EceSetting> parse_ece(const std::string& text, std::string* error)
   if (!value.empty() && ec == std::errc() && end == value.data() + value.size()) {
     return EceSetting{true, options};
   }
-  *error = "VROCE_ECE is off or the supported ECE options as a 32-bit hex mask (0x30000002), got " +
-           quoted(text);
-  return std::nullopt;
+  return failure(
+      "VROCE_ECE is off or the supported ECE options as a 32-bit hex mask (0x30000002), got " +
+      quoted(text));
 }
 
-std::optional<uint64_t> parse_guid(const std::string& text, std::string* error) {
+Result<uint64_t> parse_guid(const std::string& text) {
   std::string_view value = trim(text);
   if (value.starts_with("0x") || value.starts_with("0X")) {
     value.remove_prefix(2);
@@ -339,8 +324,8 @@ std::optional<uint64_t> parse_guid(const std::string& text, std::string* error) 
   if (!value.empty() && ec == std::errc() && end == value.data() + value.size() && guid != 0) {
     return guid;
   }
-  *error = "a GUID is a non-zero 64-bit hex number (0x0002c90300a1b2c3), got " + quoted(text);
-  return std::nullopt;
+  return failure("a GUID is a non-zero 64-bit hex number (0x0002c90300a1b2c3), got " +
+                 quoted(text));
 }
 
 Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
@@ -353,10 +338,9 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
     if (!text) {
       return;
     }
-    std::string detail;
-    auto parsed = parse(*text, &detail);
+    auto parsed = parse(*text);
     if (!parsed) {
-      errors->push_back(std::string(name) + "=" + quoted(*text) + " is invalid: " + detail +
+      errors->push_back(std::string(name) + "=" + quoted(*text) + " is invalid: " + parsed.error() +
                         "; keeping " + keeping);
       return;
     }

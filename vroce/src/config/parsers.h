@@ -17,22 +17,22 @@ namespace vroce {
 // Port speeds vroce can present as a ConnectX-style width x per-lane speed.
 inline constexpr uint32_t kSupportedPortGbps[] = {100, 200, 400, 800};
 
-std::optional<uint32_t> parse_port_speed_gbps(const std::string& text, std::string* error);
-std::optional<double> parse_time_scale(const std::string& text, std::string* error);
-std::optional<uint8_t> parse_traffic_class(const std::string& text, std::string* error);
-std::optional<uint32_t> parse_stall_warn_ms(const std::string& text, std::string* error);
-std::optional<uint32_t> parse_spin_us(const std::string& text, std::string* error);
+Result<uint32_t> parse_port_speed_gbps(const std::string& text);
+Result<double> parse_time_scale(const std::string& text);
+Result<uint8_t> parse_traffic_class(const std::string& text);
+Result<uint32_t> parse_stall_warn_ms(const std::string& text);
+Result<uint32_t> parse_spin_us(const std::string& text);
 // "vroce" -> false, "connectx7" -> true.
-std::optional<bool> parse_identity(const std::string& text, std::string* error);
-std::optional<std::string> parse_path(const std::string& text, std::string* error);
+Result<bool> parse_identity(const std::string& text);
+Result<std::string> parse_path(const std::string& text);
 // "off" -> {false, 0}; "0x30000002" (hex, 0x optional) -> {true, options}.
 struct EceSetting {
   bool enabled = true;
   uint32_t options = 0;
 };
-std::optional<EceSetting> parse_ece(const std::string& text, std::string* error);
+Result<EceSetting> parse_ece(const std::string& text);
 // "0x0002c90300a1b2c3" (hex, 0x optional, non-zero).
-std::optional<uint64_t> parse_guid(const std::string& text, std::string* error);
+Result<uint64_t> parse_guid(const std::string& text);
 
 // The default device list used when VROCE_DEVICES is unset.
 std::vector<DeviceSpec> default_device_specs();

@@ -45,14 +45,14 @@ Registry& registry() {
     InterfaceTable table = read_interface_table();
     std::set<std::string> addresses;
     for (const DeviceSpec& spec : cfg.devices) {
-      std::string error;
-      std::unique_ptr<Device> device = Device::create(spec, static_cast<int>(built->devices.size()),
-                                                      cfg.port_speed_gbps, table, &error);
-      if (!device) {
+      Result<std::unique_ptr<Device>> created =
+          Device::create(spec, static_cast<int>(built->devices.size()), cfg.port_speed_gbps, table);
+      if (!created) {
         VROCE_LOG(Error, "device %s (%s) is not available: %s", spec.name.c_str(),
-                  spec.address_or_netdev.c_str(), error.c_str());
+                  spec.address_or_netdev.c_str(), created.error().c_str());
         continue;
       }
+      std::unique_ptr<Device> device = std::move(*created);
       std::string address = address_to_text(device->address());
       if (!addresses.insert(address).second) {
         VROCE_LOG(Error,
@@ -76,27 +76,25 @@ Registry& registry() {
 
 }  // namespace
 
-std::unique_ptr<Device> Device::create(const DeviceSpec& spec, int index, uint32_t port_gbps,
-                                       const std::vector<InterfaceAddress>& table,
-                                       std::string* error) {
+Result<std::unique_ptr<Device>> Device::create(const DeviceSpec& spec, int index,
+                                               uint32_t port_gbps,
+                                               const std::vector<InterfaceAddress>& table) {
   if (!port_speed_for_gbps(port_gbps)) {
-    *error = "port speed " + std::to_string(port_gbps) +
-             " Gb/s is not one of 100, 200, 400 or 800 (VROCE_PORT_GBPS)";
-    return nullptr;
+    return failure("port speed " + std::to_string(port_gbps) +
+                   " Gb/s is not one of 100, 200, 400 or 800 (VROCE_PORT_GBPS)");
   }
-  std::optional<Binding> binding = resolve_binding(spec.address_or_netdev, table, error);
+  Result<Binding> binding = resolve_binding(spec.address_or_netdev, table);
   if (!binding) {
-    return nullptr;
+    return failure(binding.error());
   }
-  std::optional<uint32_t> mtu = read_netdev_mtu(binding->netdev, error);
+  Result<uint32_t> mtu = read_netdev_mtu(binding->netdev);
   if (!mtu) {
-    return nullptr;
+    return failure(mtu.error());
   }
   if (!active_mtu_for_netdev_mtu(*mtu)) {
-    *error = "netdev " + binding->netdev + " has MTU " + std::to_string(*mtu) +
-             ", below the 352 bytes a 256-byte RoCE payload needs; raise it (ip link set " +
-             binding->netdev + " mtu 1500)";
-    return nullptr;
+    return failure("netdev " + binding->netdev + " has MTU " + std::to_string(*mtu) +
+                   ", below the 352 bytes a 256-byte RoCE payload needs; raise it (ip link set " +
+                   binding->netdev + " mtu 1500)");
   }
 
   std::unique_ptr<Device> device(new Device);
@@ -128,7 +126,7 @@ std::unique_ptr<Device> Device::create(const DeviceSpec& spec, int index, uint32
   copy_string(dev.dev_name, sizeof(dev.dev_name), uverbs);
   copy_string(dev.dev_path, sizeof(dev.dev_path), sysfs + "/class/infiniband_verbs/" + uverbs);
   copy_string(dev.ibdev_path, sizeof(dev.ibdev_path), sysfs + "/class/infiniband/" + spec.name);
-  return device;
+  return Result<std::unique_ptr<Device>>(std::move(device));
 }
 
 Device::~Device() = default;
@@ -190,8 +188,7 @@ void Device::refresh_netdev_mtu() noexcept {
     if (!in_netns.ok()) {
       return;
     }
-    std::string error;
-    std::optional<uint32_t> mtu = read_netdev_mtu(netdev_, &error);
+    Result<uint32_t> mtu = read_netdev_mtu(netdev_);
     if (mtu) {
       netdev_mtu_.store(*mtu);
     }

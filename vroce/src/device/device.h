@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/result.h"
 
 namespace vroce {
 
@@ -33,11 +34,11 @@ struct GidEntry {
 class Device {
  public:
   // Builds the device a spec names: resolves its binding against the interface table, reads
-  // the netdev's MTU and MAC, lays out the GID table. nullptr with *error saying why and how to
-  // fix it when the binding resolves to nothing usable. index is its place in the device list.
-  static std::unique_ptr<Device> create(const DeviceSpec& spec, int index, uint32_t port_gbps,
-                                        const std::vector<InterfaceAddress>& table,
-                                        std::string* error);
+  // the netdev's MTU and MAC, lays out the GID table. Fails saying why and how to fix it when
+  // the binding resolves to nothing usable. index is its place in the device list.
+  static Result<std::unique_ptr<Device>> create(const DeviceSpec& spec, int index,
+                                                uint32_t port_gbps,
+                                                const std::vector<InterfaceAddress>& table);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

@@ -171,16 +171,14 @@ InterfaceTable read_interface_table() {
   return table;
 }
 
-std::optional<Binding> resolve_binding(const std::string& binding, const InterfaceTable& table,
-                                       std::string* error) {
+Result<Binding> resolve_binding(const std::string& binding, const InterfaceTable& table) {
   sockaddr_storage target{};
   std::string scope;
   if (parse_literal(binding, &target, &scope)) {
     std::string text = address_to_text(target);
     if (is_link_local_v6(target) && scope.empty()) {
-      *error = "link-local address " + binding +
-               " needs its netdev as a scope (for example fe80::1%veth0)";
-      return std::nullopt;
+      return failure("link-local address " + binding +
+                     " needs its netdev as a scope (for example fe80::1%veth0)");
     }
     for (const InterfaceAddress& row : table) {
       if (same_address(row.address, target) && (scope.empty() || row.netdev == scope)) {
@@ -192,11 +190,11 @@ std::optional<Binding> resolve_binding(const std::string& binding, const Interfa
         return make_binding(table, row, target);
       }
     }
-    *error = "no netdev in this network namespace owns " + text + "; add it (ip addr add " + text +
-             (target.ss_family == AF_INET ? "/24" : "/64") +
-             " dev <netdev>), bring lo up for a 127.x address (ip link set lo up), or bind the "
-             "device to an address listed by ip addr";
-    return std::nullopt;
+    return failure(
+        "no netdev in this network namespace owns " + text + "; add it (ip addr add " + text +
+        (target.ss_family == AF_INET ? "/24" : "/64") +
+        " dev <netdev>), bring lo up for a 127.x address (ip link set lo up), or bind the "
+        "device to an address listed by ip addr");
   }
   bool netdev_exists = false;
   for (const InterfaceAddress& row : table) {
@@ -209,22 +207,20 @@ std::optional<Binding> resolve_binding(const std::string& binding, const Interfa
     }
   }
   if (netdev_exists) {
-    *error = "netdev " + binding + " has no IPv4 address; add one (ip addr add <a.b.c.d>/24 dev " +
-             binding + ") or bind the device to one of its IPv6 addresses literally";
-  } else {
-    *error = binding +
-             " is neither an IPv4/IPv6 address nor a netdev of this network namespace (see ip "
-             "addr)";
+    return failure("netdev " + binding +
+                   " has no IPv4 address; add one (ip addr add <a.b.c.d>/24 dev " + binding +
+                   ") or bind the device to one of its IPv6 addresses literally");
   }
-  return std::nullopt;
+  return failure(binding +
+                 " is neither an IPv4/IPv6 address nor a netdev of this network namespace (see ip "
+                 "addr)");
 }
 
-std::optional<uint32_t> read_netdev_mtu(const std::string& netdev, std::string* error) {
+Result<uint32_t> read_netdev_mtu(const std::string& netdev) {
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = std::string("cannot open a socket to read the MTU of ") + netdev + ": " +
-             std::strerror(errno);
-    return std::nullopt;
+    return failure(std::string("cannot open a socket to read the MTU of ") + netdev + ": " +
+                   std::strerror(errno));
   }
   ifreq request{};
   std::strncpy(request.ifr_name, netdev.c_str(), IFNAMSIZ - 1);
@@ -232,8 +228,7 @@ std::optional<uint32_t> read_netdev_mtu(const std::string& netdev, std::string* 
   int saved = errno;
   close(fd);
   if (rc != 0) {
-    *error = "cannot read the MTU of netdev " + netdev + ": " + std::strerror(saved);
-    return std::nullopt;
+    return failure("cannot read the MTU of netdev " + netdev + ": " + std::strerror(saved));
   }
   return static_cast<uint32_t>(request.ifr_mtu);
 }

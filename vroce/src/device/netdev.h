@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/port_rules.h"
+#include "util/result.h"
 
 namespace vroce {
 
@@ -44,12 +45,11 @@ struct Binding {
 // Resolves a binding against a table. A literal address must belong to a netdev: equal to one
 // of its addresses, or inside the prefix of an address on a loopback netdev (127.0.0.x on lo,
 // as the kernel's local route makes all of 127/8 local). A netdev name resolves to that netdev's
-// first IPv4 address. On failure *error says why and how to fix it.
-std::optional<Binding> resolve_binding(const std::string& binding, const InterfaceTable& table,
-                                       std::string* error);
+// first IPv4 address. A failure says why and how to fix it.
+Result<Binding> resolve_binding(const std::string& binding, const InterfaceTable& table);
 
-// The current MTU of a netdev (ioctl SIOCGIFMTU), or nullopt with *error set.
-std::optional<uint32_t> read_netdev_mtu(const std::string& netdev, std::string* error);
+// The current MTU of a netdev (ioctl SIOCGIFMTU), or why it cannot be read.
+Result<uint32_t> read_netdev_mtu(const std::string& netdev);
 
 // Numeric text of an address ("127.0.0.11", "fd00::1").
 std::string address_to_text(const sockaddr_storage& address);

@@ -20,19 +20,18 @@ std::string temp_name(const std::string& path) {
          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
 }
 
-// Writes content into a fresh temporary file beside path; its name, or empty with *error.
-std::string write_temp(const std::string& path, const std::string& content, std::string* error) {
+// Writes content into a fresh temporary file beside path; its name.
+Result<std::string> write_temp(const std::string& path, const std::string& content) {
   std::string temp = temp_name(path);
   FILE* file = std::fopen(temp.c_str(), "w");
   if (file == nullptr) {
-    *error = "cannot create " + temp + ": " + std::strerror(errno);
-    return {};
+    return failure("cannot create " + temp + ": " + std::strerror(errno));
   }
   bool written = std::fwrite(content.data(), 1, content.size(), file) == content.size();
   if (std::fclose(file) != 0 || !written) {
-    *error = "cannot write " + temp + ": " + std::strerror(errno);
+    std::string why = "cannot write " + temp + ": " + std::strerror(errno);
     unlink(temp.c_str());
-    return {};
+    return failure(std::move(why));
   }
   return temp;
 }
@@ -58,9 +57,8 @@ class TreeWriter {
 
   // Replaces path atomically: other processes reading the tree never see a partial file.
   void write_file(const std::string& path, const std::string& content) {
-    std::string error;
-    if (!replace_file(path, content, &error) && errors_->empty()) {
-      errors_->push_back(error);
+    if (Status replaced = replace_file(path, content); !replaced && errors_->empty()) {
+      errors_->push_back(replaced.error());
     }
   }
 
@@ -226,32 +224,31 @@ void write_device(TreeWriter& out, const std::string& root, Device& device, cons
 
 }  // namespace
 
-bool replace_file(const std::string& path, const std::string& content, std::string* error) {
-  std::string temp = write_temp(path, content, error);
-  if (temp.empty()) {
-    return false;
+Status replace_file(const std::string& path, const std::string& content) {
+  Result<std::string> temp = write_temp(path, content);
+  if (!temp) {
+    return failure(temp.error());
   }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    *error = "cannot rename " + temp + " to " + path + ": " + std::strerror(errno);
-    unlink(temp.c_str());
-    return false;
+  if (rename(temp->c_str(), path.c_str()) != 0) {
+    std::string why = "cannot rename " + *temp + " to " + path + ": " + std::strerror(errno);
+    unlink(temp->c_str());
+    return failure(std::move(why));
   }
-  return true;
+  return {};
 }
 
-bool create_file_if_absent(const std::string& path, const std::string& content,
-                           std::string* error) {
-  std::string temp = write_temp(path, content, error);
-  if (temp.empty()) {
-    return false;
+Status create_file_if_absent(const std::string& path, const std::string& content) {
+  Result<std::string> temp = write_temp(path, content);
+  if (!temp) {
+    return failure(temp.error());
   }
   // link(2) fails on an existing name, so a file another process keeps is never replaced.
-  bool ok = link(temp.c_str(), path.c_str()) == 0 || errno == EEXIST;
-  if (!ok) {
-    *error = "cannot create " + path + ": " + std::strerror(errno);
+  Status created;
+  if (link(temp->c_str(), path.c_str()) != 0 && errno != EEXIST) {
+    created = failure("cannot create " + path + ": " + std::strerror(errno));
   }
-  unlink(temp.c_str());
-  return ok;
+  unlink(temp->c_str());
+  return created;
 }
 
 std::string fake_sysfs_port_dir(const std::string& root, const std::string& device_name) {

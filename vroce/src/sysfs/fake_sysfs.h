@@ -32,6 +32,7 @@
 #include "config/config.h"
 #include "device/device.h"
 #include "device/port_rules.h"
+#include "util/result.h"
 
 namespace vroce {
 
@@ -54,9 +55,9 @@ std::string fake_pci_address(int device_index);       // "0000:80:00.0" for devi
 // <root made absolute, without trailing slashes>/class/infiniband/<device>/ports/1
 std::string fake_sysfs_port_dir(const std::string& root, const std::string& device_name);
 
-// Replaces path with content atomically (a temporary file renamed over it): false with *error.
-bool replace_file(const std::string& path, const std::string& content, std::string* error);
-// Creates path with content unless it exists, atomically: false with *error.
-bool create_file_if_absent(const std::string& path, const std::string& content, std::string* error);
+// Replaces path with content atomically (a temporary file renamed over it), or says why not.
+Status replace_file(const std::string& path, const std::string& content);
+// Creates path with content unless it exists, atomically, or says why not.
+Status create_file_if_absent(const std::string& path, const std::string& content);
 
 }  // namespace vroce

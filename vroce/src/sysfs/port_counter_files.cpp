@@ -77,11 +77,10 @@ void PortCounterFiles::publish(const PortCounters& counters, bool force) {
     uint64_t shown = total > 0 ? static_cast<uint64_t>(total) /
                                      port_counter_info(static_cast<PortCounter>(i)).divisor
                                : 0;
-    std::string error;
-    if (!replace_file(counter_path(dir_, i), std::to_string(shown) + "\n", &error) &&
-        !complained_) {
+    const Status replaced = replace_file(counter_path(dir_, i), std::to_string(shown) + "\n");
+    if (!replaced && !complained_) {
       complained_ = true;
-      VROCE_LOG(Warn, "fake sysfs: %s; port counters are not published", error.c_str());
+      VROCE_LOG(Warn, "fake sysfs: %s; port counters are not published", replaced.error().c_str());
     }
   }
   written_ = counted;
@@ -109,10 +108,9 @@ void create_port_counter_files(const std::string& port_dir, std::vector<std::str
     }
   }
   for (size_t i = 0; i < kPortCounterCount; ++i) {
-    std::string error;
-    if (!create_file_if_absent(counter_path(port_dir, i), "0\n", &error)) {
+    if (const Status created = create_file_if_absent(counter_path(port_dir, i), "0\n"); !created) {
       if (errors->empty()) {
-        errors->push_back(error);
+        errors->push_back(created.error());
       }
       return;
     }
