@@ -20,10 +20,9 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<AsyncEventQueue> make_queue() {
-  std::string error;
-  auto queue = AsyncEventQueue::create(&error);
+  auto queue = AsyncEventQueue::create();
   REQUIRE(queue);
-  return queue;
+  return std::move(*queue);
 }
 
 ibv_async_event port_event(ibv_event_type type) {

@@ -90,13 +90,13 @@ VROCE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
     return nullptr;
   }
   try {
-    std::string error;
-    std::unique_ptr<vroce::AsyncEventQueue> events = vroce::AsyncEventQueue::create(&error);
-    if (!events) {
-      VROCE_LOG(Error, "cannot open %s: %s", dev->name().c_str(), error.c_str());
+    auto created = vroce::AsyncEventQueue::create();
+    if (!created) {
+      VROCE_LOG(Error, "cannot open %s: %s", dev->name().c_str(), created.error().c_str());
       errno = EMFILE;
       return nullptr;
     }
+    std::unique_ptr<vroce::AsyncEventQueue> events = std::move(*created);
     // There is no kernel command channel; cmd_fd is an open descriptor of /dev/null so that
     // programs that fcntl/dup/close it see a valid descriptor.
     int cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);

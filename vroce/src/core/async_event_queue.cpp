@@ -18,11 +18,10 @@
 
 namespace vroce {
 
-std::unique_ptr<AsyncEventQueue> AsyncEventQueue::create(std::string* error) {
+Result<std::unique_ptr<AsyncEventQueue>> AsyncEventQueue::create() {
   int fd = eventfd(0, EFD_CLOEXEC);
   if (fd < 0) {
-    *error = std::string("cannot create the async event fd: ") + std::strerror(errno);
-    return nullptr;
+    return failure(std::string("cannot create the async event fd: ") + std::strerror(errno));
   }
   return std::unique_ptr<AsyncEventQueue>(new AsyncEventQueue(fd));
 }

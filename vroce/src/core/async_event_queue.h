@@ -18,12 +18,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "util/result.h"
+
 namespace vroce {
 
 class AsyncEventQueue {
  public:
-  // nullptr with *error set when no eventfd can be created (out of descriptors).
-  static std::unique_ptr<AsyncEventQueue> create(std::string* error);
+  // A failure when no eventfd can be created (out of descriptors).
+  static Result<std::unique_ptr<AsyncEventQueue>> create();
   ~AsyncEventQueue();
   AsyncEventQueue(const AsyncEventQueue&) = delete;
   AsyncEventQueue& operator=(const AsyncEventQueue&) = delete;
