@@ -69,8 +69,7 @@ std::string describe_peer(const net::SocketAddress& address, const net::Endpoint
                      gid_to_string(endpoint->gid));
 }
 
-void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
-                             const std::string& text, uint64_t nonce) {
+net::Reject make_reject(net::RejectReason reason, const std::string& text, uint64_t nonce) {
   net::Reject reject;
   reject.reason = static_cast<uint16_t>(reason);
   reject.nonce = nonce;
@@ -78,8 +77,23 @@ void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reas
   for (char c : text.substr(0, net::kMaxRejectTextLength)) {
     reject.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
-  auto bytes = net::encode_message(reject);
-  if (bytes && channel.queue(*bytes)) {
+  return reject;
+}
+
+Status queue_message(net::FramedChannel& channel, const net::HandshakeMessage& message) {
+  auto bytes = net::encode_message(message);
+  if (!bytes) {
+    return failure(bytes.error());
+  }
+  if (!channel.queue(*bytes)) {
+    return failure(channel.error().message);
+  }
+  return {};
+}
+
+void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,
+                             const std::string& text, uint64_t nonce) {
+  if (queue_message(channel, make_reject(reason, text, nonce))) {
     (void)channel.flush();
   }
 }

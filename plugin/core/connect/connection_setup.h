@@ -56,6 +56,14 @@ net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class,
 // "10.0.0.2:41234 (dev mlx5_1, gid ::ffff:10.0.0.2)" for logs and errors.
 std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint);
 
+// A Reject as the peer will log it: `text` cut to kMaxRejectTextLength, printable ASCII only.
+// `nonce`: the listen handle's, which the sender knows (0: do not claim one).
+net::Reject make_reject(net::RejectReason reason, const std::string& text, uint64_t nonce);
+
+// Encodes `message` and queues it on `channel` (no I/O yet). Fails with the encoder's reason
+// for an invalid message, or with the channel's error when it refuses the frame.
+Status queue_message(net::FramedChannel& channel, const net::HandshakeMessage& message);
+
 // Queues a Reject and tries once to send it; never blocks (the peer may not read it).
 // `nonce`: the listen handle's, which the sender knows (0: do not claim one).
 void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reason,

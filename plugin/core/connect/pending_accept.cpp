@@ -77,14 +77,8 @@ PendingAccept::Step PendingAccept::drop(const std::string& message) {
 
 PendingAccept::Step PendingAccept::reject(net::RejectReason reason, const std::string& message) {
   drop_reason_ = fmt::format("refused ({}): {}", net::reject_reason_name(reason), message);
-  net::Reject r;
-  r.reason = static_cast<uint16_t>(reason);
-  r.nonce = authenticated_ ? nonce_ : 0;  // never shown to a peer that did not show it
-  for (char c : message.substr(0, net::kMaxRejectTextLength)) {
-    r.text.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  }
-  auto bytes = net::encode_message(r);
-  if (!bytes || !channel_.queue(*bytes)) {
+  // The nonce is never shown to a peer that did not show it.
+  if (!queue_message(channel_, make_reject(reason, message, authenticated_ ? nonce_ : 0))) {
     state_ = State::Dropped;
     return Step::Drop;
   }
@@ -159,9 +153,8 @@ PendingAccept::Step PendingAccept::on_await_request() {
       local_endpoint(*device_, agreed->traffic_class, agreed->service_level, setup_.qps, psns_);
   reply.sizes_area = sizes_area_geometry(setup_.sizes_area.addr(), setup_.sizes_area.rkey());
   reply.ece = ece_to_wire(ece_in_force_);
-  auto bytes = net::encode_message(reply);
-  if (!bytes || !channel_.queue(*bytes)) {
-    return reject(net::RejectReason::Internal, "cannot encode the reply: " + error_text(bytes));
+  if (const roce::Status queued = queue_message(channel_, reply); !queued) {
+    return reject(net::RejectReason::Internal, "cannot send the reply: " + queued.error());
   }
   state_ = State::SendReply;
   return Step::Next;

@@ -207,10 +207,9 @@ SendConnector::Step SendConnector::on_tcp_connect() {
   request.max_recvs = kMaxRecvs;
   request.split_data = settings_.split_data ? 1 : 0;
   request.ece = ece_to_wire(local_ece_);
-  auto bytes = net::encode_message(request);
-  if (!bytes || !channel_->queue(*bytes)) {
+  if (const Status queued = queue_message(*channel_, request); !queued) {
     return fail(ncclInternalError, net::RejectReason::None,
-                "cannot encode the connect request: " + error_text(bytes));
+                "cannot send the connect request: " + queued.error());
   }
   state_ = State::SendRequest;
   return Step::Next;
@@ -296,10 +295,9 @@ SendConnector::Step SendConnector::on_await_reply() {
   setup_.traffic_class = agreed->traffic_class;
   net::Ready ready;
   ready.nonce = nonce_;
-  auto bytes = net::encode_message(ready);
-  if (!bytes || !channel_->queue(*bytes)) {
+  if (const Status queued = queue_message(*channel_, ready); !queued) {
     return fail(ncclInternalError, net::RejectReason::Internal,
-                "cannot encode ready: " + error_text(bytes));
+                "cannot send ready: " + queued.error());
   }
   state_ = State::SendReady;
   return Step::Next;
