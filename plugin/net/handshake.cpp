@@ -514,12 +514,17 @@ uint32_t plugin_version_code() {
   const char* next = version.data();
   const char* const end = version.data() + version.size();
   for (size_t i = 0; i < parts.size(); ++i) {
-    const auto [ptr, ec] = std::from_chars(next, end, parts[i]);
-    const bool last = i + 1 == parts.size();
-    if (ec != std::errc{} || (last ? ptr != end : ptr == end || *ptr != '.')) {
+    if (i > 0 && (next == end || *next++ != '.')) {
       return 0;
     }
-    next = last ? ptr : ptr + 1;
+    const auto [ptr, ec] = std::from_chars(next, end, parts[i]);
+    if (ec != std::errc{}) {
+      return 0;
+    }
+    next = ptr;
+  }
+  if (next != end) {
+    return 0;
   }
   const auto [major, minor, patch] = parts;
   return ((major & 0xffffU) << 16) | ((minor & 0xffU) << 8) | (patch & 0xffU);

@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "allreduce.h"
 #include "cuda_driver.h"
@@ -356,19 +355,13 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     int r = 0;
     for (const auto& blob : rendezvous.allgather(mine)) {
       // "starts stops sends recvs[|error]", as this function's `mine` writes it.
-      std::array<std::uint64_t, 4> counts{};
-      const char* next = blob.data();
-      const char* end = blob.data() + blob.size();
-      for (auto& count : counts) {
-        while (next != end && *next == ' ') {
-          ++next;
-        }
-        next = std::from_chars(next, end, count).ptr;
-      }
-      starts += counts[0];
-      stops += counts[1];
-      sends += counts[2];
-      recvs += counts[3];
+      std::istringstream counts(blob);
+      std::uint64_t a = 0, b = 0, c = 0, d = 0;
+      counts >> a >> b >> c >> d;
+      starts += a;
+      stops += b;
+      sends += c;
+      recvs += d;
       const auto bar = blob.find('|');
       if (bar != std::string::npos && bar + 1 < blob.size() && profiler_error.empty()) {
         profiler_error = "rank " + std::to_string(r) + ": " + blob.substr(bar + 1);
