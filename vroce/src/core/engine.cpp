@@ -36,6 +36,15 @@ constexpr size_t kTxBudgetPerQp = 64;
 // Receive batches the progress thread reads at most before it declares an ACK timeout.
 constexpr size_t kDrainBatches = 64;
 
+// A spin-wait hint: lets the sibling hyperthread run, and costs nothing elsewhere.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 DropReason drop_reason(wire::ParseError error) {
   switch (error) {
     case wire::ParseError::Truncated:
@@ -196,6 +205,7 @@ Engine::~Engine() {
 int Engine::call(const std::function<int()>& fn) {
   std::lock_guard lock(mutex_);
   now_ = Clock::now();
+  flush_tx();  // held ACKs leave before the operation can destroy the QP they belong to
   int rc = fn();
   flush_tx();
   hand_over(!active_.empty());
@@ -257,7 +267,7 @@ void Engine::try_progress() noexcept {
   }
   std::lock_guard lock(mutex_, std::adopt_lock);
   // ACK timeouts are left to the progress thread, which knows whether it was scheduled.
-  hand_over(pump(true, false));
+  hand_over(pump(true, false, AckHold::WhileSpinning));
 }
 
 void Engine::wake() noexcept {
@@ -292,10 +302,14 @@ void Engine::run() {
   const auto spin = std::chrono::microseconds(spin_after_activity_us());
   Clock::time_point observed = Clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
+    // Whether this round ends in a spin (decided now: only the spin below starts a backoff).
+    const bool may_spin = spin.count() > 0 && Clock::now() >= spin_backoff_until_;
     bool more = true;
+    Clock::time_point wake_by;
+    bool bounded = false;
     while (more && !stop_.load(std::memory_order_relaxed)) {
       // The lock is given up between rounds, so posting and polling threads can get in.
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock = lock_for_progress();
       if (timer_fired) {
         timer_armed_ = false;
         timer_fired = false;
@@ -305,13 +319,11 @@ void Engine::run() {
         account_stall(t - observed);  // preempted between two rounds
       }
       observed = t;
-      more = pump(true, true);
-    }
-    publish_counters_if_due();
-    Clock::time_point wake_by;
-    bool bounded;
-    {
-      std::lock_guard lock(mutex_);
+      more = pump(true, true, may_spin ? AckHold::UntilDue : AckHold::Never);
+      if (more) {
+        continue;
+      }
+      // The last round prepares the wait, under the same lock.
       send_held();
       bool any = false;
       Clock::time_point deadline = next_deadline(&any);
@@ -324,6 +336,7 @@ void Engine::run() {
         wake_by = deadline;
       }
     }
+    publish_counters_if_due();
     // Spin: an arrival right after activity (the next packet of a ping-pong, a WRITE a program
     // polls memory for) is handled within microseconds, without a wake-up. Only while a CPU is
     // free for it: a spin that finds itself preempted means the machine has no idle core, where
@@ -331,13 +344,13 @@ void Engine::run() {
     // anyway), so spinning then stays off for kSpinBackoff.
     int n = 0;
     Clock::time_point spin_end = Clock::now() + spin;
-    bool may_spin = spin.count() > 0 && Clock::now() >= spin_backoff_until_;
+    spinning_.store(may_spin, std::memory_order_seq_cst);
     while (may_spin && !stop_.load(std::memory_order_relaxed) &&
            !kick_pending_.load(std::memory_order_seq_cst)) {
       n = ::epoll_wait(epoll_fd_, events, 4, 0);
       Clock::time_point t = Clock::now();
       if (t - observed > kStallGap) {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock = lock_for_progress();
         account_stall(t - observed);
       }
       bool preempted = t - observed > kSpinPreempted;
@@ -347,12 +360,16 @@ void Engine::run() {
         stats().spin_backoffs.add();
         break;
       }
-      if (n != 0 || t >= spin_end) {
+      if (n != 0 || t >= spin_end || held_acks_due(t)) {
         break;
       }
     }
+    // Pairs with hold_acks: a thread that held ACKs after this store finds the thread not
+    // spinning and sends them itself; one that held them before is seen here, and the next
+    // round sends them.
+    spinning_.store(false, std::memory_order_seq_cst);
     if (n == 0 && !kick_pending_.load(std::memory_order_seq_cst) &&
-        !stop_.load(std::memory_order_relaxed)) {
+        !acks_held_.load(std::memory_order_seq_cst) && !stop_.load(std::memory_order_relaxed)) {
       sleeping_.store(true, std::memory_order_seq_cst);
       if (!kick_pending_.load(std::memory_order_seq_cst) &&
           !stop_.load(std::memory_order_seq_cst)) {
@@ -381,7 +398,7 @@ void Engine::run() {
       // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
       // did not run (an earlier socket or eventfd wake-up only makes this an underestimate).
       if (bounded && t - wake_by > kStallGap) {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock = lock_for_progress();
         account_stall(t - wake_by);
       }
       observed = t;
@@ -403,6 +420,27 @@ void Engine::run() {
     stats().progress_thread_cpu_us.add(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000 +
                                        static_cast<uint64_t>(cpu.tv_nsec) / 1000);
   }
+}
+
+std::unique_lock<std::mutex> Engine::lock_for_progress() {
+  // The progress thread does not sleep on the mutex while a posting or polling thread holds it:
+  // that thread would pay a futex wake-up on its way out, in the middle of its ping-pong (strace
+  // of ib_send_lat showed one for every second message). Holders never block inside, so the
+  // wait is short: a few pauses, then yields (which give a 2-core machine's CPU to the holder),
+  // and only then the blocking lock.
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  for (int i = 0; !lock.owns_lock() && i < kLockSpins; ++i) {
+    if (i < kLockSpins / 2) {
+      cpu_relax();
+    } else {
+      sched_yield();
+    }
+    lock.try_lock();
+  }
+  if (!lock.owns_lock()) {
+    lock.lock();
+  }
+  return lock;
 }
 
 void Engine::publish_counters_if_due() {
@@ -484,7 +522,7 @@ void Engine::account_stall(std::chrono::nanoseconds stolen) {
   }
 }
 
-bool Engine::pump(bool receive, bool timeouts) {
+bool Engine::pump(bool receive, bool timeouts, AckHold hold) {
   now_ = Clock::now();
   if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
     take_kicks();
@@ -503,7 +541,7 @@ bool Engine::pump(bool receive, bool timeouts) {
   }
   timer_pass(timeouts);
   transmit_pass();
-  flush_tx();
+  flush_tx(hold);
   // Only work left right now counts: waking the progress thread for a drained socket would
   // cost a context switch per packet while a program busy-polls.
   return more_waiting || !active_.empty();
@@ -723,19 +761,16 @@ void Engine::on_congestion_experienced(Qp& qp) {
   }
 }
 
-void Engine::flush_tx() {
+void Engine::flush_tx(AckHold hold) {
   // No packet leaves, an ACK above all, before the bytes received so far are in device memory.
   flush_device_writes();
-  if (tx_count_ == 0) {
+  if (tx_count_ == 0 || hold_acks(hold)) {
     return;
   }
   if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {  // no link: see receive_pass
     stats().drops[static_cast<size_t>(DropReason::LinkDown)].add(tx_count_);
     port_counters_.add(PortCounter::PortXmitDiscards, tx_count_);
-    tx_count_ = 0;
-    return;
-  }
-  if (faults_.enabled()) {
+  } else if (faults_.enabled()) {
     send_with_faults(tx_count_);
   } else {
     for (size_t i = 0; i < tx_count_; ++i) {
@@ -747,12 +782,49 @@ void Engine::flush_tx() {
                             traffic_class_for(slot),
                             slot.path->hop_limit};
     }
+    size_t n = tx_count_;
     size_t refused = 0;
-    port_.send(out_.data(), tx_count_, &refused);
+    port_.send(out_.data(), n, &refused);
     stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
     port_counters_.add(PortCounter::PortXmitDiscards, refused);
   }
   tx_count_ = 0;
+  if (held_acks_ != 0) {
+    held_acks_ = 0;
+    acks_held_.store(false, std::memory_order_release);
+  }
+}
+
+bool Engine::hold_acks(AckHold hold) {
+  // A responder's ACK need not leave on its own: held until the next entry, it goes out in the
+  // same batch as the reply a program posts after seeing the completion, one system call instead
+  // of two. It still goes first, so the requester sees its send complete before the reply
+  // arrives, as from a NIC, which ACKs before its host can react (perftest sizes its CQs on
+  // that). ACKs held by an earlier entry go now, so a polling program never keeps them past its
+  // next poll, and the progress thread sends them by kAckHold if nobody enters; the requester's
+  // timers are far longer.
+  if (hold == AckHold::Never || held_acks_ != 0 || faults_.enabled()) {
+    return false;
+  }
+  for (size_t i = 0; i < tx_count_; ++i) {
+    if (tx_[i].meta.cls != PacketClass::Ack) {
+      return false;
+    }
+  }
+  acks_due_ns_.store((now_ + kAckHold).time_since_epoch().count(), std::memory_order_relaxed);
+  acks_held_.store(true, std::memory_order_seq_cst);
+  if (hold == AckHold::WhileSpinning && !spinning_.load(std::memory_order_seq_cst)) {
+    acks_held_.store(false, std::memory_order_relaxed);  // nobody would send them: send now
+    return false;
+  }
+  held_acks_ = tx_count_;
+  stats().acks_held.add(tx_count_);
+  return true;
+}
+
+bool Engine::held_acks_due(Clock::time_point t) const noexcept {
+  return acks_held_.load(std::memory_order_acquire) &&
+         t.time_since_epoch().count() >= acks_due_ns_.load(std::memory_order_relaxed);
 }
 
 void Engine::send_with_faults(size_t count) {

@@ -129,6 +129,7 @@ std::string stats_json() {
   append_value(out, "ack_timeouts", s.ack_timeouts.get());
   append_value(out, "scheduling_stalls", s.scheduling_stalls.get());
   append_value(out, "spin_backoffs", s.spin_backoffs.get());
+  append_value(out, "acks_held", s.acks_held.get());
   append_value(out, "progress_thread_cpu_us", s.progress_thread_cpu_us.get());
   append_value(out, "cuda_copies_to_device", s.cuda_copies_to_device.get());
   append_value(out, "cuda_copies_from_device", s.cuda_copies_from_device.get());
@@ -170,6 +171,7 @@ void stats_reset() noexcept {
   s.ack_timeouts.reset();
   s.scheduling_stalls.reset();
   s.spin_backoffs.reset();
+  s.acks_held.reset();
   s.progress_thread_cpu_us.reset();
   s.cuda_copies_to_device.reset();
   s.cuda_copies_from_device.reset();

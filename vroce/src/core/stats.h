@@ -82,6 +82,7 @@ struct Stats {
   Counter ack_timeouts;            // local ACK timer expirations
   Counter scheduling_stalls;       // times a progress thread found it had not been scheduled
   Counter spin_backoffs;           // spins given up because the progress thread was preempted
+  Counter acks_held;               // ACKs left for the next engine entry (Engine::hold_acks)
   Counter progress_thread_cpu_us;  // CPU time of progress threads that have stopped
   Counter cuda_copies_to_device;   // driver copies into CUDA memory (each with its synchronisation)
   Counter cuda_copies_from_device;  // driver copies out of CUDA memory
