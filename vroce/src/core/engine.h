@@ -135,7 +135,7 @@ class Engine {
   // it sleeps): make sure the progress thread carries on when there is more to send, and that
   // its timer covers the earliest deadline. Needs the mutex.
   void hand_over(bool more);
-  std::unique_lock<std::mutex> lock_for_progress();
+  std::unique_lock<std::mutex> lock_for_progress(bool spins);
   static constexpr int kLockSpins = 128;
   void take_kicks();
   void receive_pass(bool* more_waiting);
