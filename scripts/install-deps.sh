@@ -9,8 +9,9 @@ readonly PACKAGES=(
   clang clang-format clang-tidy libclang-rt-14-dev
   # build-time headers and header-only libraries (nothing here is linked into the plugin)
   libibverbs-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libexpected-dev zlib1g-dev catch2
-  # tests: Debian's own verbs programs as ABI oracles, network namespaces, captures, lint
-  ibverbs-utils iproute2 nftables tshark shellcheck valgrind python3 procps util-linux
+  # tests: Debian's own verbs programs as ABI oracles, network namespaces (ethtool: the capture
+  # test turns a veth's UDP segmentation offload off), captures, lint
+  ibverbs-utils iproute2 ethtool nftables tshark shellcheck valgrind python3 procps util-linux
   # the package checks: cpack's dpkg-shlibdeps (dpkg-dev) and lintian on the .debs
   dpkg-dev lintian
   # the perftest fabric suite: unmodified third-party verbs programs over vroce

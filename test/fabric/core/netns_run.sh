@@ -55,6 +55,11 @@ if ((ar)); then
   send_env+=(NCCL_IB_ADAPTIVE_ROUTING=1)
 fi
 if ((capture)); then
+  # vroce sends runs of packets as UDP GSO bursts: segmented before the veth, each reaches the
+  # capture as the packet a NIC would put on the wire, not as one large datagram.
+  command -v ethtool >/dev/null || fail "ethtool missing (scripts/install-deps.sh)"
+  ip netns exec "$ns_a" ethtool -K "$veth_a" tx-udp-segmentation off
+  ip netns exec "$ns_b" ethtool -K "$veth_b" tx-udp-segmentation off
   ip netns exec "$ns_a" tshark -i "$veth_a" -f "udp port 4791" -w "$tmp/roce.pcap" \
     >"$tmp/tshark.out" 2>&1 &
   pids+=($!)

@@ -184,6 +184,16 @@ TEST_CASE("progress thread spin after activity", "[config]") {
   }
 }
 
+TEST_CASE("UDP GSO and GRO switch", "[config]") {
+  CHECK(vroce::parse_gso("1") == true);
+  CHECK(vroce::parse_gso(" 0 ") == false);
+  for (const char* bad : {"", "on", "2", "yes"}) {
+    INFO(bad);
+    const std::string error = failure_of(vroce::parse_gso(bad));
+    CHECK(contains(error, "VROCE_GSO is 1"));
+  }
+}
+
 TEST_CASE("device identity", "[config]") {
   CHECK(vroce::parse_identity("vroce") == false);
   CHECK(vroce::parse_identity(" connectx7 ") == true);
@@ -238,6 +248,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(config.gpu_stall_warn_ms == 5000U);
   CHECK_FALSE(config.spin_us);
   CHECK_FALSE(config.connectx7_identity);
+  CHECK(config.gso);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -251,6 +262,7 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_TC_OVERRIDE", "106"},
                          {"VROCE_GPU_STALL_WARN_MS", "750"},
                          {"VROCE_SPIN_US", "0"},
+                         {"VROCE_GSO", "0"},
                          {"VROCE_IDENTITY", "connectx7"}},
                         &errors);
   CHECK(errors.empty());
@@ -265,6 +277,7 @@ TEST_CASE("parse_config: every variable read", "[config]") {
   CHECK(config.tc_override == 106);
   CHECK(config.gpu_stall_warn_ms == 750U);
   CHECK(config.spin_us == 0U);
+  CHECK_FALSE(config.gso);
   CHECK(config.connectx7_identity);
 }
 

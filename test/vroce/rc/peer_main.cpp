@@ -9,6 +9,7 @@
 // Scenarios: opcodes (every opcode, 0 B .. --max-size, unaligned, SGEs, inline, unsignaled),
 // stream (--count mixed messages with data checks, for fault runs), bad_rkey, small_recv, rnr,
 // blackhole (time until RETRY_EXC_ERR), pingpong (--count 8-byte WRITE_WITH_IMM round trips).
+// --psn N starts the QP's PSNs at N (e.g. just below the 2^24 wrap), else they start at random.
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -43,6 +45,7 @@ struct Args {
   uint64_t max_size = 64ull << 20;
   uint64_t count = 200;
   QpOptions qp;
+  std::optional<uint32_t> psn;  // the QP's first PSN (--psn), else random
   std::chrono::milliseconds wait{60000};
 };
 
@@ -471,6 +474,8 @@ Args parse(int argc, char** argv) {
       a.qp.traffic_class = static_cast<uint8_t>(num());
     } else if (k == "--mtu") {
       a.qp.mtu = static_cast<ibv_mtu>(num());
+    } else if (k == "--psn") {
+      a.psn = static_cast<uint32_t>(num() & 0xFFFFFF);
     } else if (k == "--wait-ms") {
       a.wait = std::chrono::milliseconds(num());
     } else {
@@ -492,6 +497,9 @@ int run(const Args& a) {
   }
   Buffer exposed(dev.pd, exposed_size, kRemote);
   Endpoint ep(dev, a.qp);
+  if (a.psn) {
+    ep.psn = *a.psn;
+  }
   PeerInfo mine = ep.info();
   mine.addr = exposed.addr();
   mine.rkey = exposed.mr->rkey;

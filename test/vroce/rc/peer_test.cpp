@@ -64,6 +64,55 @@ TEST_CASE("two processes: every opcode from 0 B to 64 MiB, data verified", "[pee
   CHECK(stat_of(r.responder, "rx_packets.write") > 16000);
 }
 
+namespace {
+
+// The opcodes scenario up to 4 MiB (RDMA WRITEs and READ responses of 4 MiB, SENDs of 64 KiB)
+// from a PSN that is not a multiple of 8 and crosses the 2^24 wrap: the first packets up to a
+// block boundary leave alone, the rest in GSO bursts whose segments carry IDs PSN % 8.
+PairResult opcodes_across_psn_wrap(const std::vector<std::string>& env) {
+  PairSpec spec;
+  spec.scenario = "opcodes";
+  // About 5400 PSNs from 2^24 - 2045 (a multiple of 8 plus 3).
+  spec.args = {"--max-size", std::to_string(4 << 20), "--psn", std::to_string((1 << 24) - 2045)};
+  spec.requester_env = env;
+  spec.responder_env = env;
+  PairResult r = run(spec);
+  REQUIRE(r.ok());
+  CHECK(r.requester.at("size_ok") == std::to_string(4 << 20));
+  CHECK(std::stoull(r.responder.at("responder_verified")) > 0);
+  CHECK(stat_of(r.requester, "retransmitted_packets") == 0);
+  CHECK(stat_of(r.requester, "drops.bad_icrc") == 0);
+  CHECK(stat_of(r.responder, "drops.bad_icrc") == 0);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("UDP GSO: MiB-sized WRITEs, SENDs and READ responses go in bursts across the PSN wrap",
+          "[peer][gso]") {
+  PairResult r = opcodes_across_psn_wrap({});
+  // The requester bursts WRITEs and SENDs, the responder READ responses; each receives the
+  // other's bursts coalesced (UDP_GRO on loopback hands a GSO send over whole).
+  for (const PeerResult* side : {&r.requester, &r.responder}) {
+    const uint64_t sends = stat_of(*side, "gso_sends");
+    CHECK(sends > 100);
+    CHECK(stat_of(*side, "gso_segments") > 2 * sends);
+    CHECK(stat_of(*side, "gso_segments") <= 8 * sends);
+    CHECK(stat_of(*side, "gro_buffers") > 100);
+    CHECK(stat_of(*side, "gro_segments") > 2 * stat_of(*side, "gro_buffers"));
+  }
+}
+
+TEST_CASE("VROCE_GSO=0: the same traffic one datagram per packet", "[peer][gso]") {
+  PairResult r = opcodes_across_psn_wrap({"VROCE_GSO=0"});
+  for (const PeerResult* side : {&r.requester, &r.responder}) {
+    CHECK(stat_of(*side, "gso_sends") == 0);
+    CHECK(stat_of(*side, "gso_segments") == 0);
+    CHECK(stat_of(*side, "gro_buffers") == 0);
+    CHECK(stat_of(*side, "gro_segments") == 0);
+  }
+}
+
 TEST_CASE("two processes: a bad rkey", "[peer][errors]") {
   PairSpec spec;
   spec.scenario = "bad_rkey";

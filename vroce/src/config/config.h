@@ -65,6 +65,10 @@ struct Config {
   // process may run on 4 or more CPUs, 0 below (on 2 cores a spinning thread only takes the CPU
   // from a program that busy-polls; measured by scripts/bench-perftest.sh).
   std::optional<uint32_t> spin_us;
+  // VROCE_GSO: send runs of packets to one peer as one UDP GSO send (UDP_SEGMENT) and receive
+  // with UDP_GRO, which cuts the kernel's per-datagram cost (core/gso_burst.h). The packets on
+  // the wire are the same either way; 0 sends and receives one datagram per packet.
+  bool gso = true;
   // VROCE_IDENTITY: the vendor and part ids ibv_query_device reports. vroce's own (default)
   // keeps plugins off mlx5-only paths (DEVX, mlx5dv) that vroce lacks; connectx7 presents
   // Mellanox's 0x02c9 / 4129 so that tools take their ConnectX paths (perftest's inline data).

@@ -275,6 +275,20 @@ Result<uint32_t> parse_spin_us(const std::string& text) {
       quoted(text));
 }
 
+Result<bool> parse_gso(const std::string& text) {
+  std::string_view value = trim(text);
+  if (value == "1") {
+    return true;
+  }
+  if (value == "0") {
+    return false;
+  }
+  return failure(
+      "VROCE_GSO is 1 (send bursts with UDP GSO, receive with UDP GRO) or 0 (one datagram per "
+      "packet), got " +
+      quoted(text));
+}
+
 Result<bool> parse_identity(const std::string& text) {
   std::string_view value = trim(text);
   if (value == "vroce") {
@@ -364,6 +378,7 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
   apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
         [&](uint32_t v) { config.spin_us = v; });
+  apply("VROCE_GSO", "1", parse_gso, [&](bool v) { config.gso = v; });
   apply("VROCE_IDENTITY", "vroce", parse_identity, [&](bool v) { config.connectx7_identity = v; });
   apply("VROCE_SYS_IMAGE_GUID", "each device's node_guid", parse_guid,
         [&](uint64_t v) { config.sys_image_guid = v; });

@@ -22,6 +22,8 @@ Result<double> parse_time_scale(const std::string& text);
 Result<uint8_t> parse_traffic_class(const std::string& text);
 Result<uint32_t> parse_stall_warn_ms(const std::string& text);
 Result<uint32_t> parse_spin_us(const std::string& text);
+// "1" -> true, "0" -> false (VROCE_GSO).
+Result<bool> parse_gso(const std::string& text);
 // "vroce" -> false, "connectx7" -> true.
 Result<bool> parse_identity(const std::string& text);
 Result<std::string> parse_path(const std::string& text);

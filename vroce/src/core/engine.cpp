@@ -28,6 +28,7 @@
 namespace vroce::transport {
 namespace {
 
+// The largest datagram accepted; larger ones are dropped as oversize_datagram.
 constexpr size_t kRxBufferSize = wire::kMaxPacketSize + 256;
 // One receive batch per round: the ACKs a batch owes go out before the next batch is read, so a
 // requester's window keeps moving while a long stream is received.
@@ -133,14 +134,9 @@ std::unique_ptr<Engine> Engine::start(DeviceState& device, int* error) {
 Engine::Engine(DeviceState& device, const FaultSpec& faults)
     : device_(device), port_counters_(device.port_counters()), faults_(faults) {
   tx_.resize(UdpPort::kMaxBatch);
+  tx_packets_.resize(UdpPort::kMaxBatch);
   out_.resize(UdpPort::kMaxBatch * 3);
-  rx_buffers_.resize(UdpPort::kMaxBatch);
-  rx_.resize(UdpPort::kMaxBatch);
-  for (size_t i = 0; i < UdpPort::kMaxBatch; ++i) {
-    rx_buffers_[i].resize(kRxBufferSize);
-    rx_[i].data = rx_buffers_[i].data();
-    rx_[i].capacity = kRxBufferSize;
-  }
+  rx_.resize(UdpPort::kMaxBatch);  // datagrams per receive round, whether coalesced or not
   bounce_.resize(wire::kMaxPayload);
 }
 
@@ -153,7 +149,9 @@ int Engine::open(std::string* message) {
       *message = dev.name() + ": " + in_netns.error();
       return EPERM;
     }
-    rc = port_.open(dev.address(), dev.name(), message);
+    // GSO sends are formed only without fault injection (flush_tx); GRO works either way.
+    rc = port_.open(dev.address(), dev.name(), UdpPort::Options{kRxBufferSize, config().gso},
+                    message);
   }
   if (rc != 0) {
     return rc;
@@ -586,12 +584,12 @@ void Engine::activate(Qp* qp) noexcept {
 
 void Engine::receive_pass(bool* more_waiting) {
   for (size_t pass = 0; pass < kRxBatchesPerPass; ++pass) {
-    size_t n = port_.receive(rx_.data(), rx_.size());
+    size_t n = port_.receive(rx_);
     if (n == 0) {
       return;
     }
-    // A full batch may have left more in the socket; a partial one drained it.
-    *more_waiting = n == rx_.size();
+    // A full batch may have left more in the socket, or a coalesced one more datagrams.
+    *more_waiting = port_.more_waiting();
     // A port taken DOWN by an injected PORT_ERR has no link: nothing reaches it until
     // PORT_ACTIVE (the peer's requester retransmits, as over a real link flap).
     if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {
@@ -613,7 +611,7 @@ void Engine::receive_pass(bool* more_waiting) {
       }
       dispatch(d.data, d.length, d.src, d.dst, d.traffic_class);
     }
-    if (n < rx_.size()) {
+    if (!port_.more_waiting()) {
       return;
     }
   }
@@ -780,17 +778,19 @@ void Engine::flush_tx(AckHold hold) {
     send_with_faults(tx_count_);
   } else {
     for (size_t i = 0; i < tx_count_; ++i) {
-      const TxSlot& slot = tx_[i];
-      out_[i] = OutDatagram{slot.data,
-                            slot.length,
-                            &slot.path->addr,
-                            slot.path->addr_len,
-                            traffic_class_for(slot),
-                            slot.path->hop_limit};
+      TxSlot& slot = tx_[i];
+      tx_packets_[i] = TxPacket{slot.data,
+                                slot.length,
+                                &slot.path->addr,
+                                slot.path->addr_len,
+                                traffic_class_for(slot),
+                                slot.path->hop_limit};
     }
-    size_t n = tx_count_;
+    // Runs of packets become UDP GSO sends (core/gso_burst.h), the rest single datagrams.
+    size_t messages =
+        gso_bursts_.form(std::span(tx_packets_.data(), tx_count_), port_.gso(), out_.data());
     size_t refused = 0;
-    port_.send(out_.data(), n, &refused);
+    port_.send(out_.data(), messages, &refused);
     stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
     port_counters_.add(PortCounter::PortXmitDiscards, refused);
   }

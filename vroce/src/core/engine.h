@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/fault_injector.h"
+#include "core/gso_burst.h"
 #include "core/port_counters.h"
 #include "core/qp_transport.h"
 #include "core/stats.h"
@@ -208,11 +209,12 @@ class Engine {
   std::vector<Qp*> active_;
   std::vector<TxSlot> tx_;  // kMaxBatch slots
   size_t tx_count_ = 0;
+  std::vector<TxPacket> tx_packets_;  // the batch as flush_tx hands it to gso_bursts_
+  GsoBursts gso_bursts_;
   std::vector<OutDatagram> out_;
   std::deque<Delayed> delayed_;
   std::unique_ptr<Delayed> held_;  // a packet reordered behind the next one
-  std::vector<std::vector<uint8_t>> rx_buffers_;
-  std::vector<InDatagram> rx_;
+  std::vector<InDatagram> rx_;     // point into port_'s buffers
   std::vector<uint8_t> bounce_;
   Clock::time_point armed_deadline_{};
   bool timer_armed_ = false;

@@ -131,6 +131,10 @@ std::string stats_json() {
   append_value(out, "spin_backoffs", s.spin_backoffs.get());
   append_value(out, "acks_held", s.acks_held.get());
   append_value(out, "progress_thread_cpu_us", s.progress_thread_cpu_us.get());
+  append_value(out, "gso_sends", s.gso_sends.get());
+  append_value(out, "gso_segments", s.gso_segments.get());
+  append_value(out, "gro_buffers", s.gro_buffers.get());
+  append_value(out, "gro_segments", s.gro_segments.get());
   append_value(out, "cuda_copies_to_device", s.cuda_copies_to_device.get());
   append_value(out, "cuda_copies_from_device", s.cuda_copies_from_device.get());
   append_value(out, "cuda_copy_bytes", s.cuda_copy_bytes.get());
@@ -173,6 +177,10 @@ void stats_reset() noexcept {
   s.spin_backoffs.reset();
   s.acks_held.reset();
   s.progress_thread_cpu_us.reset();
+  s.gso_sends.reset();
+  s.gso_segments.reset();
+  s.gro_buffers.reset();
+  s.gro_segments.reset();
   s.cuda_copies_to_device.reset();
   s.cuda_copies_from_device.reset();
   s.cuda_copy_bytes.reset();

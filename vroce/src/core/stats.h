@@ -84,6 +84,10 @@ struct Stats {
   Counter spin_backoffs;           // spins given up because the progress thread was preempted
   Counter acks_held;               // ACKs left for the next engine entry (Engine::hold_acks)
   Counter progress_thread_cpu_us;  // CPU time of progress threads that have stopped
+  Counter gso_sends;               // UDP GSO sends (UDP_SEGMENT), each a burst of 2..8 packets
+  Counter gso_segments;            // packets sent in them
+  Counter gro_buffers;             // received buffers the kernel coalesced (UDP_GRO), 2+ datagrams
+  Counter gro_segments;            // datagrams in them
   Counter cuda_copies_to_device;   // driver copies into CUDA memory (each with its synchronisation)
   Counter cuda_copies_from_device;  // driver copies out of CUDA memory
   Counter cuda_copy_bytes;          // bytes those copies moved

@@ -2,18 +2,23 @@
 
 #include <arpa/inet.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
+#include "core/stats.h"
 #include "util/log.h"
 
 namespace vroce::transport {
 namespace {
 
 constexpr uint16_t kRocePort = 4791;
+// A coalesced (UDP_GRO) buffer holds at most one IP datagram's worth.
+constexpr size_t kGroBufferSize = 65536;
 
 std::string address_text(const sockaddr_storage& addr) {
   char buf[INET6_ADDRSTRLEN] = "?";
@@ -23,6 +28,17 @@ std::string address_text(const sockaddr_storage& addr) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, buf, sizeof(buf));
   }
   return buf;
+}
+
+// Writes one control message at `at` (aligned for cmsghdr) and returns where the next one goes.
+uint8_t* put_cmsg(uint8_t* at, int level, int type, const void* data, size_t length) {
+  cmsghdr c{};
+  c.cmsg_level = level;
+  c.cmsg_type = type;
+  c.cmsg_len = CMSG_LEN(length);
+  std::memcpy(at, &c, sizeof(c));
+  std::memcpy(at + CMSG_LEN(0), data, length);
+  return at + CMSG_SPACE(length);
 }
 
 int set_int(int fd, int level, int name, int value) {
@@ -51,8 +67,10 @@ UdpPort::~UdpPort() {
 }
 
 int UdpPort::open(const sockaddr_storage& local, const std::string& device_name,
-                  std::string* message) {
+                  const Options& options, std::string* message) {
   family_ = local.ss_family;
+  device_name_ = device_name;
+  max_datagram_ = options.max_datagram;
   if (family_ != AF_INET && family_ != AF_INET6) {
     *message = "device " + device_name + " has no IPv4 or IPv6 address to bind";
     return EINVAL;
@@ -109,117 +127,234 @@ int UdpPort::open(const sockaddr_storage& local, const std::string& device_name,
     fd_ = -1;
     return err;
   }
+  probe_offloads(options.offloads);
+  rx_buffer_size_ = gro_ ? kGroBufferSize : max_datagram_;
+  rx_buffers_.resize(kMaxBatch * rx_buffer_size_);
   for (size_t i = 0; i < kMaxBatch; ++i) {
     tx_msgs_[i].msg_hdr.msg_iov = &tx_iov_[i];
     tx_msgs_[i].msg_hdr.msg_iovlen = 1;
     rx_msgs_[i].msg_hdr.msg_iov = &rx_iov_[i];
     rx_msgs_[i].msg_hdr.msg_iovlen = 1;
+    rx_iov_[i].iov_base = rx_buffers_.data() + i * rx_buffer_size_;
+    rx_iov_[i].iov_len = rx_buffer_size_;
   }
   return 0;
 }
 
+void UdpPort::probe_offloads(bool offloads) {
+  if (!offloads) {
+    return;  // VROCE_GSO=0
+  }
+  // UDP_SEGMENT set to 0 is the socket's default segment size, i.e. none: each GSO send names
+  // its own in a cmsg. Accepted, it says the kernel has UDP GSO.
+  std::string refused;
+  gso_ = set_int(fd_, SOL_UDP, UDP_SEGMENT, 0) == 0;
+  if (!gso_) {
+    refused = "UDP_SEGMENT (" + std::string(std::strerror(errno)) + ")";
+  }
+  gro_ = set_int(fd_, SOL_UDP, UDP_GRO, 1) == 0;
+  if (!gro_) {
+    refused +=
+        std::string(refused.empty() ? "" : " and ") + "UDP_GRO (" + std::strerror(errno) + ")";
+  }
+  if (!refused.empty()) {
+    VROCE_LOG(Info,
+              "device %s: the kernel refuses %s: %s one datagram per packet, as with VROCE_GSO=0 "
+              "(slower; the packets on the wire are the same)",
+              device_name_.c_str(), refused.c_str(),
+              gso_ ? "receiving" : (gro_ ? "sending" : "sending and receiving"));
+  }
+}
+
+void UdpPort::gso_refused(int error) {
+  gso_ = false;
+  VROCE_LOG(Info,
+            "device %s: the kernel refused a UDP GSO send (%s); sending one datagram per packet "
+            "from now on, as with VROCE_GSO=0 (the burst is lost and retransmitted)",
+            device_name_.c_str(), std::strerror(error));
+}
+
 size_t UdpPort::send(const OutDatagram* datagrams, size_t count, size_t* refused) {
   *refused = 0;
+  size_t taken = 0;
   size_t done = 0;
+  auto datagrams_in = [](const OutDatagram& d) {
+    return d.segment_count >= 2 ? d.segment_count : size_t{1};
+  };
   while (done < count) {
     size_t n = std::min(count - done, kMaxBatch);
     for (size_t i = 0; i < n; ++i) {
       const OutDatagram& d = datagrams[done + i];
       msghdr& h = tx_msgs_[i].msg_hdr;
-      tx_iov_[i].iov_base = const_cast<uint8_t*>(d.data);
-      tx_iov_[i].iov_len = d.length;
+      const bool burst = d.segment_count >= 2;
+      if (burst) {
+        h.msg_iov = const_cast<iovec*>(d.segments);
+        h.msg_iovlen = d.segment_count;
+      } else {
+        tx_iov_[i].iov_base = const_cast<uint8_t*>(d.data);
+        tx_iov_[i].iov_len = d.length;
+        h.msg_iov = &tx_iov_[i];
+        h.msg_iovlen = 1;
+      }
       h.msg_name = const_cast<sockaddr_storage*>(d.dst);
       h.msg_namelen = d.dst_len;
+      // Traffic class and hop limit, and for a GSO send its segment size, laid out back to back
+      // as CMSG_NXTHDR would walk them.
+      const int tclass = d.traffic_class;
+      const int hops = d.hop_limit;
+      const int ip_level = family_ == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+      uint8_t* at = tx_control_[i];
+      at = put_cmsg(at, ip_level, family_ == AF_INET ? IP_TOS : IPV6_TCLASS, &tclass, sizeof(int));
+      at = put_cmsg(at, ip_level, family_ == AF_INET ? IP_TTL : IPV6_HOPLIMIT, &hops, sizeof(int));
+      if (burst) {
+        at = put_cmsg(at, SOL_UDP, UDP_SEGMENT, &d.segment_size, sizeof(uint16_t));
+      }
       h.msg_control = tx_control_[i];
-      h.msg_controllen = CMSG_SPACE(sizeof(int)) * 2;
-      cmsghdr* c = CMSG_FIRSTHDR(&h);
-      int tclass = d.traffic_class;
-      int hops = d.hop_limit;
-      c->cmsg_level = family_ == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
-      c->cmsg_type = family_ == AF_INET ? IP_TOS : IPV6_TCLASS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &tclass, sizeof(int));
-      c = CMSG_NXTHDR(&h, c);
-      c->cmsg_level = family_ == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
-      c->cmsg_type = family_ == AF_INET ? IP_TTL : IPV6_HOPLIMIT;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &hops, sizeof(int));
+      h.msg_controllen = static_cast<size_t>(at - tx_control_[i]);
     }
     int sent = ::sendmmsg(fd_, tx_msgs_, static_cast<unsigned>(n), 0);
     if (sent > 0) {
+      for (int i = 0; i < sent; ++i) {
+        const OutDatagram& d = datagrams[done + static_cast<size_t>(i)];
+        taken += datagrams_in(d);
+        if (d.segment_count >= 2) {
+          stats().gso_sends.add();
+          stats().gso_segments.add(d.segment_count);
+        }
+      }
       done += static_cast<size_t>(sent);
       continue;
     }
     if (sent < 0 && errno == EINTR) {
       continue;
     }
-    // The first datagram of the batch was refused: count it as lost on the wire and go on.
-    static std::atomic<bool> logged{false};  // shared by the engines of all devices
-    if (!logged.exchange(true, std::memory_order_relaxed)) {
-      VROCE_LOG(Warn, "sendmmsg refused a packet (%s); treating it as wire loss",
-                std::strerror(errno));
-    }
-    ++*refused;
-    ++done;
-  }
-  return count - *refused;
-}
-
-size_t UdpPort::receive(InDatagram* datagrams, size_t count) {
-  count = std::min(count, kMaxBatch);
-  for (size_t i = 0; i < count; ++i) {
-    msghdr& h = rx_msgs_[i].msg_hdr;
-    rx_iov_[i].iov_base = datagrams[i].data;
-    rx_iov_[i].iov_len = datagrams[i].capacity;
-    h.msg_name = &datagrams[i].src;
-    h.msg_namelen = sizeof(sockaddr_storage);
-    h.msg_control = rx_control_[i];
-    h.msg_controllen = sizeof(rx_control_[i]);
-    h.msg_flags = 0;
-  }
-  int got;
-  do {
-    got = ::recvmmsg(fd_, rx_msgs_, static_cast<unsigned>(count), MSG_DONTWAIT, nullptr);
-  } while (got < 0 && errno == EINTR);
-  if (got <= 0) {
-    return 0;
-  }
-  for (int i = 0; i < got; ++i) {
-    InDatagram& d = datagrams[i];
-    msghdr& h = rx_msgs_[i].msg_hdr;
-    d.length = rx_msgs_[i].msg_len;
-    d.truncated = (h.msg_flags & MSG_TRUNC) != 0;
-    d.dst_known = false;
-    d.traffic_class = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
-      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-        in_pktinfo info;
-        std::memcpy(&info, CMSG_DATA(c), sizeof(info));
-        auto* dst = reinterpret_cast<sockaddr_in*>(&d.dst);
-        *dst = sockaddr_in{};
-        dst->sin_family = AF_INET;
-        dst->sin_port = htons(kRocePort);
-        dst->sin_addr = info.ipi_addr;
-        d.dst_known = true;
-      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-        in6_pktinfo info;
-        std::memcpy(&info, CMSG_DATA(c), sizeof(info));
-        auto* dst = reinterpret_cast<sockaddr_in6*>(&d.dst);
-        *dst = sockaddr_in6{};
-        dst->sin6_family = AF_INET6;
-        dst->sin6_port = htons(kRocePort);
-        dst->sin6_addr = info.ipi6_addr;
-        d.dst_known = true;
-      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
-        d.traffic_class = *CMSG_DATA(c);  // one byte
-      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
-        int tclass = 0;
-        std::memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
-        d.traffic_class = static_cast<uint8_t>(tclass);
+    // The first message of the batch was refused: count its datagrams as lost on the wire and
+    // go on.
+    const int error = errno;
+    const OutDatagram& d = datagrams[done];
+    // What only a GSO send meets (udp_send_skb): EINVAL when the route's MTU is below the
+    // segment or the segment count too high, EIO when the route cannot segment (IPsec).
+    const bool gso_only = d.segment_count >= 2 && (error == EINVAL || error == EIO);
+    if (gso_only) {
+      if (gso_) {
+        gso_refused(error);
+      }
+    } else {
+      static std::atomic<bool> logged{false};  // shared by the engines of all devices
+      if (!logged.exchange(true, std::memory_order_relaxed)) {
+        VROCE_LOG(Warn, "sendmmsg refused a packet (%s); treating it as wire loss",
+                  std::strerror(error));
       }
     }
+    *refused += datagrams_in(d);
+    ++done;
+    // With GSO off, the batch's later GSO sends are lost too (their ICRCs were patched for the
+    // IDs of a burst): RC retransmits them as plain datagrams.
+    while (!gso_ && done < count && datagrams[done].segment_count >= 2) {
+      *refused += datagrams[done].segment_count;
+      ++done;
+    }
   }
-  return static_cast<size_t>(got);
+  return taken;
+}
+
+size_t UdpPort::receive(std::span<InDatagram> out) {
+  size_t n = 0;
+  while (n < out.size()) {
+    if (rx_next_ == rx_got_) {
+      if (n > 0) {
+        break;  // what this call handed out lives in the buffers the next batch would reuse
+      }
+      rx_got_ = rx_next_ = rx_offset_ = 0;
+      rx_full_ = false;
+      for (size_t i = 0; i < kMaxBatch; ++i) {
+        msghdr& h = rx_msgs_[i].msg_hdr;
+        h.msg_name = &rx_meta_[i].src;
+        h.msg_namelen = sizeof(sockaddr_storage);
+        h.msg_control = rx_control_[i];
+        h.msg_controllen = sizeof(rx_control_[i]);
+        h.msg_flags = 0;
+      }
+      int got;
+      do {
+        got = ::recvmmsg(fd_, rx_msgs_, static_cast<unsigned>(kMaxBatch), MSG_DONTWAIT, nullptr);
+      } while (got < 0 && errno == EINTR);
+      if (got <= 0) {
+        break;
+      }
+      rx_got_ = static_cast<size_t>(got);
+      rx_full_ = rx_got_ == kMaxBatch;  // a full batch may have left more in the socket
+      for (size_t i = 0; i < rx_got_; ++i) {
+        parse_received(i);
+      }
+    }
+    // Hand out the next datagram of buffer rx_next_: all of it, or its next GRO segment.
+    const RxMessage& m = rx_meta_[rx_next_];
+    const mmsghdr& msg = rx_msgs_[rx_next_];
+    const size_t length = msg.msg_len;
+    const size_t segment = m.segment_size > 0 ? m.segment_size : length;
+    InDatagram& d = out[n++];
+    d.data = static_cast<uint8_t*>(rx_iov_[rx_next_].iov_base) + rx_offset_;
+    d.length = std::min(segment, length - rx_offset_);
+    const bool cut = (msg.msg_hdr.msg_flags & MSG_TRUNC) != 0;  // larger than the buffer
+    d.truncated = cut || d.length > max_datagram_;
+    d.src = m.src;
+    d.dst = m.dst;
+    d.dst_known = m.dst_known;
+    d.traffic_class = m.traffic_class;
+    rx_offset_ += d.length;
+    if (rx_offset_ >= length || cut) {
+      ++rx_next_;
+      rx_offset_ = 0;
+    }
+  }
+  return n;
+}
+
+void UdpPort::parse_received(size_t index) {
+  RxMessage& m = rx_meta_[index];
+  msghdr& h = rx_msgs_[index].msg_hdr;
+  m.dst_known = false;
+  m.traffic_class = 0;
+  m.segment_size = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+      in_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      auto* dst = reinterpret_cast<sockaddr_in*>(&m.dst);
+      *dst = sockaddr_in{};
+      dst->sin_family = AF_INET;
+      dst->sin_port = htons(kRocePort);
+      dst->sin_addr = info.ipi_addr;
+      m.dst_known = true;
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+      in6_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      auto* dst = reinterpret_cast<sockaddr_in6*>(&m.dst);
+      *dst = sockaddr_in6{};
+      dst->sin6_family = AF_INET6;
+      dst->sin6_port = htons(kRocePort);
+      dst->sin6_addr = info.ipi6_addr;
+      m.dst_known = true;
+    } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+      m.traffic_class = *CMSG_DATA(c);  // one byte
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+      int tclass = 0;
+      std::memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
+      m.traffic_class = static_cast<uint8_t>(tclass);
+    } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+      int segment = 0;
+      std::memcpy(&segment, CMSG_DATA(c), sizeof(segment));
+      m.segment_size = segment > 0 ? static_cast<size_t>(segment) : 0;
+    }
+  }
+  const size_t length = rx_msgs_[index].msg_len;
+  if (m.segment_size > 0 && m.segment_size < length) {
+    stats().gro_buffers.add();
+    stats().gro_segments.add((length + m.segment_size - 1) / m.segment_size);
+  } else {
+    m.segment_size = 0;
+  }
 }
 
 }  // namespace vroce::transport

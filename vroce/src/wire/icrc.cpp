@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 
 #include "wire/byte_order.h"
@@ -32,7 +33,54 @@ void mask_ip_header(IpFamily family, std::uint8_t* ip) noexcept {
   }
 }
 
+// The ID delta of one bit of the IPv4 ID: the raw CRC of the covered bytes (pseudo-LRH, IPv4 and
+// UDP headers, UDP payload less the ICRC) with every byte zero except that bit of the ID.
+std::uint32_t id_bit_delta(std::size_t udp_payload_len, unsigned bit) noexcept {
+  constexpr std::size_t kIdOffset = kPseudoLrhSize + 4;
+  std::array<std::uint8_t, kIdOffset + 2> head{};
+  store_be16(head.data() + kIdOffset, static_cast<std::uint16_t>(1u << bit));
+  std::uint32_t s = crc32_update(0, head.data(), head.size());
+  static constexpr std::array<std::uint8_t, 4096> kZeros{};
+  std::size_t rest = kIpv4HeaderSize - 6 + kUdpHeaderSize + udp_payload_len - kIcrcSize;
+  while (rest > 0) {
+    const std::size_t n = std::min(rest, kZeros.size());
+    s = crc32_update(s, kZeros.data(), n);
+    rest -= n;
+  }
+  return s;
+}
+
+// Direct-mapped by (length, bit); a slot holds (length + 1) << 36 | bit << 32 | delta, 0 when
+// empty. Threads that race on a slot only compute the same value twice.
+constexpr std::size_t kDeltaSlots = 1024;
+std::atomic<std::uint64_t> delta_cache[kDeltaSlots];
+
+std::uint32_t cached_id_bit_delta(std::size_t udp_payload_len, unsigned bit) noexcept {
+  if (udp_payload_len > 0xFFFF) {
+    return id_bit_delta(udp_payload_len, bit);
+  }
+  const std::uint64_t tag = (std::uint64_t{udp_payload_len} + 1) << 36 | std::uint64_t{bit} << 32;
+  std::atomic<std::uint64_t>& slot = delta_cache[(udp_payload_len * 16 + bit) % kDeltaSlots];
+  const std::uint64_t held = slot.load(std::memory_order_relaxed);
+  if ((held & ~std::uint64_t{0xFFFFFFFF}) == tag) {
+    return static_cast<std::uint32_t>(held);
+  }
+  const std::uint32_t delta = id_bit_delta(udp_payload_len, bit);
+  slot.store(tag | delta, std::memory_order_relaxed);
+  return delta;
+}
+
 }  // namespace
+
+std::uint32_t icrc_ipv4_id_delta(std::size_t udp_payload_len, std::uint16_t id) noexcept {
+  std::uint32_t delta = 0;
+  for (unsigned bit = 0; id != 0; ++bit, id = static_cast<std::uint16_t>(id >> 1)) {
+    if ((id & 1) != 0) {
+      delta ^= cached_id_bit_delta(udp_payload_len, bit);
+    }
+  }
+  return delta;
+}
 
 std::uint32_t icrc_begin(const FlowAddress& flow, std::size_t udp_payload_len) noexcept {
   std::array<std::uint8_t, kPseudoLrhSize + kIpv6HeaderSize + kUdpHeaderSize> buf;

@@ -8,7 +8,8 @@
 // - captured: the real headers of a captured packet (pcap-icrc-check);
 // - socket path: headers reconstructed from a FlowAddress, for vroce, which sends on unconnected
 //   UDP sockets with DF set, so an IPv4 header has ID 0 and flags DF; a receiver knows the
-//   addresses, ports (recvmsg + IP_PKTINFO) and the length.
+//   addresses, ports (recvmsg + IP_PKTINFO) and the length. The one exception is a segment of a
+//   UDP GSO burst, whose ID is its PSN modulo kBurstPsnBlock (below).
 // Both use the incremental CRC, so headers and payload pieces need not be contiguous.
 #pragma once
 
@@ -41,6 +42,27 @@ inline std::uint32_t icrc_update(std::uint32_t state,
 inline std::uint32_t icrc_final(std::uint32_t state) noexcept {
   return crc32_final(state);
 }
+
+// ---- the IPv4 ID of UDP GSO bursts ---------------------------------------------------------
+
+// vroce may send consecutive packets as one UDP GSO send (core/gso_burst.h), whose segments the
+// kernel gives IPv4 IDs 0, 1, 2, ... (an unconnected socket with DF set starts at 0). The ICRC
+// covers the ID, and a receiver never sees the IP header, so a burst starts at a PSN that is a
+// multiple of kBurstPsnBlock and holds at most that many packets: segment j then carries ID
+// burst_ipv4_id(psn) = j, which the receiver can tell from the BTH alone. A power of two, so the
+// 24-bit PSN wrap falls on a block boundary.
+inline constexpr std::uint32_t kBurstPsnBlock = 8;
+
+constexpr std::uint16_t burst_ipv4_id(std::uint32_t psn) noexcept {
+  return static_cast<std::uint16_t>(psn % kBurstPsnBlock);
+}
+
+// What XORed onto the socket-path ICRC (IPv4 ID 0) of a packet whose UDP payload is
+// udp_payload_len bytes gives its ICRC with IPv4 ID `id`, without reading the packet: CRC-32 is
+// affine, so ICRC(ID id) = ICRC(ID 0) ^ the raw CRC (zero initial value, no final xor) of a
+// message of the same length that is zero except for the ID. 0 for ID 0. Cached per length in a
+// small lock-free table shared by all threads, so a length costs one computation per ID bit.
+std::uint32_t icrc_ipv4_id_delta(std::size_t udp_payload_len, std::uint16_t id) noexcept;
 
 // ---- whole packets -------------------------------------------------------------------------
 
