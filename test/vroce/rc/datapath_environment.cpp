@@ -9,7 +9,7 @@ void roce_test_environment() {
   setenv("VROCE_DEVICES", roce::test::vroce_device_list({"vrA", "vrB"}).c_str(), 1);
   // The progress threads spin after activity here, as on a machine of 4 or more CPUs (the
   // default spins only there): so this suite, which the sanitizer builds run too, covers the
-  // spinning thread and the ACKs held for it, while the two-process suites cover the 2-core
+  // spinning thread racing the polling one, while the two-process suites cover the 2-core
   // default of no spin. The caller's own setting wins.
   setenv("VROCE_SPIN_US", "50", 0);
 }

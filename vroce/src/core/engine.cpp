@@ -203,7 +203,6 @@ Engine::~Engine() {
 int Engine::call(const std::function<int()>& fn) {
   std::lock_guard lock(mutex_);
   now_ = Clock::now();
-  flush_tx();  // held ACKs leave before the operation can destroy the QP they belong to
   int rc = fn();
   flush_tx();
   hand_over(!active_.empty());
@@ -265,7 +264,7 @@ void Engine::try_progress() noexcept {
   }
   std::lock_guard lock(mutex_, std::adopt_lock);
   // ACK timeouts are left to the progress thread, which knows whether it was scheduled.
-  hand_over(pump(true, false, AckHold::WhileSpinning));
+  hand_over(pump(true, false));
 }
 
 void Engine::wake() noexcept {
@@ -317,7 +316,7 @@ void Engine::run() {
         account_stall(t - observed);  // preempted between two rounds
       }
       observed = t;
-      more = pump(true, true, may_spin ? AckHold::UntilDue : AckHold::Never);
+      more = pump(true, true);
       if (more) {
         continue;
       }
@@ -342,7 +341,6 @@ void Engine::run() {
     // anyway), so spinning then stays off for kSpinBackoff.
     int n = 0;
     Clock::time_point spin_end = Clock::now() + spin;
-    spinning_.store(may_spin, std::memory_order_seq_cst);
     while (may_spin && !stop_.load(std::memory_order_relaxed) &&
            !kick_pending_.load(std::memory_order_seq_cst)) {
       n = ::epoll_wait(epoll_fd_, events, 4, 0);
@@ -358,16 +356,12 @@ void Engine::run() {
         stats().spin_backoffs.add();
         break;
       }
-      if (n != 0 || t >= spin_end || held_acks_due(t)) {
+      if (n != 0 || t >= spin_end) {
         break;
       }
     }
-    // Pairs with hold_acks: a thread that held ACKs after this store finds the thread not
-    // spinning and sends them itself; one that held them before is seen here, and the next
-    // round sends them.
-    spinning_.store(false, std::memory_order_seq_cst);
     if (n == 0 && !kick_pending_.load(std::memory_order_seq_cst) &&
-        !acks_held_.load(std::memory_order_seq_cst) && !stop_.load(std::memory_order_relaxed)) {
+        !stop_.load(std::memory_order_relaxed)) {
       sleeping_.store(true, std::memory_order_seq_cst);
       if (!kick_pending_.load(std::memory_order_seq_cst) &&
           !stop_.load(std::memory_order_seq_cst)) {
@@ -526,7 +520,7 @@ void Engine::account_stall(std::chrono::nanoseconds stolen) {
   }
 }
 
-bool Engine::pump(bool receive, bool timeouts, AckHold hold) {
+bool Engine::pump(bool receive, bool timeouts) {
   now_ = Clock::now();
   if (kick_pending_.exchange(false, std::memory_order_seq_cst)) {
     take_kicks();
@@ -545,7 +539,7 @@ bool Engine::pump(bool receive, bool timeouts, AckHold hold) {
   }
   timer_pass(timeouts);
   transmit_pass();
-  flush_tx(hold);
+  flush_tx();
   // Only work left right now counts: waking the progress thread for a drained socket would
   // cost a context switch per packet while a program busy-polls.
   return more_waiting || !active_.empty();
@@ -765,10 +759,10 @@ void Engine::on_congestion_experienced(Qp& qp) {
   }
 }
 
-void Engine::flush_tx(AckHold hold) {
+void Engine::flush_tx() {
   // No packet leaves, an ACK above all, before the bytes received so far are in device memory.
   flush_device_writes();
-  if (tx_count_ == 0 || hold_acks(hold)) {
+  if (tx_count_ == 0) {
     return;
   }
   if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {  // no link: see receive_pass
@@ -795,42 +789,6 @@ void Engine::flush_tx(AckHold hold) {
     port_counters_.add(PortCounter::PortXmitDiscards, refused);
   }
   tx_count_ = 0;
-  if (held_acks_ != 0) {
-    held_acks_ = 0;
-    acks_held_.store(false, std::memory_order_release);
-  }
-}
-
-bool Engine::hold_acks(AckHold hold) {
-  // A responder's ACK need not leave on its own: held until the next entry, it goes out in the
-  // same batch as the reply a program posts after seeing the completion, one system call instead
-  // of two. It still goes first, so the requester sees its send complete before the reply
-  // arrives, as from a NIC, which ACKs before its host can react (perftest sizes its CQs on
-  // that). ACKs held by an earlier entry go now, so a polling program never keeps them past its
-  // next poll, and the progress thread sends them by kAckHold if nobody enters; the requester's
-  // timers are far longer.
-  if (hold == AckHold::Never || held_acks_ != 0 || faults_.enabled()) {
-    return false;
-  }
-  for (size_t i = 0; i < tx_count_; ++i) {
-    if (tx_[i].meta.cls != PacketClass::Ack) {
-      return false;
-    }
-  }
-  acks_due_ns_.store((now_ + kAckHold).time_since_epoch().count(), std::memory_order_relaxed);
-  acks_held_.store(true, std::memory_order_seq_cst);
-  if (hold == AckHold::WhileSpinning && !spinning_.load(std::memory_order_seq_cst)) {
-    acks_held_.store(false, std::memory_order_relaxed);  // nobody would send them: send now
-    return false;
-  }
-  held_acks_ = tx_count_;
-  stats().acks_held.add(tx_count_);
-  return true;
-}
-
-bool Engine::held_acks_due(Clock::time_point t) const noexcept {
-  return acks_held_.load(std::memory_order_acquire) &&
-         t.time_since_epoch().count() >= acks_due_ns_.load(std::memory_order_relaxed);
 }
 
 void Engine::send_with_faults(size_t count) {

@@ -111,13 +111,7 @@ class Engine {
   // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
   // is more to do right away. Needs the mutex.
   // ACK timeouts are declared only when `timeouts` (the progress thread).
-  // Whether an entry that produced only ACKs may leave them queued (see flush_tx).
-  enum class AckHold {
-    Never,          // control operations, a full batch: everything leaves now
-    WhileSpinning,  // a polling thread: only while the progress thread spins and will send them
-    UntilDue,       // the progress thread, which spins next and sends them by their due time
-  };
-  bool pump(bool receive, bool timeouts, AckHold hold);
+  bool pump(bool receive, bool timeouts);
   // Some QP's ACK timer runs / has passed its deadline. Need the mutex.
   bool any_ack_timer() const;
   // VROCE_SPIN_US, or when unset kDefaultSpinUs with at least kSpinMinCpus usable CPUs, else 0.
@@ -143,9 +137,7 @@ class Engine {
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
-  void flush_tx(AckHold hold = AckHold::Never);
-  bool hold_acks(AckHold hold);
-  bool held_acks_due(Clock::time_point t) const noexcept;
+  void flush_tx();
   void send_with_faults(size_t count);
   void send_held();
   void timer_pass(bool timeouts);
@@ -185,15 +177,6 @@ class Engine {
 
   // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};
-  // ACK holding (see flush_tx): an engine entry that produced nothing but ACKs may leave them for
-  // the next entry, so the reply a program posts next leaves first; the progress thread sends
-  // them by kAckHold at the latest. Only while the progress thread spins (spinning_), since a
-  // sleeping one would have to be woken, which costs more than the ACK's send.
-  std::atomic<bool> spinning_{false};
-  std::atomic<bool> acks_held_{false};
-  std::atomic<int64_t> acks_due_ns_{0};  // Clock time by which the held ACKs go out
-  size_t held_acks_ = 0;                 // tx_[0, held_acks_) are held ACKs; under mutex_
-  static constexpr std::chrono::microseconds kAckHold{5};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> eventfd_signalled_{false};
   // The progress thread sleeps with no port counter publication pending (VROCE_SYSFS_ROOT).

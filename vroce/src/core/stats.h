@@ -82,7 +82,6 @@ struct Stats {
   Counter ack_timeouts;            // local ACK timer expirations
   Counter scheduling_stalls;       // times a progress thread found it had not been scheduled
   Counter spin_backoffs;           // spins given up because the progress thread was preempted
-  Counter acks_held;               // ACKs left for the next engine entry (Engine::hold_acks)
   Counter progress_thread_cpu_us;  // CPU time of progress threads that have stopped
   Counter gso_sends;               // UDP GSO sends (UDP_SEGMENT), each a burst of 2..8 packets
   Counter gso_segments;            // packets sent in them
