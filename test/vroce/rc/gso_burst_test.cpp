@@ -157,7 +157,7 @@ TEST_CASE("an aligned run of one QP bursts by 8, each segment sealed for IPv4 ID
     for (size_t j = 0; j < d.segment_count; ++j) {
       const auto& seg = d.segments[j];
       const auto* p = static_cast<const uint8_t*>(seg.iov_base);
-      const uint32_t psn = wire::load_be24(p + 9);
+      const uint32_t psn = wire::bth_psn(p);
       CAPTURE(psn);
       CHECK(psn % 8 == j);
       // Exact on the wire: the ICRC over the header the kernel gives segment j (ID j).

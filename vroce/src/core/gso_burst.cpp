@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "wire/byte_order.h"
+#include "wire/headers.h"
 #include "wire/icrc.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
+#include "wire/psn.h"
 
 namespace vroce::transport {
 namespace {
@@ -16,10 +18,10 @@ static_assert(wire::kBurstPsnBlock * wire::kMaxPacketSize <= 65507);
 
 // The BTH fields a burst is formed by (every packet the engine built has a BTH).
 uint32_t dest_qp_of(const TxPacket& p) noexcept {
-  return wire::load_be24(p.data + 5);
+  return wire::bth_dest_qp(p.data);
 }
 uint32_t psn_of(const TxPacket& p) noexcept {
-  return wire::load_be24(p.data + 9);
+  return wire::bth_psn(p.data);
 }
 const wire::OpcodeTraits& traits_of(const TxPacket& p) noexcept {
   return wire::opcode_traits(p.data[0]);
@@ -48,7 +50,7 @@ size_t GsoBursts::burst_length(std::span<const TxPacket> packets, size_t first) 
       break;
     }
     if (ipv4 && (dest_qp_of(p) != dest_qp_of(head) || traits_of(p).direction != traits.direction ||
-                 psn_of(p) != ((psn_of(head) + n) & 0xFFFFFF))) {
+                 psn_of(p) != wire::psn_add(psn_of(head), static_cast<int64_t>(n)))) {
       break;
     }
     ++n;

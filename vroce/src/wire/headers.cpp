@@ -35,9 +35,9 @@ std::optional<Bth> decode_bth(std::span<const std::uint8_t> in) noexcept {
   h.pkey = load_be16(p + 2);
   h.fecn = (p[4] & 0x80) != 0;
   h.becn = (p[4] & 0x40) != 0;
-  h.dest_qp = load_be24(p + 5);
+  h.dest_qp = bth_dest_qp(p);
   h.ack_req = (p[8] & 0x80) != 0;
-  h.psn = load_be24(p + 9);
+  h.psn = bth_psn(p);
   return h;
 }
 

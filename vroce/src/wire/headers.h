@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 
+#include "wire/byte_order.h"
 #include "wire/opcode.h"
 
 namespace vroce::wire {
@@ -143,6 +144,14 @@ std::size_t encode_atomic_ack_eth(const AtomicAckEth& h, std::span<std::uint8_t>
 std::size_t encode_ieth(const Ieth& h, std::span<std::uint8_t> out) noexcept;
 
 std::optional<Bth> decode_bth(std::span<const std::uint8_t> in) noexcept;
+// Single BTH fields of a packet already known to hold a BTH (kBthSize bytes at `bth`), for the
+// paths that need one field and not the whole decode: forming GSO bursts, the ICRC's PSN rule.
+inline std::uint32_t bth_dest_qp(const std::uint8_t* bth) noexcept {
+  return load_be24(bth + 5);
+}
+inline std::uint32_t bth_psn(const std::uint8_t* bth) noexcept {
+  return load_be24(bth + 9);
+}
 std::optional<Reth> decode_reth(std::span<const std::uint8_t> in) noexcept;
 std::optional<ImmDt> decode_immdt(std::span<const std::uint8_t> in) noexcept;
 std::optional<Aeth> decode_aeth(std::span<const std::uint8_t> in) noexcept;

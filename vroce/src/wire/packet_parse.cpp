@@ -48,7 +48,7 @@ bool burst_segment_icrc(const FlowAddress& flow, ByteSpan udp_payload, std::uint
   if (flow.family != IpFamily::V4) {
     return false;
   }
-  const std::uint16_t id = burst_ipv4_id(load_be24(udp_payload.data() + 9));  // the BTH's PSN
+  const std::uint16_t id = burst_ipv4_id(bth_psn(udp_payload.data()));
   return id != 0 && (computed ^ icrc_ipv4_id_delta(udp_payload.size(), id)) == stored;
 }
 
