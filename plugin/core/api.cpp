@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/comm.h"
-#include "core/datapath/api_test.h"
+#include "core/datapath/api_data_path.h"
 #include "core/datapath/data_path_limits.h"
 #include "core/datapath/recv_comm.h"
 #include "core/datapath/request.h"
@@ -37,7 +37,7 @@ CommContext* find_context(void* ctx) {
   return g_contexts.count(ctx) != 0 ? static_cast<CommContext*>(ctx) : nullptr;
 }
 
-ncclResult_t not_a(const char* entry, const char* what, const void* handle) {
+ncclResult_t not_a(const char* entry, const char* what, const void* handle) noexcept {
   ROCE_WARN(NCCL_NET,
             "{}: {} is not a live RoCE {}; it was closed already or belongs to another "
             "plugin",
@@ -272,25 +272,6 @@ ncclResult_t dereg_mr(void* handle, void* mhandle) {
   return ncclSuccess;
 }
 
-ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* mhandle, void* phandle,
-                   void** request) {
-  Comm* comm = Comm::from_handle(handle, CommKind::Send);
-  if (comm == nullptr) [[unlikely]] {
-    return not_a("isend", "send comm", handle);
-  }
-  return static_cast<SendComm*>(comm)->isend(data, size, tag, static_cast<MrHandle*>(mhandle),
-                                             phandle, request);
-}
-
-ncclResult_t irecv(void* handle, int n, void** data, const size_t* sizes, const int* tags,
-                   void** mhandles, void** phandles, void** request) {
-  Comm* comm = Comm::from_handle(handle, CommKind::Recv);
-  if (comm == nullptr) [[unlikely]] {
-    return not_a("irecv", "recv comm", handle);
-  }
-  return static_cast<RecvComm*>(comm)->irecv(n, data, sizes, tags, mhandles, phandles, request);
-}
-
 void set_profiler(ncclProfilerCallback_t profiler) noexcept {
   telemetry::set_profiler(profiler);
 }
@@ -302,6 +283,10 @@ ncclResult_t iflush(void* handle, int n, void** data, const int* sizes, void** m
     return not_a("iflush", "recv comm", handle);
   }
   return static_cast<RecvComm*>(comm)->iflush(n, data, sizes, mhandles, request);
+}
+
+ncclResult_t not_a_comm(const char* entry, const char* what, const void* handle) noexcept {
+  return not_a(entry, what, handle);
 }
 
 ncclResult_t not_in_flight(void* request) noexcept {

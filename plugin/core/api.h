@@ -68,18 +68,11 @@ ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint
                            void** mhandle);
 ncclResult_t dereg_mr(void* handle, void* mhandle);
 
-// The data path. *request is set (nullptr: cannot post now, try again). Sizes are already
-// checked against the limits by abi/.
-// phandle(s): NCCL's profiler handles (v10+), or nullptr.
-ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* mhandle, void* phandle,
-                   void** request);
-ncclResult_t irecv(void* handle, int n, void** data, const size_t* sizes, const int* tags,
-                   void** mhandles, void** phandles, void** request);
+// The data path (isend, irecv, test): inline, in core/datapath/api_data_path.h.
 // The profiler callback NCCL passed to init (v10+).
 void set_profiler(ncclProfilerCallback_t profiler) noexcept;
 ncclResult_t iflush(void* handle, int n, void** data, const int* sizes, void** mhandles,
                     void** request);
-// test(): inline, in core/datapath/api_test.h.
 ncclResult_t irecv_consumed(void* handle, int n, void* request);
 ncclResult_t get_device_mr(void* handle, void* mhandle, void** dptr_mhandle);
 

@@ -33,18 +33,4 @@ std::string Comm::fabric_context() const noexcept {
   }
 }
 
-Comm* Comm::from_any_handle(void* handle) noexcept {
-  // The live mark first: a closed comm is a dead object, not to be called even to read its tag.
-  if (handle == nullptr || !recycled::is_live(handle)) {
-    return nullptr;
-  }
-  auto* comm = static_cast<Comm*>(handle);
-  return comm->valid() ? comm : nullptr;
-}
-
-Comm* Comm::from_handle(void* handle, CommKind kind) noexcept {
-  Comm* comm = from_any_handle(handle);
-  return comm != nullptr && comm->kind() == kind ? comm : nullptr;
-}
-
 }  // namespace roce

@@ -65,9 +65,20 @@ class Comm {
     recycled::release(block, size);
   }
 
-  // The Comm behind a pointer NCCL gave back, if it is one of ours of that kind, else nullptr.
-  static Comm* from_handle(void* handle, CommKind kind) noexcept;
-  static Comm* from_any_handle(void* handle) noexcept;
+  // The Comm behind a pointer NCCL gave back, if it is one of ours (of that kind), else nullptr.
+  // Inline: isend and irecv ask on every call. The live mark first: a closed comm is a dead
+  // object, not to be called even to read its tag.
+  static Comm* from_any_handle(void* handle) noexcept {
+    if (handle == nullptr || !recycled::is_live(handle)) [[unlikely]] {
+      return nullptr;
+    }
+    auto* comm = static_cast<Comm*>(handle);
+    return comm->valid() ? comm : nullptr;
+  }
+  static Comm* from_handle(void* handle, CommKind kind) noexcept {
+    Comm* comm = from_any_handle(handle);
+    return comm != nullptr && comm->kind() == kind ? comm : nullptr;
+  }
 
  protected:
   Comm(CommKind kind, std::shared_ptr<DeviceRuntime> device)

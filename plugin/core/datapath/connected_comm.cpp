@@ -33,20 +33,19 @@ ncclResult_t ConnectedComm::count_failure(ncclResult_t result) noexcept {
   return result;
 }
 
-int ConnectedComm::fail_poll(int got) noexcept {
-  fail(ncclSystemError, "polling cq {} failed ({}); the device may have failed", cq_->id(), got);
-  return -1;
+ncclResult_t ConnectedComm::fail_poll(int got) noexcept {
+  return fail(ncclSystemError, "polling cq {} failed ({}); the device may have failed", cq_->id(),
+              got);
 }
 
-int ConnectedComm::fail_completion(const ibv_wc& wc) noexcept {
+ncclResult_t ConnectedComm::fail_completion(const ibv_wc& wc) noexcept {
   const CompletionStatusInfo info = completion_status_info(wc.status);
-  fail(info.result,
-       "completion error {} ({}), vendor_err 0x{:x}, opcode {}, qp 0x{:x}; local gid {} "
-       "(index {}) {} {}; {}",
-       info.name, static_cast<int>(wc.status), wc.vendor_err, static_cast<int>(wc.opcode),
-       wc.qp_num, device().gid_text(), device().gid_index(), kind() == CommKind::Send ? "->" : "<-",
-       peer_, info.hint);
-  return -1;
+  return fail(info.result,
+              "completion error {} ({}), vendor_err 0x{:x}, opcode {}, qp 0x{:x}; local gid {} "
+              "(index {}) {} {}; {}",
+              info.name, static_cast<int>(wc.status), wc.vendor_err, static_cast<int>(wc.opcode),
+              wc.qp_num, device().gid_text(), device().gid_index(),
+              kind() == CommKind::Send ? "->" : "<-", peer_, info.hint);
 }
 
 ncclResult_t ConnectedComm::run_health_checks() noexcept {

@@ -55,20 +55,14 @@ class ConnectedComm : public Comm {
     return ncclSuccess;
   }
 
-  // Up to kPollBatch completions into wcs_: how many, all successful; or -1 when the poll failed
-  // or one of them is in error, the comm's failure then being recorded and logged.
-  int poll_completions() noexcept {
-    const int got = cq_->poll(kPollBatch, wcs_.data());
-    if (got < 0) [[unlikely]] {
-      return fail_poll(got);
-    }
-    for (int k = 0; k < got; ++k) {
-      if (wcs_[static_cast<size_t>(k)].status != IBV_WC_SUCCESS) [[unlikely]] {
-        return fail_completion(wcs_[static_cast<size_t>(k)]);
-      }
-    }
-    return got;
-  }
+  // One poll of the CQ: up to kPollBatch completions into wcs_; their count (0 for most polls),
+  // or negative when the poll failed. Each side's on_completions() looks at them.
+  int poll_cq() noexcept { return cq_->poll(kPollBatch, wcs_.data()); }
+
+  // A failed poll (poll_cq() < 0) or a completion in error: the comm's failure, recorded and
+  // logged. Each side checks every completion's status as it handles it.
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_poll(int got) noexcept;
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_completion(const ibv_wc& wc) noexcept;
 
   // Cheap unless the device's async-event thread has moved checks_due() since the last look (an
   // event, or another check interval gone by): then the fatal marks and the side's stalls.
@@ -109,8 +103,6 @@ class ConnectedComm : public Comm {
 
  private:
   [[gnu::cold, gnu::noinline]] ncclResult_t count_failure(ncclResult_t result) noexcept;
-  [[gnu::cold, gnu::noinline]] int fail_poll(int got) noexcept;
-  [[gnu::cold, gnu::noinline]] int fail_completion(const ibv_wc& wc) noexcept;
   [[gnu::noinline]] ncclResult_t run_health_checks() noexcept;
 };
 

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "core/datapath/data_path_limits.h"
@@ -62,8 +63,23 @@ struct CtsBuffer {
   uint32_t rkey;
   int32_t tag;
 };
-size_t fill_cts_slot(std::span<CtsEntry> out, std::span<const CtsBuffer> buffers, uint64_t seq,
-                     uint16_t request) noexcept;
+// Inline: irecv fills one slot per call.
+inline size_t fill_cts_slot(std::span<CtsEntry> out, std::span<const CtsBuffer> buffers,
+                            uint64_t seq, uint16_t request) noexcept {
+  const auto n = static_cast<uint8_t>(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    CtsEntry& e = out[i];
+    e.addr = buffers[i].addr;
+    e.size = buffers[i].size;
+    e.rkey = buffers[i].rkey;
+    e.tag = buffers[i].tag;
+    e.request = request;
+    e.count = n;
+    e.reserved = 0;
+    e.seq = seq;
+  }
+  return buffers.size() * sizeof(CtsEntry);
+}
 
 enum class CtsSlotState {
   NotReady,  // the receiver has not written this slot yet (or the write is still landing)
@@ -94,6 +110,22 @@ ROCE_READS_NIC_MEMORY inline CtsSlotState check_cts_slot(const CtsEntry* slot,
   }
   *count = n;
   return CtsSlotState::Ready;
+}
+
+// A copy of one entry of a slot check_cts_slot found Ready, so the ring slot may be rewritten
+// later. The ring is NIC-written memory: copied word by word through volatile reads (never a
+// library memcpy), after check_cts_slot's acquire load of the sequences.
+ROCE_READS_NIC_MEMORY inline CtsEntry read_cts_entry(const CtsEntry* entry) noexcept {
+  static_assert(sizeof(CtsEntry) % sizeof(uint64_t) == 0);
+  constexpr size_t kWords = sizeof(CtsEntry) / sizeof(uint64_t);
+  const auto* from = reinterpret_cast<const volatile uint64_t*>(entry);
+  uint64_t words[kWords];
+  for (size_t w = 0; w < kWords; ++w) {
+    words[w] = from[w];
+  }
+  CtsEntry copy;
+  std::memcpy(&copy, words, sizeof copy);  // not through a uint64_t*: that would break aliasing
+  return copy;
 }
 
 }  // namespace roce

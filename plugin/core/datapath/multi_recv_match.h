@@ -18,20 +18,12 @@ namespace roce {
 
 class PendingMultiRecv {
  public:
-  // Takes the n entries of a ready CTS slot (copied, so the ring slot may be rewritten later).
-  // The ring is NIC-written memory: copied word by word through volatile reads (never a library
-  // memcpy), after check_cts_slot's acquire load of the sequences.
-  ROCE_READS_NIC_MEMORY void load(const CtsEntry* slot, int count) noexcept {
+  // Takes the n entries of a ready CTS slot (copied: read_cts_entry).
+  void load(const CtsEntry* slot, int count) noexcept {
     count_ = count;
     matched_mask_ = 0;
-    static_assert(sizeof(CtsEntry) % sizeof(uint64_t) == 0);
-    constexpr size_t kWords = sizeof(CtsEntry) / sizeof(uint64_t);
     for (int i = 0; i < count; ++i) {
-      const auto* from = reinterpret_cast<const volatile uint64_t*>(&slot[i]);
-      auto* to = reinterpret_cast<uint64_t*>(&entries_[static_cast<size_t>(i)]);
-      for (size_t w = 0; w < kWords; ++w) {
-        to[w] = from[w];
-      }
+      entries_[static_cast<size_t>(i)] = read_cts_entry(&slot[i]);
     }
   }
 

@@ -65,7 +65,8 @@ RecvComm::~RecvComm() {
   qps_.clear();
 }
 
-ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int* tags,
+template <typename Size>
+ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* tags,
                              void* const* mhandles, void* const* phandles,
                              void** request) noexcept {
   if (failed()) [[unlikely]] {
@@ -84,19 +85,19 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   for (int i = 0; i < n; ++i) {
     const auto addr = reinterpret_cast<uintptr_t>(data[i]);
     const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
+    const auto size = static_cast<uint32_t>(sizes[i]);
     uint32_t rkey = 0;
-    if (sizes[i] > 0) {
-      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, sizes[i])) [[unlikely]] {
+    if (size > 0) {
+      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
         ROCE_WARN(NCCL_NET,
                   "recv comm on {}: irecv buffer {} [0x{:x}, +{}) is not covered by its memory "
                   "handle; register the buffer on this comm's device",
-                  device().name(), i, addr, sizes[i]);
+                  device().name(), i, addr, size);
         return ncclInvalidArgument;
       }
       rkey = mh->rkey;
     }
-    buffers[static_cast<size_t>(i)] =
-        CtsBuffer{addr, static_cast<uint32_t>(sizes[i]), rkey, tags[i]};
+    buffers[static_cast<size_t>(i)] = CtsBuffer{addr, size, rkey, tags[i]};
   }
   const auto index = requests_.take();
   if (!index) {
@@ -164,6 +165,11 @@ ncclResult_t RecvComm::irecv(int n, void** data, const size_t* sizes, const int*
   *request = static_cast<RequestHeader*>(&r);
   return ncclSuccess;
 }
+
+template ncclResult_t RecvComm::irecv(int, void**, const int*, const int*, void* const*,
+                                      void* const*, void**) noexcept;
+template ncclResult_t RecvComm::irecv(int, void**, const size_t*, const int*, void* const*,
+                                      void* const*, void**) noexcept;
 
 ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
                               void** request) noexcept {
@@ -300,13 +306,15 @@ void RecvComm::check_stall() noexcept {
   }
 }
 
-ncclResult_t RecvComm::progress() noexcept {
-  const int got = poll_completions();
+ncclResult_t RecvComm::on_completions(int got) noexcept {
   if (got < 0) [[unlikely]] {
-    return failure();
+    return fail_poll(got);
   }
   for (int k = 0; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
+      return fail_completion(wc);
+    }
     const WrId id = unpack_wr_id(wc.wr_id);
     switch (id.kind) {
       case WrKind::Recv:

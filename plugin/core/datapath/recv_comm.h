@@ -31,9 +31,12 @@ class RecvComm final : public ConnectedComm {
   RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup);
   ~RecvComm() override;
 
-  // phandles: NCCL's profiler handle per buffer (v10+), or nullptr.
-  ncclResult_t irecv(int n, void** data, const size_t* sizes, const int* tags,
-                     void* const* mhandles, void* const* phandles, void** request) noexcept;
+  // phandles: NCCL's profiler handle per buffer (v10+), or nullptr. Size: NCCL's element type
+  // for sizes (int up to v8, size_t from v9; instantiated for both), so that no adapter copies
+  // the sizes to widen them. abi/ has checked them: each is 0..kMaxMessageBytes.
+  template <typename Size>
+  ncclResult_t irecv(int n, void** data, const Size* sizes, const int* tags, void* const* mhandles,
+                     void* const* phandles, void** request) noexcept;
   ncclResult_t iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
                       void** request) noexcept;
   ncclResult_t test(RecvRequest& request, int* done, int* sizes) noexcept;
@@ -45,7 +48,16 @@ class RecvComm final : public ConnectedComm {
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
 
  private:
-  ncclResult_t progress() noexcept;
+  // Polls the CQ and handles what it finds. Inline: most polls find nothing, and that case
+  // costs no call; on_completions handles the rest.
+  ncclResult_t progress() noexcept {
+    const int got = poll_cq();
+    if (got == 0) [[likely]] {
+      return ncclSuccess;
+    }
+    return on_completions(got);
+  }
+  [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;

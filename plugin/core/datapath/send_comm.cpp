@@ -17,6 +17,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
       remote_sizes_rkey_(setup.remote_sizes_rkey),
       ar_threshold_(setup.ar_threshold ? *setup.ar_threshold : UINT64_MAX),
       max_inline_(UINT32_MAX),
+      single_qp_messages_(!split_data_ || nqps_ == 1),
       ring_(std::move(setup.ring)),
       sizes_staging_buffer_(std::move(setup.sizes_staging)) {
   for (int q = 0; q < nqps_; ++q) {
@@ -61,6 +62,14 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
                     "compatible RoCE plugin or its memory is corrupted",
                     next_seq_, peer_, slot[0].count);
       case CtsSlotState::Ready:
+        if (count == 1 && single_qp_messages_) [[likely]] {
+          // NCCL's common case: a receive of one buffer, carried by one QP. The entry is matched
+          // and posted at once, without the multi-receive bookkeeping.
+          const CtsEntry entry = read_cts_entry(slot);
+          if (entry.tag == tag) [[likely]] {
+            return isend_single(entry, data, size, mh, phandle, request);
+          }
+        }
         pending_.load(slot, count);
         break;
     }
@@ -69,22 +78,31 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
   if (i < 0) {
     return ncclSuccess;  // this send belongs to a later multi-receive
   }
-  const CtsEntry& entry = pending_.entry(i);
+  SendRequest* r = nullptr;
+  if (ncclResult_t res = start_send(pending_.entry(i), data, size, mh, phandle, &r);
+      res != ncclSuccess || r == nullptr) {
+    return res;
+  }
+  pending_.match(i, r->index, r->size);
+  *request = static_cast<RequestHeader*>(r);
+  if (pending_.complete()) {
+    return post_group();
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size,
+                                  const MrHandle* mh, void* phandle, SendRequest** out) noexcept {
   if (size > entry.size) [[unlikely]] {
     return fail(ncclInvalidUsage,
                 "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
                 "may not be larger than its receive",
-                size, tag, entry.size, peer_);
+                size, entry.tag, entry.size, peer_);
   }
   const auto addr = reinterpret_cast<uintptr_t>(data);
   if (size > 0) {
     if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
-      ROCE_WARN(NCCL_NET,
-                "send comm on {}: isend buffer [0x{:x}, +{}) is not covered by its memory handle "
-                "(registered on {}, [0x{:x}, +{})); register the buffer on this comm's device",
-                device().name(), addr, size, mh->valid() ? "a device" : "nothing", mh->addr,
-                mh->length);
-      return ncclInvalidArgument;
+      return uncovered_buffer(addr, size, *mh);
     }
   }
   // Worst case a group takes n + 1 work requests per QP; make room before committing.
@@ -115,10 +133,82 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
   r.addr = addr;
   r.lkey = size > 0 ? mh->lkey : 0;
   r.host_memory = size == 0 || !mh->gpu_memory();
-  pending_.match(i, *slot_index, r.size);
-  *request = static_cast<RequestHeader*>(&r);
-  if (pending_.complete()) {
-    return post_group();
+  *out = &r;
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::uncovered_buffer(uintptr_t addr, size_t size, const MrHandle& mh) noexcept {
+  ROCE_WARN(NCCL_NET,
+            "send comm on {}: isend buffer [0x{:x}, +{}) is not covered by its memory handle "
+            "(registered on {}, [0x{:x}, +{})); register the buffer on this comm's device",
+            device().name(), addr, size, mh.valid() ? "a device" : "nothing", mh.addr, mh.length);
+  return ncclInvalidArgument;
+}
+
+ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t size,
+                                    const MrHandle* mh, void* phandle, void** request) noexcept {
+  SendRequest* r = nullptr;
+  if (ncclResult_t res = start_send(entry, data, size, mh, phandle, &r);
+      res != ncclSuccess || r == nullptr) {
+    return res;  // not posted: the next isend reads the slot again
+  }
+  const int q = qp_of_message(next_seq_, nqps_);
+  auto& credits = credits_[static_cast<size_t>(q)];
+  r->group_count = 1;
+  r->remaining_qps = 1;
+  r->members[0] = r->index;
+  int w = 0;
+  if (r->size <= ar_threshold_) [[likely]] {
+    add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, r->addr, r->size, r->lkey, entry.addr, entry.rkey,
+           r->host_memory, q, r->index, credits);
+  } else {
+    add_wr(w++, IBV_WR_RDMA_WRITE, r->addr, r->size, r->lkey, entry.addr, entry.rkey,
+           r->host_memory, q, r->index, credits);
+    add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r->lkey, entry.addr, entry.rkey, false, q,
+           r->index, credits);
+  }
+  *request = static_cast<RequestHeader*>(r);
+  wrs_[static_cast<size_t>(w - 1)].imm_data = r->size;
+  if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
+    return res;
+  }
+  if (profiling_) [[unlikely]] {
+    r->event.start(device().index(), wrs_[static_cast<size_t>(w - 1)].wr_id,
+                   IBV_WR_RDMA_WRITE_WITH_IMM, qp_ptrs_[static_cast<size_t>(q)]->qp_num(), r->size);
+  }
+  ++next_seq_;
+  return ncclSuccess;
+}
+
+void SendComm::add_wr(int w, ibv_wr_opcode opcode, uint64_t local, uint32_t length, uint32_t lkey,
+                      uint64_t remote, uint32_t rkey, bool may_inline, int q, uint16_t lead,
+                      SendQueueCredits& credits) noexcept {
+  ibv_send_wr& wr = wrs_[static_cast<size_t>(w)];
+  ibv_sge& sge = sges_[static_cast<size_t>(w)];
+  sge.addr = local;
+  sge.length = length;
+  sge.lkey = lkey;
+  wr.sg_list = &sge;
+  wr.num_sge = length > 0 ? 1 : 0;
+  wr.opcode = opcode;
+  wr.send_flags = may_inline && length > 0 && length <= max_inline_ ? IBV_SEND_INLINE : 0;
+  wr.wr.rdma.remote_addr = remote;
+  wr.wr.rdma.rkey = rkey;
+  wr.wr_id = pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), lead, credits.post());
+  wr.next = nullptr;
+  if (w > 0) {
+    wrs_[static_cast<size_t>(w - 1)].next = &wr;
+  }
+}
+
+ncclResult_t SendComm::post_wrs(int q, int w, SendQueueCredits& credits) noexcept {
+  ibv_send_wr& last = wrs_[static_cast<size_t>(w - 1)];
+  last.send_flags |= IBV_SEND_SIGNALED;
+  credits.signaled_at(static_cast<uint32_t>(last.wr_id >> 32));
+  ibv_send_wr* bad = nullptr;
+  if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&wrs_[0], &bad); rc != 0) [[unlikely]] {
+    return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
+                qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
   }
   return ncclSuccess;
 }
@@ -156,32 +246,12 @@ ncclResult_t SendComm::post_group() noexcept {
       return split_data_ ? chunk_for_qp(size, q, nqps_) : Chunk{0, size};
     };
     int w = 0;
-    auto add = [&](ibv_wr_opcode opcode, uint64_t local, uint32_t length, uint32_t lkey,
-                   uint64_t remote, uint32_t rkey, bool may_inline) {
-      ibv_send_wr& wr = wrs_[static_cast<size_t>(w)];
-      ibv_sge& sge = sges_[static_cast<size_t>(w)];
-      sge.addr = local;
-      sge.length = length;
-      sge.lkey = lkey;
-      wr.sg_list = &sge;
-      wr.num_sge = length > 0 ? 1 : 0;
-      wr.opcode = opcode;
-      wr.send_flags = may_inline && length > 0 && length <= max_inline_ ? IBV_SEND_INLINE : 0;
-      wr.wr.rdma.remote_addr = remote;
-      wr.wr.rdma.rkey = rkey;
-      wr.wr_id = pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), lead.index, credits.post());
-      wr.next = nullptr;
-      if (w > 0) {
-        wrs_[static_cast<size_t>(w - 1)].next = &wr;
-      }
-      ++w;
-    };
     if (n == 1 && lead.size <= ar_threshold_) {
       const SendRequest& r = lead;
       const CtsEntry& e = pending_.entry(0);
       const Chunk c = part(r.size);
-      add(IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
-          e.addr + c.offset, e.rkey, r.host_memory);
+      add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length),
+             r.lkey, e.addr + c.offset, e.rkey, r.host_memory, q, lead.index, credits);
       wrs_[0].imm_data = r.size;
     } else if (n == 1) {
       // Adaptive routing (net_ib's rule): the data as a plain RDMA WRITE, then the completion as
@@ -190,10 +260,11 @@ ncclResult_t SendComm::post_group() noexcept {
       const CtsEntry& e = pending_.entry(0);
       const Chunk c = part(r.size);
       if (c.length > 0) {
-        add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
-            e.addr + c.offset, e.rkey, r.host_memory);
+        add_wr(w++, IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+               e.addr + c.offset, e.rkey, r.host_memory, q, lead.index, credits);
       }
-      add(IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r.lkey, e.addr, e.rkey, false);
+      add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r.lkey, e.addr, e.rkey, false, q, lead.index,
+             credits);
       wrs_[static_cast<size_t>(w - 1)].imm_data = r.size;
     } else {
       for (int i = 0; i < n; ++i) {
@@ -201,26 +272,20 @@ ncclResult_t SendComm::post_group() noexcept {
         const CtsEntry& e = pending_.entry(i);
         const Chunk c = part(r.size);
         if (c.length > 0) {
-          add(IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
-              e.addr + c.offset, e.rkey, r.host_memory);
+          add_wr(w++, IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+                 e.addr + c.offset, e.rkey, r.host_memory, q, lead.index, credits);
         }
       }
       // The first QP of the message delivers the sizes; the others only their immediate, which
       // counts the group done (the receiver reads the sizes after the last immediate).
       const uint32_t sizes_bytes = q == q_begin ? static_cast<uint32_t>(n) * 4u : 0;
-      add(IBV_WR_RDMA_WRITE_WITH_IMM, reinterpret_cast<uintptr_t>(staged), sizes_bytes,
-          sizes_staging_lkey_, sizes_remote, remote_sizes_rkey_, true);
+      add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, reinterpret_cast<uintptr_t>(staged), sizes_bytes,
+             sizes_staging_lkey_, sizes_remote, remote_sizes_rkey_, true, q, lead.index, credits);
       wrs_[static_cast<size_t>(w - 1)].imm_data = static_cast<uint32_t>(n);
     }
-    ibv_send_wr& last = wrs_[static_cast<size_t>(w - 1)];
-    last.send_flags |= IBV_SEND_SIGNALED;
-    last_signaled_wr_id = last.wr_id;
-    credits.signaled_at(static_cast<uint32_t>(last.wr_id >> 32));
-    ibv_send_wr* bad = nullptr;
-    if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&wrs_[0], &bad); rc != 0)
-        [[unlikely]] {
-      return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
-                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
+    last_signaled_wr_id = wrs_[static_cast<size_t>(w - 1)].wr_id;
+    if (ncclResult_t r = post_wrs(q, w, credits); r != ncclSuccess) [[unlikely]] {
+      return r;
     }
   }
   // One profiler event per send, for the signaled WRITE WITH IMMEDIATE that completes it (on the
@@ -252,13 +317,15 @@ void SendComm::complete_group(SendRequest& lead) noexcept {
   }
 }
 
-ncclResult_t SendComm::progress() noexcept {
-  const int got = poll_completions();
+ncclResult_t SendComm::on_completions(int got) noexcept {
   if (got < 0) [[unlikely]] {
-    return failure();
+    return fail_poll(got);
   }
   for (int k = 0; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
+      return fail_completion(wc);
+    }
     const WrId id = unpack_wr_id(wc.wr_id);
     if (id.kind != WrKind::SendGroup || id.qp >= nqps_ || !requests_.in_use(id.index))
         [[unlikely]] {

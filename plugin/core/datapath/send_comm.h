@@ -44,7 +44,27 @@ class SendComm final : public ConnectedComm {
   uint32_t max_inline() const noexcept { return max_inline_; }
 
  private:
+  // The checks and the request of an isend matched to `entry`: *out is the request taken (still
+  // to be posted), or nullptr with ncclSuccess when it cannot be posted now (no send-queue room
+  // or no free request: NCCL retries).
+  [[gnu::always_inline]] inline ncclResult_t start_send(const CtsEntry& entry, void* data,
+                                                        size_t size, const MrHandle* mh,
+                                                        void* phandle, SendRequest** out) noexcept;
+  // An isend matched to a receive of one buffer carried by one QP: posted at once.
+  ncclResult_t isend_single(const CtsEntry& entry, void* data, size_t size, const MrHandle* mh,
+                            void* phandle, void** request) noexcept;
+  // A multi-receive (or a message split over QPs) all of whose entries are matched.
   ncclResult_t post_group() noexcept;
+  // Work request w of the list posted next on QP q, for the group led by request `lead`.
+  [[gnu::always_inline]] inline void add_wr(int w, ibv_wr_opcode opcode, uint64_t local,
+                                            uint32_t length, uint32_t lkey, uint64_t remote,
+                                            uint32_t rkey, bool may_inline, int q, uint16_t lead,
+                                            SendQueueCredits& credits) noexcept;
+  // Signals the last of the w work requests built and posts them on QP q.
+  [[gnu::always_inline]] inline ncclResult_t post_wrs(int q, int w,
+                                                      SendQueueCredits& credits) noexcept;
+  [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(uintptr_t addr, size_t size,
+                                                             const MrHandle& mh) noexcept;
   // The QPs [first, last) that carry the message of sequence next_seq_: all of them when
   // splitting, else the one qp_of_message names.
   std::pair<int, int> qps_of_message() const noexcept {
@@ -54,7 +74,16 @@ class SendComm final : public ConnectedComm {
     const int q = qp_of_message(next_seq_, nqps_);
     return {q, q + 1};
   }
-  ncclResult_t progress() noexcept;
+  // Polls the CQ and handles what it finds. Inline: most polls find nothing, and that case
+  // costs no call; on_completions handles the rest.
+  ncclResult_t progress() noexcept {
+    const int got = poll_cq();
+    if (got == 0) [[likely]] {
+      return ncclSuccess;
+    }
+    return on_completions(got);
+  }
+  [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // The stall checks of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
   // Inline (defined in send_comm.cpp, used by progress() only): a call of its own would cost
@@ -78,6 +107,8 @@ class SendComm final : public ConnectedComm {
   // UINT64_MAX, so the data path compares without a branch on the mode.
   uint64_t ar_threshold_;
   uint32_t max_inline_;
+  // Every message goes on one QP (no splitting, or one QP): isend_single's condition.
+  bool single_qp_messages_;
   PendingMultiRecv pending_;
   RequestPool<SendRequest, kMaxSendRequests> requests_;
   std::array<SendQueueCredits, kMaxQpsPerConnection> credits_{};

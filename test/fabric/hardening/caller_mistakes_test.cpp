@@ -282,7 +282,23 @@ TEST_CASE("sizes beyond the registered region, n > maxRecvs and negative sizes a
   CHECK(last_warn_has("negative"));
   sizes[0] = static_cast<size_t>(-5);
   CHECK(p.irecv(pair.comms.recv, 1, data, sizes, tags, mhs, &request) == ncclInvalidArgument);
-  CHECK(last_warn_has("negative"));
+  CHECK(last_warn_has("sizes[0] -5 is negative"));
+  CHECK(request == nullptr);
+  // The bad element of a multi-receive is named.
+  sizes[0] = 16;
+  sizes[1] = static_cast<size_t>(-7);
+  CHECK(p.irecv(pair.comms.recv, 2, data, sizes, tags, mhs, &request) == ncclInvalidArgument);
+  CHECK(last_warn_has("sizes[1] -7 is negative"));
+  CHECK(request == nullptr);
+  // Sizes above the maxP2pBytes getProperties reports (1 GiB), before any buffer is looked at.
+  const size_t too_large = (size_t{1} << 30) + 1;
+  sizes[1] = too_large;
+  CHECK(p.irecv(pair.comms.recv, 2, data, sizes, tags, mhs, &request) == ncclInvalidArgument);
+  CHECK(last_warn_has("sizes[1] 1073741825 exceeds maxP2pBytes 1073741824"));
+  CHECK(request == nullptr);
+  sizes[1] = 16;
+  CHECK(p.isend(pair.comms.send, raw, too_large, 0, smh, &request) == ncclInvalidArgument);
+  CHECK(last_warn_has("size 1073741825 exceeds maxP2pBytes 1073741824"));
   CHECK(request == nullptr);
   CHECK(p.dereg_mr(pair.comms.send, smh) == ncclSuccess);
   CHECK(p.dereg_mr(pair.comms.recv, rmh) == ncclSuccess);
