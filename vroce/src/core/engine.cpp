@@ -603,7 +603,7 @@ void Engine::receive_pass(bool* more_waiting) {
         stats().count_drop(DropReason::BadSource);
         continue;
       }
-      dispatch(d.data, d.length, d.src, d.dst, d.traffic_class);
+      dispatch(d.data, d.length, *d.src, *d.dst, d.traffic_class);
     }
     if (!port_.more_waiting()) {
       return;
