@@ -621,6 +621,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   }
   wire::ParseOptions options;
   options.flow = *flow;
+  options.icrc_cache = &icrc_cache_;
   wire::ParseResult parsed = wire::parse_packet(wire::ByteSpan(data, length), options);
   if (!parsed.ok()) {
     stats().count_drop(drop_reason(parsed.error));
@@ -714,7 +715,8 @@ bool Engine::emit(const Qp& qp, const wire::PacketHeaders& headers,
     flush_tx();
   }
   TxSlot& slot = tx_[tx_count_];
-  wire::BuildResult built = wire::build_packet(headers, payload, qp.tp.path.flow, slot.data);
+  wire::BuildResult built =
+      wire::build_packet(headers, payload, qp.tp.path.flow, slot.data, &icrc_cache_);
   if (!built.ok()) {
     auto name = wire::build_error_name(built.error);
     VROCE_LOG(Error, "qp 0x%x: cannot build opcode 0x%02x: %.*s (a vroce bug)", qp.ibv.qp_num,

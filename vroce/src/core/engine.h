@@ -25,6 +25,7 @@
 #include "core/qp_transport.h"
 #include "core/stats.h"
 #include "core/udp_port.h"
+#include "wire/icrc.h"
 #include "wire/packet.h"
 
 namespace vroce {
@@ -199,6 +200,8 @@ class Engine {
   std::unique_ptr<Delayed> held_;  // a packet reordered behind the next one
   std::vector<InDatagram> rx_;     // point into port_'s buffers
   std::vector<uint8_t> bounce_;
+  // The ICRC header states of the flows sent and received on (wire/icrc.h).
+  wire::IcrcHeaderCache icrc_cache_;
   Clock::time_point armed_deadline_{};
   bool timer_armed_ = false;
 };
