@@ -285,9 +285,7 @@ void Engine::hand_over(bool more) {
   }
   bool any = false;
   Clock::time_point deadline = next_deadline(&any);
-  if (any && (!timer_armed_ || deadline < armed_deadline_)) {
-    arm_timerfd(deadline, true);
-  }
+  cover_deadline(deadline, any);
 }
 
 // ---- the progress thread ---------------------------------------------------------------------
@@ -324,7 +322,7 @@ void Engine::run() {
       send_held();
       bool any = false;
       Clock::time_point deadline = next_deadline(&any);
-      arm_timerfd(deadline, any);
+      cover_deadline(deadline, any);
       // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
       // spent runnable but not running is measured and not charged to the peer.
       bounded = any_ack_timer();
@@ -914,18 +912,18 @@ Clock::time_point Engine::next_deadline(bool* any) const {
   return best;
 }
 
-void Engine::arm_timerfd(Clock::time_point deadline, bool any) {
-  if (!any) {
-    if (timer_armed_) {
-      itimerspec off{};
-      ::timerfd_settime(timer_fd_, 0, &off, nullptr);
-      timer_armed_ = false;
-    }
-    return;
+void Engine::cover_deadline(Clock::time_point deadline, bool any) {
+  // A timer that fires no later than the deadline is enough: one armed for an earlier deadline
+  // is left alone (its wake-up finds the deadline not due yet and arms for it then), and one
+  // left armed with no deadline at all costs one spare wake-up. So a ping-pong, whose every
+  // message arms an ACK timer that its ACK stops again, pays no timerfd_settime per message
+  // (it paid two: one to arm, one to disarm before each sleep), only one wake-up per ACK period.
+  if (any && (!timer_armed_ || deadline < armed_deadline_)) {
+    arm_timerfd(deadline);
   }
-  if (timer_armed_ && deadline == armed_deadline_) {
-    return;
-  }
+}
+
+void Engine::arm_timerfd(Clock::time_point deadline) {
   itimerspec spec{};
   spec.it_value = to_timespec(deadline);
   ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);

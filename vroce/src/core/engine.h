@@ -143,7 +143,10 @@ class Engine {
   void send_held();
   void timer_pass(bool timeouts);
   Clock::time_point next_deadline(bool* any) const;
-  void arm_timerfd(Clock::time_point deadline, bool any);
+  // Makes sure the timerfd fires by `deadline` (when `any`), with as few timerfd_settime calls
+  // as that takes; arm_timerfd arms it for exactly `deadline`.
+  void cover_deadline(Clock::time_point deadline, bool any);
+  void arm_timerfd(Clock::time_point deadline);
   uint8_t traffic_class_for(const TxSlot& slot) const noexcept;
   // A received packet carried ECN CE: count it and answer the sender's QP with a CNP, at most
   // one per QP every kCnpMinInterval (ConnectX's np_min_time_between_cnps).
