@@ -525,15 +525,19 @@ bool Engine::pump(bool receive, bool timeouts) {
   }
   bool more_waiting = false;
   if (receive) {
-    receive_pass(&more_waiting);
+    size_t received = receive_pass(&more_waiting);
     // An ACK timeout is declared only with the socket drained: what arrived while this thread
     // waited to run is not lost.
     for (size_t batch = 0; timeouts && more_waiting && batch < kDrainBatches && ack_expired();
          ++batch) {
       more_waiting = false;
-      receive_pass(&more_waiting);
+      received += receive_pass(&more_waiting);
     }
-    now_ = Clock::now();
+    // Work on what arrived took time; a poll that found nothing did not (it is most polls of a
+    // busy-polling program, and a clock read is a good part of what it costs).
+    if (received > 0) {
+      now_ = Clock::now();
+    }
   }
   timer_pass(timeouts);
   transmit_pass();
@@ -574,12 +578,14 @@ void Engine::activate(Qp* qp) noexcept {
   }
 }
 
-void Engine::receive_pass(bool* more_waiting) {
+size_t Engine::receive_pass(bool* more_waiting) {
+  size_t received = 0;
   for (size_t pass = 0; pass < kRxBatchesPerPass; ++pass) {
     size_t n = port_.receive(rx_);
     if (n == 0) {
-      return;
+      return received;
     }
+    received += n;
     // A full batch may have left more in the socket, or a coalesced one more datagrams.
     *more_waiting = port_.more_waiting();
     // A port taken DOWN by an injected PORT_ERR has no link: nothing reaches it until
@@ -604,9 +610,10 @@ void Engine::receive_pass(bool* more_waiting) {
       dispatch(d.data, d.length, *d.src, *d.dst, d.traffic_class);
     }
     if (!port_.more_waiting()) {
-      return;
+      return received;
     }
   }
+  return received;
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,

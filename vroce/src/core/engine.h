@@ -134,7 +134,8 @@ class Engine {
   std::unique_lock<std::mutex> lock_for_progress(bool spins);
   static constexpr int kLockSpins = 128;
   void take_kicks();
-  void receive_pass(bool* more_waiting);
+  // Returns how many datagrams it received (dropped ones included).
+  size_t receive_pass(bool* more_waiting);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
