@@ -72,15 +72,16 @@ pair() {
     wrap_c=(strace -f -c -o "$out.client.strace")
   fi
   export LD_LIBRARY_PATH=$lib VROCE_DEVICES="vrS=$server_ip,vrC=$client_ip" VROCE_SPIN_US=0
-  "${wrap_s[@]}" "$prog" -d vrS -x 3 -p $port -s 8 -n "$n" "${extra[@]}" >"$out.server.log" 2>&1 &
+  # A side that waits on a completion that never comes is stopped: no table row depends on it.
+  timeout 300 "${wrap_s[@]}" "$prog" -d vrS -x 3 -p $port -s 8 -n "$n" "${extra[@]}" >"$out.server.log" 2>&1 &
   local server=$!
   for _ in $(seq 300); do
     ss -ltn | grep -q ":$port " && break
     sleep 0.1
   done
-  if ! "${wrap_c[@]}" "$prog" -d vrC -x 3 -p $port -s 8 -n "$n" "${extra[@]}" "$server_ip" >"$out.client.log" 2>&1; then
+  if ! timeout 300 "${wrap_c[@]}" "$prog" -d vrC -x 3 -p $port -s 8 -n "$n" "${extra[@]}" "$server_ip" >"$out.client.log" 2>&1; then
     kill $server 2>/dev/null || true
-    echo "vroce-per-message-cost: $prog failed:" >&2
+    echo "vroce-per-message-cost: $prog ${extra[*]} $n under $tool with $lib failed or hung (300 s):" >&2
     cat "$out.client.log" "$out.server.log" >&2
     exit 1
   fi
