@@ -285,9 +285,7 @@ void Engine::hand_over(bool more) {
   }
   bool any = false;
   Clock::time_point deadline = next_deadline(&any);
-  if (any && (!timer_armed_ || deadline < armed_deadline_)) {
-    arm_timerfd(deadline, true);
-  }
+  cover_deadline(deadline, any);
 }
 
 // ---- the progress thread ---------------------------------------------------------------------
@@ -324,7 +322,7 @@ void Engine::run() {
       send_held();
       bool any = false;
       Clock::time_point deadline = next_deadline(&any);
-      arm_timerfd(deadline, any);
+      cover_deadline(deadline, any);
       // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
       // spent runnable but not running is measured and not charged to the peer.
       bounded = any_ack_timer();
@@ -527,15 +525,19 @@ bool Engine::pump(bool receive, bool timeouts) {
   }
   bool more_waiting = false;
   if (receive) {
-    receive_pass(&more_waiting);
+    size_t received = receive_pass(&more_waiting);
     // An ACK timeout is declared only with the socket drained: what arrived while this thread
     // waited to run is not lost.
     for (size_t batch = 0; timeouts && more_waiting && batch < kDrainBatches && ack_expired();
          ++batch) {
       more_waiting = false;
-      receive_pass(&more_waiting);
+      received += receive_pass(&more_waiting);
     }
-    now_ = Clock::now();
+    // Work on what arrived took time; a poll that found nothing did not (it is most polls of a
+    // busy-polling program, and a clock read is a good part of what it costs).
+    if (received > 0) {
+      now_ = Clock::now();
+    }
   }
   timer_pass(timeouts);
   transmit_pass();
@@ -576,12 +578,14 @@ void Engine::activate(Qp* qp) noexcept {
   }
 }
 
-void Engine::receive_pass(bool* more_waiting) {
+size_t Engine::receive_pass(bool* more_waiting) {
+  size_t received = 0;
   for (size_t pass = 0; pass < kRxBatchesPerPass; ++pass) {
     size_t n = port_.receive(rx_);
     if (n == 0) {
-      return;
+      return received;
     }
+    received += n;
     // A full batch may have left more in the socket, or a coalesced one more datagrams.
     *more_waiting = port_.more_waiting();
     // A port taken DOWN by an injected PORT_ERR has no link: nothing reaches it until
@@ -603,12 +607,13 @@ void Engine::receive_pass(bool* more_waiting) {
         stats().count_drop(DropReason::BadSource);
         continue;
       }
-      dispatch(d.data, d.length, d.src, d.dst, d.traffic_class);
+      dispatch(d.data, d.length, *d.src, *d.dst, d.traffic_class);
     }
     if (!port_.more_waiting()) {
-      return;
+      return received;
     }
   }
+  return received;
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
@@ -621,6 +626,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   }
   wire::ParseOptions options;
   options.flow = *flow;
+  options.icrc_cache = &icrc_cache_;
   wire::ParseResult parsed = wire::parse_packet(wire::ByteSpan(data, length), options);
   if (!parsed.ok()) {
     stats().count_drop(drop_reason(parsed.error));
@@ -714,7 +720,8 @@ bool Engine::emit(const Qp& qp, const wire::PacketHeaders& headers,
     flush_tx();
   }
   TxSlot& slot = tx_[tx_count_];
-  wire::BuildResult built = wire::build_packet(headers, payload, qp.tp.path.flow, slot.data);
+  wire::BuildResult built =
+      wire::build_packet(headers, payload, qp.tp.path.flow, slot.data, &icrc_cache_);
   if (!built.ok()) {
     auto name = wire::build_error_name(built.error);
     VROCE_LOG(Error, "qp 0x%x: cannot build opcode 0x%02x: %.*s (a vroce bug)", qp.ibv.qp_num,
@@ -912,18 +919,18 @@ Clock::time_point Engine::next_deadline(bool* any) const {
   return best;
 }
 
-void Engine::arm_timerfd(Clock::time_point deadline, bool any) {
-  if (!any) {
-    if (timer_armed_) {
-      itimerspec off{};
-      ::timerfd_settime(timer_fd_, 0, &off, nullptr);
-      timer_armed_ = false;
-    }
-    return;
+void Engine::cover_deadline(Clock::time_point deadline, bool any) {
+  // A timer that fires no later than the deadline is enough: one armed for an earlier deadline
+  // is left alone (its wake-up finds the deadline not due yet and arms for it then), and one
+  // left armed with no deadline at all costs one spare wake-up. So a ping-pong, whose every
+  // message arms an ACK timer that its ACK stops again, pays no timerfd_settime per message
+  // (it paid two: one to arm, one to disarm before each sleep), only one wake-up per ACK period.
+  if (any && (!timer_armed_ || deadline < armed_deadline_)) {
+    arm_timerfd(deadline);
   }
-  if (timer_armed_ && deadline == armed_deadline_) {
-    return;
-  }
+}
+
+void Engine::arm_timerfd(Clock::time_point deadline) {
   itimerspec spec{};
   spec.it_value = to_timespec(deadline);
   ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);

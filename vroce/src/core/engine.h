@@ -25,6 +25,7 @@
 #include "core/qp_transport.h"
 #include "core/stats.h"
 #include "core/udp_port.h"
+#include "wire/icrc.h"
 #include "wire/packet.h"
 
 namespace vroce {
@@ -133,7 +134,8 @@ class Engine {
   std::unique_lock<std::mutex> lock_for_progress(bool spins);
   static constexpr int kLockSpins = 128;
   void take_kicks();
-  void receive_pass(bool* more_waiting);
+  // Returns how many datagrams it received (dropped ones included).
+  size_t receive_pass(bool* more_waiting);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
@@ -142,7 +144,10 @@ class Engine {
   void send_held();
   void timer_pass(bool timeouts);
   Clock::time_point next_deadline(bool* any) const;
-  void arm_timerfd(Clock::time_point deadline, bool any);
+  // Makes sure the timerfd fires by `deadline` (when `any`), with as few timerfd_settime calls
+  // as that takes; arm_timerfd arms it for exactly `deadline`.
+  void cover_deadline(Clock::time_point deadline, bool any);
+  void arm_timerfd(Clock::time_point deadline);
   uint8_t traffic_class_for(const TxSlot& slot) const noexcept;
   // A received packet carried ECN CE: count it and answer the sender's QP with a CNP, at most
   // one per QP every kCnpMinInterval (ConnectX's np_min_time_between_cnps).
@@ -199,6 +204,8 @@ class Engine {
   std::unique_ptr<Delayed> held_;  // a packet reordered behind the next one
   std::vector<InDatagram> rx_;     // point into port_'s buffers
   std::vector<uint8_t> bounce_;
+  // The ICRC header states of the flows sent and received on (wire/icrc.h).
+  wire::IcrcHeaderCache icrc_cache_;
   Clock::time_point armed_deadline_{};
   bool timer_armed_ = false;
 };

@@ -267,7 +267,7 @@ size_t UdpPort::receive(std::span<InDatagram> out) {
       }
       rx_got_ = rx_next_ = rx_offset_ = 0;
       rx_full_ = false;
-      for (size_t i = 0; i < kMaxBatch; ++i) {
+      for (size_t i = 0; i < rx_dirty_; ++i) {
         msghdr& h = rx_msgs_[i].msg_hdr;
         h.msg_name = &rx_meta_[i].src;
         h.msg_namelen = sizeof(sockaddr_storage);
@@ -279,6 +279,9 @@ size_t UdpPort::receive(std::span<InDatagram> out) {
       do {
         got = ::recvmmsg(fd_, rx_msgs_, static_cast<unsigned>(kMaxBatch), MSG_DONTWAIT, nullptr);
       } while (got < 0 && errno == EINTR);
+      // A failed call writes none of the headers; the first is reset anyway, to stay safe
+      // should a kernel ever leave it half written.
+      rx_dirty_ = got > 0 ? static_cast<size_t>(got) : 1;
       if (got <= 0) {
         break;
       }
@@ -298,8 +301,8 @@ size_t UdpPort::receive(std::span<InDatagram> out) {
     d.length = std::min(segment, length - rx_offset_);
     const bool cut = (msg.msg_hdr.msg_flags & MSG_TRUNC) != 0;  // larger than the buffer
     d.truncated = cut || d.length > max_datagram_;
-    d.src = m.src;
-    d.dst = m.dst;
+    d.src = &m.src;
+    d.dst = &m.dst;
     d.dst_known = m.dst_known;
     d.traffic_class = m.traffic_class;
     rx_offset_ += d.length;

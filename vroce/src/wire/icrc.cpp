@@ -118,6 +118,18 @@ std::uint32_t icrc_begin(const FlowAddress& flow, std::size_t udp_payload_len) n
   return crc32_update(kCrc32Init, buf.data(), kPseudoLrhSize + ip_size + kUdpHeaderSize);
 }
 
+std::uint32_t IcrcHeaderCache::begin(const FlowAddress& flow,
+                                     std::size_t udp_payload_len) noexcept {
+  Slot& slot =
+      slots_[(udp_payload_len ^ flow.src_port ^ (std::size_t{flow.src_ip[3]} << 2)) % kSlots];
+  if (slot.length != udp_payload_len || slot.flow != flow) {
+    slot.flow = flow;
+    slot.length = udp_payload_len;
+    slot.state = icrc_begin(flow, udp_payload_len);
+  }
+  return slot.state;
+}
+
 std::uint32_t icrc_update_bth(std::uint32_t state, const std::uint8_t* bth) noexcept {
   std::array<std::uint8_t, kBthSize> masked;
   std::memcpy(masked.data(), bth, kBthSize);

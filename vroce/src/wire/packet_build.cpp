@@ -79,7 +79,8 @@ void write_headers(const PacketHeaders& h, const Layout& layout, std::uint8_t* o
 }  // namespace
 
 BuildResult build_packet(const PacketHeaders& headers, std::span<const ByteSpan> payload,
-                         const FlowAddress& flow, std::span<std::uint8_t> out) noexcept {
+                         const FlowAddress& flow, std::span<std::uint8_t> out,
+                         IcrcHeaderCache* icrc_cache) noexcept {
   Layout layout;
   if (const BuildError e = plan(headers, payload, layout); e != BuildError::Ok) {
     return {e, 0};
@@ -100,9 +101,12 @@ BuildResult build_packet(const PacketHeaders& headers, std::span<const ByteSpan>
   std::memset(p + off, 0, layout.pad);
   off += layout.pad;
 
-  std::uint32_t s = icrc_begin(flow, layout.total);
-  s = icrc_update_bth(s, p);
-  s = icrc_update(s, ByteSpan(p + kBthSize, off - kBthSize));
+  // The BTH's byte 4 is masked in place for the ICRC and put back, so that headers and payload
+  // are fed in one piece.
+  const std::uint8_t bth_byte4 = p[4];
+  p[4] = 0xFF;
+  const std::uint32_t s = icrc_update(icrc_begin(icrc_cache, flow, layout.total), ByteSpan(p, off));
+  p[4] = bth_byte4;
   store_le32(p + off, icrc_final(s));
   return {BuildError::Ok, layout.total};
 }

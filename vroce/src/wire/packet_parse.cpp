@@ -63,7 +63,7 @@ ParseResult parse_packet(ByteSpan udp_payload, const ParseOptions& options) noex
   }
   const std::uint32_t stored = icrc_stored(udp_payload);
   if (options.icrc == IcrcPolicy::Verify) {
-    std::uint32_t s = icrc_begin(options.flow, len);
+    std::uint32_t s = icrc_begin(options.icrc_cache, options.flow, len);
     s = icrc_update_bth(s, udp_payload.data());
     s = icrc_update(s, udp_payload.subspan(kBthSize, len - kBthSize - kIcrcSize));
     const std::uint32_t computed = icrc_final(s);
