@@ -59,6 +59,18 @@ class ConnectedComm : public Comm {
   // or negative when the poll failed. Each side's on_completions() looks at them.
   int poll_cq() noexcept { return cq_->poll(kPollBatch, wcs_.data()); }
 
+  // A side's progress(): one poll, and `handle(got)` (the side's out-of-line on_completions) only
+  // when it found something or failed. Inline: most polls find nothing, and that case costs no
+  // call.
+  template <typename Handle>
+  [[gnu::always_inline]] ncclResult_t poll_then(Handle handle) noexcept {
+    const int got = poll_cq();
+    if (got == 0) [[likely]] {
+      return ncclSuccess;
+    }
+    return handle(got);
+  }
+
   // A failed poll (poll_cq() < 0) or a completion in error: the comm's failure, recorded and
   // logged. Each side checks every completion's status as it handles it.
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_poll(int got) noexcept;

@@ -48,14 +48,9 @@ class RecvComm final : public ConnectedComm {
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
 
  private:
-  // Polls the CQ and handles what it finds. Inline: most polls find nothing, and that case
-  // costs no call; on_completions handles the rest.
+  // Polls the CQ and handles what it finds (connected_comm.h's poll_then).
   ncclResult_t progress() noexcept {
-    const int got = poll_cq();
-    if (got == 0) [[likely]] {
-      return ncclSuccess;
-    }
-    return on_completions(got);
+    return poll_then([this](int got) { return on_completions(got); });
   }
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).

@@ -74,14 +74,9 @@ class SendComm final : public ConnectedComm {
     const int q = qp_of_message(next_seq_, nqps_);
     return {q, q + 1};
   }
-  // Polls the CQ and handles what it finds. Inline: most polls find nothing, and that case
-  // costs no call; on_completions handles the rest.
+  // Polls the CQ and handles what it finds (connected_comm.h's poll_then).
   ncclResult_t progress() noexcept {
-    const int got = poll_cq();
-    if (got == 0) [[likely]] {
-      return ncclSuccess;
-    }
-    return on_completions(got);
+    return poll_then([this](int got) { return on_completions(got); });
   }
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // The stall checks of a health check (connected_comm.h).
