@@ -157,18 +157,8 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
   r->group_count = 1;
   r->remaining_qps = 1;
   r->members[0] = r->index;
-  int w = 0;
-  if (r->size <= ar_threshold_) [[likely]] {
-    add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, r->addr, r->size, r->lkey, entry.addr, entry.rkey,
-           r->host_memory, q, r->index, credits);
-  } else {
-    add_wr(w++, IBV_WR_RDMA_WRITE, r->addr, r->size, r->lkey, entry.addr, entry.rkey,
-           r->host_memory, q, r->index, credits);
-    add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r->lkey, entry.addr, entry.rkey, false, q,
-           r->index, credits);
-  }
+  const int w = add_single_wrs(*r, entry, Chunk{0, r->size}, q, credits);
   *request = static_cast<RequestHeader*>(r);
-  wrs_[static_cast<size_t>(w - 1)].imm_data = r->size;
   if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
     return res;
   }
@@ -199,6 +189,26 @@ void SendComm::add_wr(int w, ibv_wr_opcode opcode, uint64_t local, uint32_t leng
   if (w > 0) {
     wrs_[static_cast<size_t>(w - 1)].next = &wr;
   }
+}
+
+int SendComm::add_single_wrs(const SendRequest& r, const CtsEntry& e, Chunk c, int q,
+                             SendQueueCredits& credits) noexcept {
+  int w = 0;
+  if (r.size <= ar_threshold_) [[likely]] {
+    add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length),
+           r.lkey, e.addr + c.offset, e.rkey, r.host_memory, q, r.index, credits);
+  } else {
+    // Adaptive routing (net_ib's rule): the data as a plain RDMA WRITE, then the completion as a
+    // zero-length WRITE WITH IMMEDIATE, which RC delivers after all the data.
+    if (c.length > 0) {
+      add_wr(w++, IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
+             e.addr + c.offset, e.rkey, r.host_memory, q, r.index, credits);
+    }
+    add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r.lkey, e.addr, e.rkey, false, q, r.index,
+           credits);
+  }
+  wrs_[static_cast<size_t>(w - 1)].imm_data = r.size;
+  return w;
 }
 
 ncclResult_t SendComm::post_wrs(int q, int w, SendQueueCredits& credits) noexcept {
@@ -246,26 +256,8 @@ ncclResult_t SendComm::post_group() noexcept {
       return split_data_ ? chunk_for_qp(size, q, nqps_) : Chunk{0, size};
     };
     int w = 0;
-    if (n == 1 && lead.size <= ar_threshold_) {
-      const SendRequest& r = lead;
-      const CtsEntry& e = pending_.entry(0);
-      const Chunk c = part(r.size);
-      add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, r.addr + c.offset, static_cast<uint32_t>(c.length),
-             r.lkey, e.addr + c.offset, e.rkey, r.host_memory, q, lead.index, credits);
-      wrs_[0].imm_data = r.size;
-    } else if (n == 1) {
-      // Adaptive routing (net_ib's rule): the data as a plain RDMA WRITE, then the completion as
-      // a zero-length WRITE WITH IMMEDIATE, which RC delivers after all the data.
-      const SendRequest& r = lead;
-      const CtsEntry& e = pending_.entry(0);
-      const Chunk c = part(r.size);
-      if (c.length > 0) {
-        add_wr(w++, IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
-               e.addr + c.offset, e.rkey, r.host_memory, q, lead.index, credits);
-      }
-      add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 0, r.lkey, e.addr, e.rkey, false, q, lead.index,
-             credits);
-      wrs_[static_cast<size_t>(w - 1)].imm_data = r.size;
+    if (n == 1) {
+      w = add_single_wrs(lead, pending_.entry(0), part(lead.size), q, credits);
     } else {
       for (int i = 0; i < n; ++i) {
         const SendRequest& r = requests_[pending_.send_request(i)];

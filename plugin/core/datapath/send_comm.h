@@ -60,6 +60,10 @@ class SendComm final : public ConnectedComm {
                                             uint32_t length, uint32_t lkey, uint64_t remote,
                                             uint32_t rkey, bool may_inline, int q, uint16_t lead,
                                             SendQueueCredits& credits) noexcept;
+  // The work requests of send r, matched to the receive of one buffer e, for its part c on QP q:
+  // one WRITE WITH IMMEDIATE, or above ar_threshold_ a WRITE then a zero-length one. Their count.
+  [[gnu::always_inline]] inline int add_single_wrs(const SendRequest& r, const CtsEntry& e, Chunk c,
+                                                   int q, SendQueueCredits& credits) noexcept;
   // Signals the last of the w work requests built and posts them on QP q.
   [[gnu::always_inline]] inline ncclResult_t post_wrs(int q, int w,
                                                       SendQueueCredits& credits) noexcept;
