@@ -10,7 +10,8 @@
 #   3. the GCC TSan build (preset "tsan"; clang 14's shared TSan runtime crashes at start): the
 #      tests labelled "sanitize".
 # Exits non-zero when any build or any ctest run fails (ctest's exit status); the summary at
-# the end names every failed test. Environment:
+# the end names every failed test, after the last lines each failed test printed
+# (scripts/failed-test-tails.py). Environment:
 #   ROCE_TEST_SANITIZERS=0   skip the clang builds (sanitizers, fuzzing, clang-tidy; quick local runs)
 #   ROCE_TEST_TIDY=0         skip clang-tidy (label tidy; about 7 minutes of the suite on 2 cores)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
@@ -26,6 +27,7 @@ scripts/install-deps.sh
 
 status=0
 summary=()
+failure_tails=()
 
 run_preset() {
   local preset=$1; shift
@@ -39,6 +41,8 @@ run_preset() {
   log=$(mktemp)
   # Judged by ctest's exit status; the log only feeds the summary, which names what failed so
   # that the last lines of a CI log say which tests to look at.
+  # ctest rewrites this list only when a test fails; a stale one would name old failures.
+  rm -f "build/$preset/Testing/Temporary/LastTestsFailed.log"
   set +o errexit
   ctest "${args[@]}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
@@ -46,11 +50,15 @@ run_preset() {
   if [[ $rc != 0 ]]; then
     status=1
   fi
-  summary+=("[$preset] exit $rc: $(grep -E 'tests passed|tests failed' "$log" | tail -n1)")
+  summary+=("[$preset] exit $rc: $(grep -E 'tests passed|tests failed' "$log" | tail -n1 || true)")
   while IFS= read -r line; do
     summary+=("[$preset]   $line")
   done < <(sed -n '/^The following tests FAILED:/,/^[^[:space:]]/p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ')
   rm -f "$log"
+  # What each failed test printed last, for the end of the log: a CI report may show only the
+  # tail, and the output ctest printed at the failure is then far above it.
+  [[ $rc != 0 ]] && failure_tails+=("$(scripts/failed-test-tails.py "build/$preset" 2>&1)")
+  return 0
 }
 
 run_preset ci
@@ -61,6 +69,10 @@ if [[ $run_sanitizers != 0 ]]; then
   run_preset tsan -L sanitize
 fi
 
+if ((${#failure_tails[@]})); then
+  echo "=== what the failed tests printed last"
+  printf '%s\n' "${failure_tails[@]}"
+fi
 echo "=== summary"
 printf '%s\n' "${summary[@]}"
 exit $status
