@@ -158,10 +158,10 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
   r->remaining_qps = 1;
   r->members[0] = r->index;
   const int w = add_single_wrs(*r, entry, Chunk{0, r->size}, q, credits);
-  *request = static_cast<RequestHeader*>(r);
   if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
-    return res;
+    return res;  // the comm has failed; *request stays cleared
   }
+  *request = static_cast<RequestHeader*>(r);
   if (profiling_) [[unlikely]] {
     r->event.start(device().index(), wrs_[static_cast<size_t>(w - 1)].wr_id,
                    IBV_WR_RDMA_WRITE_WITH_IMM, qp_ptrs_[static_cast<size_t>(q)]->qp_num(), r->size);
