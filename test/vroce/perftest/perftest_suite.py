@@ -16,6 +16,11 @@ Iteration counts are small so that the suite stays cheap; nothing here measures 
 on success, 1 on a failed case, 77 (skip) when perftest is not installed.
 
   perftest_suite.py --lib <dir holding libibverbs.so.1> --suite basic|load|loss [--base A]
+                    [--budget SECONDS]
+
+--budget (ctest passes its TIMEOUT less a margin) bounds the whole suite: a case still running
+when it is spent fails with both sides' logs, rather than the suite being killed by ctest with
+no word of which case hung or why.
 """
 import argparse
 import ipaddress
@@ -66,8 +71,9 @@ def listening(port):
 
 
 class Runner:
-    def __init__(self, lib, base, work):
+    def __init__(self, lib, base, work, budget_s=None):
         self.lib = lib
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
         first = ipaddress.ip_address(base)
         self.server_ip, self.client_ip = str(first), str(first + 1)
         self.work = work
@@ -124,6 +130,11 @@ class Runner:
         files = {side: (self.work / f"{name}.{side}.log", self.work / f"{name}.{side}.json")
                  for side in ("server", "client")}
         common = [gid_flag, "3", "-p", str(port)] + args
+        bound, why = CASE_TIMEOUT_S, f"no result within {CASE_TIMEOUT_S} s"
+        if self.deadline is not None and self.deadline - time.monotonic() < bound:
+            bound = max(1, int(self.deadline - time.monotonic()))
+            why = f"no result within {bound} s, when the suite's --budget ran out"
+        print(f"start: {name}", flush=True)
         with open(files["server"][0], "w") as out:
             server = subprocess.Popen([prog, "-d", "vrS"] + common, stdout=out,
                                       stderr=subprocess.STDOUT,
@@ -137,12 +148,12 @@ class Runner:
                 client = subprocess.run([prog, "-d", "vrC"] + common + [self.server_ip],
                                         stdout=out, stderr=subprocess.STDOUT,
                                         env=self.env(client_env or {}, files["client"][1]),
-                                        timeout=CASE_TIMEOUT_S)
-            server_rc = server.wait(timeout=CASE_TIMEOUT_S)
+                                        timeout=bound)
+            server_rc = server.wait(timeout=bound)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-            raise Failure(f"{name}: no result within {CASE_TIMEOUT_S} s\n" + self.logs(files))
+            raise Failure(f"{name}: {why}\n" + self.logs(files))
         finally:
             if server.poll() is None:
                 server.kill()
@@ -325,6 +336,8 @@ def main():
     parser.add_argument("--base", default=None,
                         help="server address; the client gets the next (default: the first of "
                         "ROCE_TEST_ADDRESSES, the block with_test_addresses claimed for this run)")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="seconds the whole suite may take (below ctest's TIMEOUT)")
     args = parser.parse_args()
     needed = ["ib_send_lat", "ib_read_bw", "ibv_rc_pingpong", "ibv_devinfo"]
     missing = [p for p in needed if shutil.which(p) is None]
@@ -338,7 +351,7 @@ def main():
         return 2
     lib = str(Path(args.lib).resolve())
     with tempfile.TemporaryDirectory(prefix="vr-perftest.") as work:
-        runner = Runner(lib, base, Path(work))
+        runner = Runner(lib, base, Path(work), args.budget)
         try:
             {"basic": basic, "load": load, "loss": loss}[args.suite](runner)
         except Failure as failure:

@@ -15,41 +15,60 @@
 
 namespace vroce {
 
-void CompChannel::post(Cq* cq) {
+void CompChannel::queue(Cq* cq) {
   std::lock_guard lock(mutex);
   events.push_back(cq);
+}
+
+void CompChannel::signal() {
   uint64_t one = 1;
-  // The eventfd counter only mirrors "events is not empty" for programs that poll the fd.
   if (::write(ibv.fd, &one, sizeof(one)) < 0) {
     VROCE_LOG(Error, "completion channel fd %d: write failed: %s", ibv.fd, std::strerror(errno));
   }
 }
 
+void CompChannel::take_signal() {
+  uint64_t unit;
+  while (::read(ibv.fd, &unit, sizeof(unit)) < 0) {
+    if (errno == EAGAIN) {
+      // The program made the fd O_NONBLOCK and the poster is between queue() and signal():
+      // its write follows at once, nothing it waits for is held here.
+      pollfd pfd{ibv.fd, POLLIN, 0};
+      ::poll(&pfd, 1, -1);
+    } else if (errno != EINTR) {
+      VROCE_LOG(Error, "completion channel fd %d: read failed: %s", ibv.fd, std::strerror(errno));
+      return;
+    }
+  }
+}
+
 int CompChannel::get(Cq** cq) {
   for (;;) {
+    Cq* taken = nullptr;
     {
       std::lock_guard lock(mutex);
       if (!events.empty()) {
-        *cq = events.front();
+        taken = events.front();
         events.pop_front();
         // Counted while the channel lock is held, so ibv_destroy_cq (which discards the CQ's
         // queued events under the same lock first) sees every event handed out.
-        pthread_mutex_lock(&(*cq)->ibv.mutex);
-        ++(*cq)->events_delivered;
-        pthread_mutex_unlock(&(*cq)->ibv.mutex);
-        if (events.empty()) {
-          // Every post wrote to the eventfd under this mutex, so its counter is non-zero while
-          // events wait: this read returns at once and makes the fd unreadable again.
-          uint64_t count;
-          [[maybe_unused]] ssize_t n = ::read(ibv.fd, &count, sizeof(count));
-        }
-        return 0;
+        pthread_mutex_lock(&taken->ibv.mutex);
+        ++taken->events_delivered;
+        pthread_mutex_unlock(&taken->ibv.mutex);
       }
+    }
+    if (taken != nullptr) {
+      // Outside the lock: the read may wait for the poster's signal(), which needs no lock.
+      take_signal();
+      *cq = taken;
+      return 0;
     }
     if ((::fcntl(ibv.fd, F_GETFL) & O_NONBLOCK) != 0) {
       errno = EAGAIN;
       return -1;
     }
+    // Readable once a unit is written, which follows every queue(): an event queued after the
+    // check above ends this wait.
     pollfd pfd{ibv.fd, POLLIN, 0};
     if (::poll(&pfd, 1, -1) < 0 && errno != EINTR) {
       return -1;
@@ -58,13 +77,15 @@ int CompChannel::get(Cq** cq) {
 }
 
 uint32_t CompChannel::discard(const Cq* cq) {
-  std::lock_guard lock(mutex);
-  auto before = events.size();
-  std::erase(events, cq);
-  auto removed = static_cast<uint32_t>(before - events.size());
-  if (removed != 0 && events.empty()) {
-    uint64_t count;  // non-zero while events waited, so this does not block
-    [[maybe_unused]] ssize_t n = ::read(ibv.fd, &count, sizeof(count));
+  uint32_t removed = 0;
+  {
+    std::lock_guard lock(mutex);
+    auto before = events.size();
+    std::erase(events, cq);
+    removed = static_cast<uint32_t>(before - events.size());
+  }
+  for (uint32_t i = 0; i < removed; ++i) {
+    take_signal();
   }
   return removed;
 }

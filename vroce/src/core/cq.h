@@ -20,19 +20,31 @@ struct Cq;
 class DeviceState;
 
 struct CompChannel {
-  ibv_comp_channel ibv{};  // first member; ibv.fd is an eventfd, readable while events wait
+  // ibv.fd: a semaphore eventfd holding one unit per queued event, written after the event is
+  // queued and read by whoever takes it, so the fd is readable while events wait.
+  ibv_comp_channel ibv{};  // first member
   Context* ctx = nullptr;
   std::mutex mutex;
   std::deque<Cq*> events;        // guarded by mutex
   std::atomic<uint32_t> cqs{0};  // CQs bound to this channel
 
-  // Queues an event for `cq` and makes the fd readable.
-  void post(Cq* cq);
+  // Queues an event for `cq` and makes the fd readable: queue(), then signal(), the write after
+  // the mutex is released, so the waiter it wakes does not find the poster still holding it.
+  void post(Cq* cq) {
+    queue(cq);
+    signal();
+  }
+  void queue(Cq* cq);
+  void signal();
   // Takes the oldest event and counts it in the CQ's events_delivered; blocks unless the fd is
   // O_NONBLOCK. 0, or -1 with errno set.
   int get(Cq** cq);
   // Drops the events of a CQ being destroyed; returns how many.
   uint32_t discard(const Cq* cq);
+
+ private:
+  // Reads the unit of one event taken from the queue; its poster may not have written it yet.
+  void take_signal();
 };
 
 inline CompChannel* to_channel(ibv_comp_channel* channel) noexcept {

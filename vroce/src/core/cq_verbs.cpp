@@ -29,7 +29,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) {
     errno = ENOMEM;
     return nullptr;
   }
-  int fd = ::eventfd(0, EFD_CLOEXEC);
+  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   if (fd < 0) {
     int err = errno;
     delete channel;

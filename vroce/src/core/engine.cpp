@@ -157,15 +157,15 @@ int Engine::open(std::string* message) {
     return rc;
   }
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  int wake_rc = wake_fd_.open();
   timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-  if (epoll_fd_ < 0 || event_fd_ < 0 || timer_fd_ < 0) {
+  if (epoll_fd_ < 0 || wake_rc != 0 || timer_fd_ < 0) {
     int err = errno;
     *message = "device " + dev.name() +
                ": cannot create the progress thread's descriptors: " + std::strerror(err);
     return err;
   }
-  for (int fd : {port_.fd(), event_fd_, timer_fd_}) {
+  for (int fd : {port_.fd(), wake_fd_.fd(), timer_fd_}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -185,13 +185,12 @@ Engine::~Engine() {
   if (thread_.joinable()) {
     stop_.store(true, std::memory_order_seq_cst);
     kick_pending_.store(true, std::memory_order_seq_cst);
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof(one));
+    wake_fd_.wake();
     thread_.join();
     stats().live_engines.dec();
     device_.publish_port_counters(true);
   }
-  for (int fd : {epoll_fd_, event_fd_, timer_fd_}) {
+  for (int fd : {epoll_fd_, timer_fd_}) {
     if (fd >= 0) {
       ::close(fd);
     }
@@ -268,10 +267,7 @@ void Engine::try_progress() noexcept {
 }
 
 void Engine::wake() noexcept {
-  if (!eventfd_signalled_.exchange(true, std::memory_order_acq_rel)) {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof(one));
-  }
+  wake_fd_.wake();
 }
 
 void Engine::hand_over(bool more) {
@@ -395,9 +391,8 @@ void Engine::run() {
     }
     for (int i = 0; i < n; ++i) {
       uint64_t value;
-      if (events[i].data.fd == event_fd_) {
-        eventfd_signalled_.store(false, std::memory_order_release);
-        [[maybe_unused]] ssize_t r = ::read(event_fd_, &value, sizeof(value));
+      if (events[i].data.fd == wake_fd_.fd()) {
+        wake_fd_.consume();
       } else if (events[i].data.fd == timer_fd_) {
         [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
         timer_fired = true;

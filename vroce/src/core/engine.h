@@ -25,6 +25,7 @@
 #include "core/qp_transport.h"
 #include "core/stats.h"
 #include "core/udp_port.h"
+#include "core/wake_fd.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"
 
@@ -163,7 +164,7 @@ class Engine {
   UdpPort port_;
   FaultInjector faults_;
   int epoll_fd_ = -1;
-  int event_fd_ = -1;
+  WakeFd wake_fd_;
   int timer_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -183,7 +184,6 @@ class Engine {
   // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> kick_pending_{false};
-  std::atomic<bool> eventfd_signalled_{false};
   // The progress thread sleeps with no port counter publication pending (VROCE_SYSFS_ROOT).
   std::atomic<bool> counters_unwatched_{false};
   std::mutex inbox_mutex_;
