@@ -14,7 +14,6 @@ it (both exit 0, no error completion, no QP left behind).
 """
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,8 +49,7 @@ def main():
     cases = [c for c in CASES if c[0] in args.cases.split(",")]
     keep = Path(args.keep)
     keep.mkdir(parents=True, exist_ok=True)
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-               for _ in range(args.burners)]
+    burners = perftest_suite.Burners(args.burners) if args.burners > 0 else None
     counts = {"pass": 0, "hang": 0, "fail": 0}
     totals = dict.fromkeys(NOTED, 0)
     try:
@@ -82,9 +80,8 @@ def main():
                         shutil.copy(log, keep / log.name)
                     print(f"{i}: {kind.upper()} {name}: {str(failure)[:2000]}", flush=True)
     finally:
-        for proc in burners:
-            proc.kill()
-            proc.wait()
+        if burners is not None:
+            burners.stop()
     print(f"pairs {args.pairs}, burners {args.burners}: passed {counts['pass']}, "
           f"hung {counts['hang']}, failed {counts['fail']}; over the passed pairs: " +
           ", ".join(f"{k} {v}" for k, v in totals.items()))

@@ -56,6 +56,11 @@ NO_REPORT = "Can't produce a report"
 CLOCK_ATTEMPTS = 3
 
 
+def errors_in(completions):
+    """One side's error completions from its vroce counters: every status but success, non-zero."""
+    return {k: v for k, v in completions.items() if k != "success" and v}
+
+
 def listening(port):
     """True once some socket listens on TCP `port` (perftest's server opens it after its device)."""
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -173,7 +178,7 @@ class Runner:
             except (OSError, ValueError) as error:
                 raise Failure(f"{name}: no counters from the {side} ({error})\n" +
                               self.logs(files))
-            bad = {k: v for k, v in stats[side]["completions"].items() if k != "success" and v}
+            bad = errors_in(stats[side]["completions"])
             if bad:
                 raise Failure(f"{name}: {side} had error completions {bad}\n" + self.logs(files))
             if stats[side]["live"]["qps"] != 0:
@@ -191,7 +196,7 @@ class Runner:
             except (OSError, ValueError, KeyError):
                 bad[side] = "no counters"
                 continue
-            bad.update({f"{side} {k}": v for k, v in completions.items() if k != "success" and v})
+            bad.update({f"{side} {k}": v for k, v in errors_in(completions).items()})
         return bad
 
     @staticmethod
@@ -282,10 +287,10 @@ def basic(runner):
 
 
 class Burners:
-    """Busy processes, four per CPU, for the duration of the load suite."""
+    """Busy processes, by default four per CPU (the load suite's), until stop()."""
 
-    def __init__(self):
-        count = 4 * (os.cpu_count() or 1)
+    def __init__(self, count=None):
+        count = 4 * (os.cpu_count() or 1) if count is None else count
         self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                       for _ in range(count)]
         print(f"note: {count} CPU burners running", flush=True)
