@@ -33,6 +33,20 @@ TEST_CASE("a returned slot is reused and double returns are refused", "[pool]") 
   CHECK(*c == *a);
 }
 
+TEST_CASE("a slot known to be taken is returned without the checks", "[pool]") {
+  roce::RequestPool<int, 2> pool;
+  auto a = pool.take();
+  auto b = pool.take();
+  REQUIRE(a);
+  REQUIRE(b);
+  pool.give_back_taken(*b);
+  CHECK_FALSE(pool.in_use(*b));
+  CHECK(pool.in_use(*a));
+  CHECK(pool.available() == 1);
+  CHECK_FALSE(pool.give_back(*b));  // the ordinary give_back still refuses a second return
+  CHECK(pool.take() == b);
+}
+
 TEST_CASE("a slot's index is recovered from its address, foreign addresses are not", "[pool]") {
   roce::RequestPool<long, 8> pool;
   auto a = pool.take();

@@ -28,3 +28,13 @@ TEST_CASE("ids that no plugin WR carries decode as invalid", "[wrid]") {
   CHECK(unpack_wr_id(uint64_t{9} << 24).kind == WrKind::Invalid);
   CHECK(unpack_wr_id(uint64_t{0xff} << 24).kind == WrKind::Invalid);
 }
+
+TEST_CASE("the one-field readers agree with unpack_wr_id", "[wrid]") {
+  const uint64_t id = pack_wr_id(WrKind::SendGroup, 200, 40000, 0xfedcba98u);
+  CHECK(roce::wr_id_is(id, WrKind::SendGroup));
+  CHECK_FALSE(roce::wr_id_is(id, WrKind::Recv));
+  CHECK(roce::wr_id_qp(id) == 200);
+  CHECK(roce::wr_id_index(id) == 40000);
+  CHECK(roce::wr_id_sq_pos(id) == 0xfedcba98u);
+  CHECK_FALSE(roce::wr_id_is(uint64_t{9} << 24, WrKind::Recv));
+}

@@ -55,28 +55,34 @@ constexpr size_t cts_slot_offset(uint64_t seq) noexcept {
   return size_t{cts_slot_of(seq)} * kCtsSlotBytes;
 }
 
-// The receiver's side: fills the n entries of one slot in a local staging area before the RDMA
-// WRITE. Returns the number of bytes to write (n entries).
+// The receiver's side: it fills the n entries of one slot in a local staging area before the
+// RDMA WRITE.
 struct CtsBuffer {
   uint64_t addr;
   uint32_t size;
   uint32_t rkey;
   int32_t tag;
 };
-// Inline: irecv fills one slot per call.
+// One entry of the slot of irecv `seq`, request slot `request`, of n buffers. Inline: irecv
+// fills its entries as it checks its buffers.
+inline void fill_cts_entry(CtsEntry& e, const CtsBuffer& buffer, uint64_t seq, uint16_t request,
+                           uint8_t n) noexcept {
+  e.addr = buffer.addr;
+  e.size = buffer.size;
+  e.rkey = buffer.rkey;
+  e.tag = buffer.tag;
+  e.request = request;
+  e.count = n;
+  e.reserved = 0;
+  e.seq = seq;
+}
+
+// All n entries of a slot at once; returns the bytes to write (n entries).
 inline size_t fill_cts_slot(std::span<CtsEntry> out, std::span<const CtsBuffer> buffers,
                             uint64_t seq, uint16_t request) noexcept {
   const auto n = static_cast<uint8_t>(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
-    CtsEntry& e = out[i];
-    e.addr = buffers[i].addr;
-    e.size = buffers[i].size;
-    e.rkey = buffers[i].rkey;
-    e.tag = buffers[i].tag;
-    e.request = request;
-    e.count = n;
-    e.reserved = 0;
-    e.seq = seq;
+    fill_cts_entry(out[i], buffers[i], seq, request, n);
   }
   return buffers.size() * sizeof(CtsEntry);
 }

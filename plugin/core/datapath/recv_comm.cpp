@@ -80,30 +80,31 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
       return ncclSuccess;
     }
   }
-  // Check the buffers before taking anything.
-  std::array<CtsBuffer, kMaxRecvs> buffers;
-  for (int i = 0; i < n; ++i) {
-    const auto addr = reinterpret_cast<uintptr_t>(data[i]);
-    const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
-    const auto size = static_cast<uint32_t>(sizes[i]);
-    uint32_t rkey = 0;
-    if (size > 0) {
-      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
-        ROCE_WARN(NCCL_NET,
-                  "recv comm on {}: irecv buffer {} [0x{:x}, +{}) is not covered by its memory "
-                  "handle; register the buffer on this comm's device",
-                  device().name(), i, addr, size);
-        return ncclInvalidArgument;
-      }
-      rkey = mh->rkey;
-    }
-    buffers[static_cast<size_t>(i)] = CtsBuffer{addr, size, rkey, tags[i]};
-  }
   const auto index = requests_.take();
-  if (!index) {
+  if (!index) [[unlikely]] {
     return ncclSuccess;  // kMaxRequests receives in flight: NCCL retries later
   }
   RecvRequest& r = requests_[*index];
+
+  // One pass over the buffers: each is checked, staged as its CTS entry and remembered as posted.
+  // Nothing is posted before every buffer has passed, so a bad one only gives the slot back.
+  CtsEntry* staged = cts_staging_ + size_t{*index} * kMaxRecvs;
+  for (int i = 0; i < n; ++i) {
+    const auto addr = reinterpret_cast<uintptr_t>(data[i]);
+    const auto size = static_cast<uint32_t>(sizes[i]);
+    uint32_t rkey = 0;
+    if (size > 0) {
+      const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
+      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
+        requests_.give_back(*index);
+        return uncovered_buffer(i, addr, size);
+      }
+      rkey = mh->rkey;
+    }
+    fill_cts_entry(staged[i], CtsBuffer{addr, size, rkey, tags[i]}, next_seq_, *index,
+                   static_cast<uint8_t>(n));
+    r.posted[static_cast<size_t>(i)] = size;
+  }
 
   // Receives first, so the sender's immediate always finds one: on every QP when the sender
   // splits messages, else on the one QP that carries this sequence number's message.
@@ -120,10 +121,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     }
   }
 
-  CtsEntry* staged = cts_staging_ + size_t{*index} * kMaxRecvs;
-  const size_t bytes =
-      fill_cts_slot(std::span<CtsEntry>(staged, kMaxRecvs),
-                    std::span<const CtsBuffer>(buffers.data(), size_t(n)), next_seq_, *index);
+  const size_t bytes = size_t(n) * sizeof(CtsEntry);
   cts_sge_.addr = reinterpret_cast<uintptr_t>(staged);
   cts_sge_.length = static_cast<uint32_t>(bytes);
   cts_wr_.wr.rdma.remote_addr = remote_ring_addr_ + cts_slot_offset(next_seq_);
@@ -146,9 +144,6 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
   r.posted_ticks = telemetry::now_ticks();
   // received[] is written by on_receive for every buffer before the request is Done.
-  for (int i = 0; i < n; ++i) {
-    r.posted[static_cast<size_t>(i)] = buffers[static_cast<size_t>(i)].size;
-  }
   // r.profiled is false here: it is set only below, and complete() clears it.
   if (phandles != nullptr && profiling_) [[unlikely]] {
     r.profiled = true;
@@ -222,6 +217,14 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   f.state = RequestState::Pending;
   *request = static_cast<RequestHeader*>(&f);
   return ncclSuccess;
+}
+
+ncclResult_t RecvComm::uncovered_buffer(int i, uintptr_t addr, uint32_t size) const noexcept {
+  ROCE_WARN(NCCL_NET,
+            "recv comm on {}: irecv buffer {} [0x{:x}, +{}) is not covered by its memory "
+            "handle; register the buffer on this comm's device",
+            device().name(), i, addr, size);
+  return ncclInvalidArgument;
 }
 
 ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const noexcept {
@@ -315,16 +318,20 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
       return fail_completion(wc);
     }
+    // Most completions are the data's immediates: those first, without unpacking the rest.
+    if (wr_id_is(wc.wr_id, WrKind::Recv)) [[likely]] {
+      const uint16_t index = wr_id_index(wc.wr_id);
+      if (wr_id_qp(wc.wr_id) < nqps_ && requests_.in_use(index)) [[likely]] {
+        if (ncclResult_t r = on_receive(wc, index); r != ncclSuccess) {
+          return r;
+        }
+        continue;
+      }
+      return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}",
+                  wc.wr_id, wc.qp_num);
+    }
     const WrId id = unpack_wr_id(wc.wr_id);
     switch (id.kind) {
-      case WrKind::Recv:
-        if (id.qp < nqps_ && requests_.in_use(id.index)) [[likely]] {
-          if (ncclResult_t r = on_receive(wc, id.index); r != ncclSuccess) {
-            return r;
-          }
-          continue;
-        }
-        break;
       case WrKind::CtsWrite:
         cts_credits_.retire(id.sq_pos);
         continue;
@@ -357,7 +364,7 @@ ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcep
     }
   }
   request.state = RequestState::Free;
-  requests_.give_back(request.index);
+  requests_.give_back_taken(request.index);
   *done = 1;
   return ncclSuccess;
 }
@@ -370,7 +377,7 @@ ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
     }
   }
   request.state = RequestState::Free;
-  flushes_.give_back(request.index);
+  flushes_.give_back_taken(request.index);
   *done = 1;
   return ncclSuccess;
 }

@@ -64,6 +64,10 @@ class RecvComm final : public ConnectedComm {
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized(uint32_t size, uint32_t posted) noexcept;
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized_member(int32_t size, int i,
                                                                   uint32_t posted) noexcept;
+  // irecv's buffer i [addr, +size) is not covered by its memory handle: WARN and
+  // ncclInvalidArgument.
+  [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(int i, uintptr_t addr,
+                                                             uint32_t size) const noexcept;
   // NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv: a WARN.
   void check_stall() noexcept;
   // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the

@@ -44,6 +44,13 @@ class RequestPool {
     return true;
   }
 
+  // Returns a slot the caller knows to be taken (test() of a request NCCL holds, whose state was
+  // checked on the way in): give_back without the checks.
+  void give_back_taken(uint16_t index) noexcept {
+    in_use_[index] = false;
+    free_[static_cast<size_t>(free_count_++)] = index;
+  }
+
   bool in_use(uint16_t index) const noexcept { return index < Capacity && in_use_[index]; }
   int available() const noexcept { return free_count_; }
   static constexpr uint16_t capacity() noexcept { return static_cast<uint16_t>(Capacity); }

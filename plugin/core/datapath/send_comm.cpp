@@ -318,14 +318,16 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
       return fail_completion(wc);
     }
-    const WrId id = unpack_wr_id(wc.wr_id);
-    if (id.kind != WrKind::SendGroup || id.qp >= nqps_ || !requests_.in_use(id.index))
+    // Only signaled WRITE WITH IMMEDIATEs complete here; anything else is a bug or corruption.
+    const uint8_t qp = wr_id_qp(wc.wr_id);
+    const uint16_t index = wr_id_index(wc.wr_id);
+    if (!wr_id_is(wc.wr_id, WrKind::SendGroup) || qp >= nqps_ || !requests_.in_use(index))
         [[unlikely]] {
       return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}",
                   wc.wr_id, wc.qp_num);
     }
-    credits_[id.qp].retire(id.sq_pos);
-    SendRequest& lead = requests_[id.index];
+    credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
+    SendRequest& lead = requests_[index];
     if (--lead.remaining_qps == 0) {
       complete_group(lead);
     }
@@ -375,7 +377,7 @@ ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept
     *size = static_cast<int>(request.size);
   }
   request.state = RequestState::Free;
-  requests_.give_back(request.index);
+  requests_.give_back_taken(request.index);
   *done = 1;
   return ncclSuccess;
 }

@@ -32,13 +32,27 @@ constexpr uint64_t pack_wr_id(WrKind kind, uint8_t qp, uint16_t index,
          (uint64_t{sq_pos} << 32);
 }
 
+// The fields one at a time, for a side that expects one kind and needs no WrId.
+constexpr bool wr_id_is(uint64_t wr_id, WrKind kind) noexcept {
+  return static_cast<uint8_t>(wr_id >> 24) == static_cast<uint8_t>(kind);
+}
+constexpr uint16_t wr_id_index(uint64_t wr_id) noexcept {
+  return static_cast<uint16_t>(wr_id & 0xffff);
+}
+constexpr uint8_t wr_id_qp(uint64_t wr_id) noexcept {
+  return static_cast<uint8_t>((wr_id >> 16) & 0xff);
+}
+constexpr uint32_t wr_id_sq_pos(uint64_t wr_id) noexcept {
+  return static_cast<uint32_t>(wr_id >> 32);
+}
+
 constexpr WrId unpack_wr_id(uint64_t wr_id) noexcept {
   WrId id;
-  id.index = static_cast<uint16_t>(wr_id & 0xffff);
-  id.qp = static_cast<uint8_t>((wr_id >> 16) & 0xff);
+  id.index = wr_id_index(wr_id);
+  id.qp = wr_id_qp(wr_id);
   const auto kind = static_cast<uint8_t>((wr_id >> 24) & 0xff);
   id.kind = kind >= 1 && kind <= 4 ? static_cast<WrKind>(kind) : WrKind::Invalid;
-  id.sq_pos = static_cast<uint32_t>(wr_id >> 32);
+  id.sq_pos = wr_id_sq_pos(wr_id);
   return id;
 }
 

@@ -260,6 +260,17 @@ TEST_CASE("sizes beyond the registered region, n > maxRecvs and negative sizes a
   mhs[0] = smh;
   CHECK(p.irecv(pair.comms.recv, 1, data, sizes, tags, mhs, &request) == ncclInvalidArgument);
   mhs[0] = rmh;
+  // A refused receive gives back the request slot it took: more refusals than the comm has
+  // slots (NCCL_NET_MAX_REQUESTS), the bad buffer last in a multi-receive, and the valid
+  // receive below still gets a request.
+  sizes[1] = 4097;
+  for (int i = 0; i < NCCL_NET_MAX_REQUESTS + 2; ++i) {
+    CHECK(p.irecv(pair.comms.recv, 2, data, sizes, tags, mhs, &request) == ncclInvalidArgument);
+    CHECK(request == nullptr);
+  }
+  CHECK(last_warn_has("irecv buffer 1 [0x"));
+  sizes[1] = 16;
+  reset_warn_count();
   // n outside 1..maxRecvs.
   CHECK(p.irecv(pair.comms.recv, 9, data, sizes, tags, mhs, &request) == ncclInvalidArgument);
   CHECK(last_warn_has("n 9 is outside 1..maxRecvs"));
