@@ -125,9 +125,6 @@ void P2pMeasurement::pingpong(int count, bool record) {
   // Both ranks keep two receives posted ahead, so the receive for the next round trip is never
   // on the critical path: the plugin's clear-to-send for it is already out, and raw RC never
   // meets a missing receive WQE (an RNR NAK and its timer would measure the RNR path instead).
-  // Each rank posts its next receive after its own message has left, while it waits: posted
-  // before the ping, the plugin's clear-to-send would leave just ahead of it on the wire and
-  // the peer would handle it first, which a raw post_recv (no packet) never costs.
   constexpr int kAhead = 2;
   Ticket s;
   Ticket rs[kAhead];
@@ -141,13 +138,12 @@ void P2pMeasurement::pingpong(int count, bool record) {
     if (rank_ == 0) {
       const auto t0 = Clock::now();
       send(0, s, "posting the ping (waiting for rank 1's clear-to-send)");
-      // The receive of round trip i - 1 + kAhead, whose slot the last reply freed.
-      if (i > 0 && i - 1 + kAhead < count) {
-        recv(0, rs[(i - 1) % kAhead], "posting a receive");
-      }
       wait_both(s, ri, "waiting for the reply from rank 1");
       if (record) {
         rtts_.push_back(micros(Clock::now() - t0));
+      }
+      if (i + kAhead < count) {
+        recv(0, ri, "posting a receive");
       }
     } else {
       wait(ri, "waiting for the ping from rank 0");
