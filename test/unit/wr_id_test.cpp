@@ -30,11 +30,17 @@ TEST_CASE("ids that no plugin WR carries decode as invalid", "[wrid]") {
 }
 
 TEST_CASE("the one-field readers agree with unpack_wr_id", "[wrid]") {
-  const uint64_t id = pack_wr_id(WrKind::SendGroup, 200, 40000, 0xfedcba98u);
-  CHECK(roce::wr_id_is(id, WrKind::SendGroup));
-  CHECK_FALSE(roce::wr_id_is(id, WrKind::Recv));
-  CHECK(roce::wr_id_qp(id) == 200);
-  CHECK(roce::wr_id_index(id) == 40000);
-  CHECK(roce::wr_id_sq_pos(id) == 0xfedcba98u);
+  for (auto kind : {WrKind::Recv, WrKind::SendGroup, WrKind::CtsWrite, WrKind::Flush}) {
+    const uint64_t id = pack_wr_id(kind, 200, 40000, 0xfedcba98u);
+    const auto unpacked = unpack_wr_id(id);
+    CHECK(roce::wr_id_is(id, unpacked.kind));
+    CHECK(roce::wr_id_qp(id) == unpacked.qp);
+    CHECK(roce::wr_id_index(id) == unpacked.index);
+    CHECK(roce::wr_id_sq_pos(id) == unpacked.sq_pos);
+    CHECK(roce::wr_id_qp(id) == 200);
+    CHECK(roce::wr_id_index(id) == 40000);
+    CHECK(roce::wr_id_sq_pos(id) == 0xfedcba98u);
+  }
+  CHECK_FALSE(roce::wr_id_is(pack_wr_id(WrKind::SendGroup, 0, 0), WrKind::Recv));
   CHECK_FALSE(roce::wr_id_is(uint64_t{9} << 24, WrKind::Recv));
 }

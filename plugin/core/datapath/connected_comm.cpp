@@ -48,6 +48,11 @@ ncclResult_t ConnectedComm::fail_completion(const ibv_wc& wc) noexcept {
               kind() == CommKind::Send ? "->" : "<-", peer_, info.hint);
 }
 
+ncclResult_t ConnectedComm::fail_unexpected_wr_id(const ibv_wc& wc) noexcept {
+  return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}", wc.wr_id,
+              wc.qp_num);
+}
+
 ncclResult_t ConnectedComm::run_health_checks() noexcept {
   if (device().fatal()) [[unlikely]] {
     return fail(ncclSystemError,

@@ -75,6 +75,8 @@ class ConnectedComm : public Comm {
   // logged. Each side checks every completion's status as it handles it.
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_poll(int got) noexcept;
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_completion(const ibv_wc& wc) noexcept;
+  // A successful completion whose wr_id this side never posts (a bug or corrupted memory).
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_unexpected_wr_id(const ibv_wc& wc) noexcept;
 
   // Cheap unless the device's async-event thread has moved checks_due() since the last look (an
   // event, or another check interval gone by): then the fatal marks and the side's stalls.

@@ -77,7 +77,8 @@ inline void fill_cts_entry(CtsEntry& e, const CtsBuffer& buffer, uint64_t seq, u
   e.seq = seq;
 }
 
-// All n entries of a slot at once; returns the bytes to write (n entries).
+// All n entries of a slot at once; returns the bytes to write (n entries). irecv fills entry by
+// entry as it checks its buffers; this whole-slot form is how tests and tools build slots.
 inline size_t fill_cts_slot(std::span<CtsEntry> out, std::span<const CtsBuffer> buffers,
                             uint64_t seq, uint16_t request) noexcept {
   const auto n = static_cast<uint8_t>(buffers.size());

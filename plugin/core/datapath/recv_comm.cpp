@@ -327,8 +327,7 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
         }
         continue;
       }
-      return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}",
-                  wc.wr_id, wc.qp_num);
+      return fail_unexpected_wr_id(wc);
     }
     const WrId id = unpack_wr_id(wc.wr_id);
     switch (id.kind) {
@@ -345,8 +344,7 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
       default:
         break;
     }
-    return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}", wc.wr_id,
-                wc.qp_num);
+    return fail_unexpected_wr_id(wc);
   }
   return ncclSuccess;
 }

@@ -39,8 +39,7 @@ class RequestPool {
     if (index >= Capacity || !in_use_[index]) {
       return false;
     }
-    in_use_[index] = false;
-    free_[static_cast<size_t>(free_count_++)] = index;
+    give_back_taken(index);
     return true;
   }
 

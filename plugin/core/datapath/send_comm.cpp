@@ -323,8 +323,7 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
     const uint16_t index = wr_id_index(wc.wr_id);
     if (!wr_id_is(wc.wr_id, WrKind::SendGroup) || qp >= nqps_ || !requests_.in_use(index))
         [[unlikely]] {
-      return fail(ncclInternalError, "completion with unexpected wr_id 0x{:x} on qp 0x{:x}",
-                  wc.wr_id, wc.qp_num);
+      return fail_unexpected_wr_id(wc);
     }
     credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
     SendRequest& lead = requests_[index];
