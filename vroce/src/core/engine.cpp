@@ -292,15 +292,35 @@ void Engine::run() {
   bool timer_fired = false;
   const auto spin = std::chrono::microseconds(spin_after_activity_us());
   Clock::time_point observed = Clock::now();
+  // When to wake at the latest, and whether an ACK timer bounds the sleep: set by the last round
+  // that held the engine (a round that found it taken leaves them as they were).
+  Clock::time_point wake_by;
+  bool bounded = false;
+  // The spin below saw the socket readable: the next round only takes a free engine.
+  bool spun_into_arrival = false;
   while (!stop_.load(std::memory_order_relaxed)) {
     // Whether this round ends in a spin (decided now: only the spin below starts a backoff).
     const bool may_spin = spin.count() > 0 && Clock::now() >= spin_backoff_until_;
     bool more = true;
-    Clock::time_point wake_by;
-    bool bounded = false;
     while (more && !stop_.load(std::memory_order_relaxed)) {
       // The lock is given up between rounds, so posting and polling threads can get in.
-      std::unique_lock lock = lock_for_progress(may_spin);
+      std::unique_lock<std::mutex> lock;
+      if (spun_into_arrival) {
+        // An arrival found by spinning is taken at once if the engine is free: a program that
+        // spins on memory (ib_write_lat) sees its WRITE without this thread first sleeping on
+        // the mutex behind the program's own poll (perftest polls its send CQ until the ACK,
+        // which is when the peer's WRITE follows). If a program thread holds the engine, it is
+        // receiving what arrived: spin on instead of sleeping on the mutex, which would also
+        // cost that thread a futex wake-up on its way out. docs/benchmarks.md, "An arrival
+        // found by spinning".
+        spun_into_arrival = false;
+        lock = std::unique_lock(mutex_, std::try_to_lock);
+        if (!lock.owns_lock()) {
+          break;
+        }
+      } else {
+        lock = lock_for_progress(may_spin);
+      }
       if (timer_fired) {
         timer_armed_ = false;
         timer_fired = false;
@@ -334,10 +354,12 @@ void Engine::run() {
     // spinning only takes the CPU from the program (and a woken thread preempts a spinning one
     // anyway), so spinning then stays off for kSpinBackoff.
     int n = 0;
+    bool spun = false;  // what the wait below returns was found by the spin, not by a sleep
     Clock::time_point spin_end = Clock::now() + spin;
     while (may_spin && !stop_.load(std::memory_order_relaxed) &&
            !kick_pending_.load(std::memory_order_seq_cst)) {
       n = ::epoll_wait(epoll_fd_, events, 4, 0);
+      spun = true;
       Clock::time_point t = Clock::now();
       if (t - observed > kStallGap) {
         std::unique_lock lock = lock_for_progress(may_spin);
@@ -356,6 +378,7 @@ void Engine::run() {
     }
     if (n == 0 && !kick_pending_.load(std::memory_order_seq_cst) &&
         !stop_.load(std::memory_order_relaxed)) {
+      spun = false;
       sleeping_.store(true, std::memory_order_seq_cst);
       if (!kick_pending_.load(std::memory_order_seq_cst) &&
           !stop_.load(std::memory_order_seq_cst)) {
@@ -389,15 +412,24 @@ void Engine::run() {
       }
       observed = t;
     }
+    bool arrival = false;
+    bool woken = false;
     for (int i = 0; i < n; ++i) {
       uint64_t value;
-      if (events[i].data.fd == wake_fd_.fd()) {
+      if (events[i].data.fd == port_.fd()) {
+        arrival = true;
+      } else if (events[i].data.fd == wake_fd_.fd()) {
         wake_fd_.consume();
+        woken = true;
       } else if (events[i].data.fd == timer_fd_) {
         [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
         timer_fired = true;
       }
     }
+    // Only a bare arrival may be left to a program thread that holds the engine: that thread
+    // receives it. A wake-up (work handed over, hand_over) or a fired timer is this thread's
+    // alone, and its eventfd or timerfd has just been read, so the next round must run.
+    spun_into_arrival = spun && arrival && !woken && !timer_fired;
   }
   // What the progress thread cost, for the counters (the CPU price of spinning).
   timespec cpu{};
