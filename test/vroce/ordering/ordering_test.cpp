@@ -69,21 +69,9 @@ void poll_rounds(const uint8_t* buffer, Round& round, uint64_t last_seq) {
       std::this_thread::yield();
     }
     const uint8_t* at = buffer + round.offset;
+    // Mostly a tight loop, to look at the buffer while the copy is under way.
     const auto* word = reinterpret_cast<const uint64_t*>(at + round.size - 8);
-    const auto deadline = std::chrono::steady_clock::now() + kWait;
-    bool seen = false;
-    for (unsigned spins = 1; !(seen = __atomic_load_n(word, __ATOMIC_ACQUIRE) == expected);
-         ++spins) {
-      // Mostly a tight loop, to look at the buffer while the copy is under way; now and then
-      // the core goes to vroce's threads (test machines have two cores).
-      if (spins % 64 == 0) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          break;
-        }
-        std::this_thread::yield();
-      }
-    }
-    if (!seen) {
+    if (!wait_for_word(word, expected, kWait)) {
       round.timeouts.fetch_add(1, std::memory_order_relaxed);
     } else if (int64_t bad = find_mismatch(at, round.size - 8, expected); bad >= 0) {
       if (round.torn.fetch_add(1, std::memory_order_relaxed) == 0) {

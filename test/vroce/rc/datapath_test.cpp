@@ -321,25 +321,6 @@ TEST_CASE("a send's completion is visible before the reply to it arrives", "[dat
   CHECK(reply_before_send == 0);
 }
 
-namespace {
-
-// Reads memory the "NIC" (vroce's progress thread, a CPU thread writing with memcpy) places
-// data in; TSan would report every such read as a race, as for the plugin's CTS ring readers.
-#if defined(__SANITIZE_THREAD__)
-__attribute__((no_sanitize("thread")))
-#endif
-bool spin_until_word(const uint64_t* word, uint64_t value, std::chrono::milliseconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 TEST_CASE("a program that spins on memory sees each RDMA WRITE, as ib_write_lat does",
           "[datapath]") {
   // ib_write_lat's loop on each side: RDMA WRITE the count, poll the send CQ until its
@@ -366,9 +347,15 @@ TEST_CASE("a program that spins on memory sees each RDMA WRITE, as ib_write_lat 
   Side a{p.ea, a_out, a_in, b_in, true, {}};
   Side b{p.eb, b_out, b_in, a_in, false, {}};
   auto run = [](Side& s) {
+    auto arrived = [&s](uint64_t i) {
+      if (wait_for_word(reinterpret_cast<const uint64_t*>(s.in.data), i, kWait)) {
+        return true;
+      }
+      s.failure = "count " + std::to_string(i) + " never arrived";
+      return false;
+    };
     for (uint64_t i = 1; i <= kRoundTrips; ++i) {
-      if (!s.starts && !spin_until_word(reinterpret_cast<const uint64_t*>(s.in.data), i, kWait)) {
-        s.failure = "count " + std::to_string(i) + " never arrived";
+      if (!s.starts && !arrived(i)) {
         return;
       }
       std::memcpy(s.out.data, &i, sizeof(i));
@@ -382,8 +369,7 @@ TEST_CASE("a program that spins on memory sees each RDMA WRITE, as ib_write_lat 
         s.failure = "no successful completion for WRITE " + std::to_string(i);
         return;
       }
-      if (s.starts && !spin_until_word(reinterpret_cast<const uint64_t*>(s.in.data), i, kWait)) {
-        s.failure = "count " + std::to_string(i) + " never arrived";
+      if (s.starts && !arrived(i)) {
         return;
       }
     }

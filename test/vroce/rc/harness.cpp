@@ -240,6 +240,19 @@ std::vector<ibv_wc> wait_completions(ibv_cq* cq, size_t count, std::chrono::mill
   return out;
 }
 
+bool wait_for_word(const uint64_t* word, uint64_t expected, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (unsigned spins = 1; __atomic_load_n(word, __ATOMIC_ACQUIRE) != expected; ++spins) {
+    if (spins % 64 == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return false;
+      }
+      std::this_thread::yield();
+    }
+  }
+  return true;
+}
+
 bool wait_async_event(ibv_context* ctx, ibv_async_event* event, std::chrono::milliseconds timeout) {
   pollfd pfd{ctx->async_fd, POLLIN, 0};
   if (::poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) {

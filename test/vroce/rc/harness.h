@@ -113,6 +113,12 @@ int64_t find_mismatch(const uint8_t* data, size_t length, uint64_t seed, uint64_
 // Polls `cq` until `count` completions arrived or the deadline passed; returns what arrived.
 std::vector<ibv_wc> wait_completions(ibv_cq* cq, size_t count, std::chrono::milliseconds timeout);
 
+// Spins on `word` with acquire loads until it holds `expected`, as a program polls the last word
+// of a buffer an RDMA WRITE fills (vroce stores that word last, with release: ordered_copy.h).
+// Mostly a tight loop; every 64th spin checks the deadline and yields, so that vroce's threads
+// get a core on a small machine. False when the deadline passed first.
+bool wait_for_word(const uint64_t* word, uint64_t expected, std::chrono::milliseconds timeout);
+
 // Waits for one async event of the context; false on timeout.
 bool wait_async_event(ibv_context* ctx, ibv_async_event* event, std::chrono::milliseconds timeout);
 
