@@ -354,12 +354,11 @@ void Engine::run() {
     // spinning only takes the CPU from the program (and a woken thread preempts a spinning one
     // anyway), so spinning then stays off for kSpinBackoff.
     int n = 0;
-    bool spun = false;  // what the wait below returns was found by the spin, not by a sleep
+    bool slept = false;  // the events below came from the sleep, not from the spin
     Clock::time_point spin_end = Clock::now() + spin;
     while (may_spin && !stop_.load(std::memory_order_relaxed) &&
            !kick_pending_.load(std::memory_order_seq_cst)) {
       n = ::epoll_wait(epoll_fd_, events, 4, 0);
-      spun = true;
       Clock::time_point t = Clock::now();
       if (t - observed > kStallGap) {
         std::unique_lock lock = lock_for_progress(may_spin);
@@ -378,7 +377,7 @@ void Engine::run() {
     }
     if (n == 0 && !kick_pending_.load(std::memory_order_seq_cst) &&
         !stop_.load(std::memory_order_relaxed)) {
-      spun = false;
+      slept = true;
       sleeping_.store(true, std::memory_order_seq_cst);
       if (!kick_pending_.load(std::memory_order_seq_cst) &&
           !stop_.load(std::memory_order_seq_cst)) {
@@ -429,7 +428,7 @@ void Engine::run() {
     // Only a bare arrival may be left to a program thread that holds the engine: that thread
     // receives it. A wake-up (work handed over, hand_over) or a fired timer is this thread's
     // alone, and its eventfd or timerfd has just been read, so the next round must run.
-    spun_into_arrival = spun && arrival && !woken && !timer_fired;
+    spun_into_arrival = !slept && arrival && !woken && !timer_fired;
   }
   // What the progress thread cost, for the counters (the CPU price of spinning).
   timespec cpu{};
