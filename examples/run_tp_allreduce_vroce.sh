@@ -57,14 +57,22 @@ export NCCL_ROCE_DSCP=${NCCL_ROCE_DSCP:-26}
 export NCCL_ROCE_REQUIRE_GDR=${NCCL_ROCE_REQUIRE_GDR:-1}
 export NCCL_DEBUG=${NCCL_DEBUG:-INFO}
 export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
-# vroce's GPUDirect copies go through the CUDA driver inside each rank, so no rank thread may hold
-# the driver's lock while waiting for the GPU: every kernel is loaded at start, and the ranks wait
-# for the GPU every 32 all-reduces (a later --sync-every wins). See
-# vroce/src/gpu/driver_lock_hazard.h; real NICs need neither.
-export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
+# vroce's GPUDirect copies go through the CUDA driver. By default its helper process makes them
+# (VROCE_GPU_COPIES=helper), opening the ranks' buffers through CUDA IPC, which memory from
+# cuMemCreate lacks: NCCL allocates with cudaMalloc instead. With VROCE_GPU_COPIES=in-process they
+# are made inside each rank, so no rank thread may hold the driver's lock while waiting for the
+# GPU: every kernel is loaded at start, and the ranks wait for the GPU every 32 all-reduces (a
+# later --sync-every wins). See docs/vroce.md, "GPU memory"; real NICs need none of this.
+bounded=()
+if [[ ${VROCE_GPU_COPIES:-helper} == in-process ]]; then
+  export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
+  bounded=(--sync-every 32)
+else
+  export NCCL_CUMEM_ENABLE=${NCCL_CUMEM_ENABLE:-0}
+fi
 
-cmd=(torchrun --standalone --nproc-per-node "$nproc" "$here/tp_allreduce.py" --sync-every 32 "$@")
-env | grep -E '^(NCCL_|ROCE_EXAMPLE_|CUDA_MODULE_LOADING=)' | sort
+cmd=(torchrun --standalone --nproc-per-node "$nproc" "$here/tp_allreduce.py" "${bounded[@]}" "$@")
+env | grep -E '^(NCCL_|ROCE_EXAMPLE_|CUDA_MODULE_LOADING=|VROCE_GPU_COPIES=)' | sort
 printf '%q ' "${cmd[@]}"
 printf '\n'
 ((print_only)) && exit 0

@@ -18,11 +18,14 @@
 # Then it prints the comparison table (latency at 8 B and 256 KiB, busbw at 64 MiB) and exits
 # non-zero if any run failed, any element was wrong, or a run used another network or GDR mode.
 #
-# vroce's GPUDirect moves data with CUDA driver calls inside the ranks' processes, so it can
-# deadlock against a rank thread that holds the driver's lock while waiting for the GPU
-# (vroce/src/gpu/driver_lock_hazard.h). The GPUDirect runs over vroce therefore load every
-# kernel at start (CUDA_MODULE_LOADING=EAGER) and tp_allreduce.py synchronises every 32
-# all-reduces instead of queueing all of them. Real NICs need neither.
+# vroce's GPUDirect moves data with CUDA driver calls. By default (VROCE_GPU_COPIES=helper) its
+# helper process makes them, which no rank thread can block; it opens the ranks' buffers through
+# CUDA IPC, which memory from cuMemCreate lacks, so the GPUDirect runs over vroce set
+# NCCL_CUMEM_ENABLE=0. With VROCE_GPU_COPIES=in-process the copies are made inside the ranks'
+# processes and can deadlock against a rank thread that holds the driver's lock while waiting for
+# the GPU (vroce/src/gpu/driver_lock_hazard.h); those runs load every kernel at start
+# (CUDA_MODULE_LOADING=EAGER) and tp_allreduce.py synchronises every 32 all-reduces instead of
+# queueing all of them. Real NICs need none of this.
 #
 # Needs: nvidia-smi, torchrun (PyTorch with NCCL), the built plugin and vroce, and an
 # all_reduce_perf binary built from nccl-tests' public source for this node (not part of this
@@ -124,6 +127,8 @@ vroce_base=127.0.0.21
 
 # True for a GPUDirect mode whose copies vroce makes through the CUDA driver.
 vroce_gdr() { [[ $use_vroce != 0 && $1 == gdr-* ]]; }
+# True where those copies are made inside the ranks' processes (see the header).
+vroce_copies_in_process() { vroce_gdr "$1" && [[ ${VROCE_GPU_COPIES:-helper} == in-process ]]; }
 
 # The environment of one mode, as `env` arguments.
 mode_env() {
@@ -134,8 +139,10 @@ mode_env() {
   if [[ -n $profiler ]]; then
     common+=(NCCL_PROFILER_PLUGIN="$profiler" NCCL_PROFILE_EVENT_MASK="${NCCL_PROFILE_EVENT_MASK:-152}")
   fi
-  if vroce_gdr "$1"; then
+  if vroce_copies_in_process "$1"; then
     common+=(CUDA_MODULE_LOADING=EAGER)  # see the header: no lazy kernel load while vroce copies
+  elif vroce_gdr "$1"; then
+    common+=(NCCL_CUMEM_ENABLE=0)  # see the header: buffers the copy helper can open
   fi
   case $1 in
     gdr-dmabuf) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=1 NCCL_ROCE_REQUIRE_GDR=1 ;;
@@ -183,7 +190,7 @@ collectives() {  # mode
 tp_allreduce() {  # mode
   traced_steps+=("tp-allreduce-$1")
   local bounded=()
-  vroce_gdr "$1" && bounded=(--sync-every 32)  # see the header: a bounded launch queue
+  vroce_copies_in_process "$1" && bounded=(--sync-every 32)  # see the header: a bounded launch queue
   # shellcheck disable=SC2046
   run_logged "tp-allreduce-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/tp-$1.%h.%p.log" \
     NCCL_PROFILE_DUMP_FILE="$out/profiler/tp-allreduce-$1" \

@@ -157,10 +157,18 @@ class Launchers(unittest.TestCase):
             for line in (f"NCCL_NET_PLUGIN={build}/lib/libnccl-net-roce.so",
                          f"NCCL_IBVERBS_LIB={build}/vroce/lib/libibverbs.so.1", "NCCL_NET=RoCE",
                          "NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "ROCE_EXAMPLE_VROCE_BASE=127.0.0.21",
-                         # vroce's GPUDirect and the driver's lock (vroce/src/gpu/driver_lock_hazard.h)
-                         "CUDA_MODULE_LOADING=EAGER"):
+                         # vroce's copy helper opens buffers through CUDA IPC (docs/vroce.md)
+                         "NCCL_CUMEM_ENABLE=0"):
                 self.assertIn(line + "\n", p.stdout)
+            self.assertNotIn("CUDA_MODULE_LOADING", p.stdout)
             self.assertIn("torchrun --standalone --nproc-per-node 2", p.stdout)
+            self.assertIn("tp_allreduce.py --iters 10", p.stdout)
+            # In-process copies and the driver's lock (vroce/src/gpu/driver_lock_hazard.h).
+            p = self.run_launcher("run_tp_allreduce_vroce.sh", {"BUILD_DIR": build, "NPROC_PER_NODE": "2",
+                                                                "VROCE_GPU_COPIES": "in-process"})
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("CUDA_MODULE_LOADING=EAGER\n", p.stdout)
+            self.assertNotIn("NCCL_CUMEM_ENABLE", p.stdout)
             self.assertIn("tp_allreduce.py --sync-every 32 --iters 10", p.stdout)
             e = {"PATH": "/usr/bin:/bin", "BUILD_DIR": build, "NPROC_PER_NODE": "2"}
             p = subprocess.run([str(REPO / "examples" / "run_tp_allreduce_vroce.sh")], env=e,

@@ -83,31 +83,42 @@ class Launcher(unittest.TestCase):
         self.assertIn("cmake --preset release", r.stderr)
 
     def test_dry_run_guards_vroce_gpudirect_against_the_driver_lock_deadlock(self):
-        # Over vroce, GPUDirect runs load kernels eagerly and bound tp_allreduce's launch queue
-        # (vroce/src/gpu/driver_lock_hazard.h); host-staged, Socket and real-NIC runs do not.
+        # Over vroce with copies made by its helper process (the default), GPUDirect runs need no
+        # remedy but buffers the helper can open (NCCL_CUMEM_ENABLE=0). With in-process copies
+        # they load kernels eagerly and bound tp_allreduce's launch queue
+        # (vroce/src/gpu/driver_lock_hazard.h). Host-staged, Socket and real-NIC runs need neither.
         with tempfile.TemporaryDirectory() as d:
             for f in ("lib/libnccl-net-roce.so", "vroce/lib/libibverbs.so.1"):
                 (Path(d) / f).parent.mkdir(parents=True, exist_ok=True)
                 (Path(d) / f).touch()
             steps = "collectives:gdr-dmabuf,tp_allreduce:gdr-pointer,tp_allreduce:host,collectives:socket"
-            r = self.run_script("--dry-run", "--build", d, "--out", d + "/out", "--steps", steps)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertFalse((Path(d) / "out").exists(), "a dry run writes nothing")
-            lines = {l.split(":")[0]: l for l in r.stdout.splitlines() if l.startswith("=== ")}
-            gdr, tp_gdr = lines["=== collectives-gdr-dmabuf"], lines["=== tp-allreduce-gdr-pointer"]
-            host, socket = lines["=== tp-allreduce-host"], lines["=== collectives-socket"]
-            for line in (gdr, tp_gdr):
-                self.assertIn("CUDA_MODULE_LOADING=EAGER", line)
-            self.assertIn("--sync-every 32", tp_gdr)
-            for line in (host, socket):
-                self.assertNotIn("CUDA_MODULE_LOADING", line)
-                self.assertNotIn("--sync-every", line)
+            for copies in ("helper", "in-process"):
+                r = self.run_script("--dry-run", "--build", d, "--out", d + "/out", "--steps", steps,
+                                    env={"VROCE_GPU_COPIES": copies})
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertFalse((Path(d) / "out").exists(), "a dry run writes nothing")
+                lines = {l.split(":")[0]: l for l in r.stdout.splitlines() if l.startswith("=== ")}
+                gdr, tp_gdr = lines["=== collectives-gdr-dmabuf"], lines["=== tp-allreduce-gdr-pointer"]
+                host, socket = lines["=== tp-allreduce-host"], lines["=== collectives-socket"]
+                for line in (gdr, tp_gdr):
+                    if copies == "helper":
+                        self.assertIn("NCCL_CUMEM_ENABLE=0", line)
+                        self.assertNotIn("CUDA_MODULE_LOADING", line)
+                        self.assertNotIn("--sync-every", line)
+                    else:
+                        self.assertIn("CUDA_MODULE_LOADING=EAGER", line)
+                if copies == "in-process":
+                    self.assertIn("--sync-every 32", tp_gdr)
+                for line in (host, socket):
+                    self.assertNotIn("CUDA_MODULE_LOADING", line)
+                    self.assertNotIn("NCCL_CUMEM_ENABLE", line)
+                    self.assertNotIn("--sync-every", line)
             real = self.run_script("--dry-run", "--build", d, "--steps", "tp_allreduce:gdr-dmabuf",
-                                   env={"ROCE_GPU_VALIDATE_VROCE": "0"})
+                                   env={"ROCE_GPU_VALIDATE_VROCE": "0", "VROCE_GPU_COPIES": "in-process"})
             self.assertEqual(real.returncode, 0, real.stderr)
             self.assertNotIn("CUDA_MODULE_LOADING", real.stdout)
+            self.assertNotIn("NCCL_CUMEM_ENABLE", real.stdout)
             self.assertNotIn("--sync-every", real.stdout)
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -205,6 +205,17 @@ TEST_CASE("device identity", "[config]") {
   }
 }
 
+TEST_CASE("where GPU copies are made", "[config]") {
+  CHECK(vroce::parse_gpu_copies("helper") == true);
+  CHECK(vroce::parse_gpu_copies(" in-process ") == false);
+  for (const char* bad : {"inprocess", "1", "", "HELPER"}) {
+    INFO(bad);
+    const std::string error = failure_of(vroce::parse_gpu_copies(bad));
+    CHECK(contains(error, "helper"));
+    CHECK(contains(error, "in-process"));
+  }
+}
+
 TEST_CASE("ECE options and a shared sys_image_guid", "[config]") {
   auto ece = vroce::parse_ece("0x10000006");
   REQUIRE(ece);
@@ -249,6 +260,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK_FALSE(config.spin_us);
   CHECK_FALSE(config.connectx7_identity);
   CHECK(config.gso);
+  CHECK(config.gpu_copies_by_helper);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -263,9 +275,11 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_GPU_STALL_WARN_MS", "750"},
                          {"VROCE_SPIN_US", "0"},
                          {"VROCE_GSO", "0"},
-                         {"VROCE_IDENTITY", "connectx7"}},
+                         {"VROCE_IDENTITY", "connectx7"},
+                         {"VROCE_GPU_COPIES", "in-process"}},
                         &errors);
   CHECK(errors.empty());
+  CHECK_FALSE(config.gpu_copies_by_helper);
   REQUIRE(config.devices.size() == 1);
   CHECK(config.devices[0].name == "a");
   CHECK(config.port_speed_gbps == 800);

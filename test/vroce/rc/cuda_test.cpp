@@ -2,11 +2,18 @@
 // stand-in libcuda.so.1 (fake_cuda/) that the CPU cannot touch (PROT_NONE), so every byte vroce
 // moves in or out of them must go through gpu/memory.h's driver copies; a direct access would
 // crash the test. Two devices in one process (vrC1, vrC2).
+//
+// The suite is built twice: with copies made inside this process (VROCE_GPU_COPIES=in-process)
+// and, with ROCE_TEST_HELPER_COPIES, by vroce's copy helper process (the default), whose stand-in
+// driver is its own: there, this process's driver must see none of vroce's copies.
+#include <dirent.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +26,12 @@ using namespace vroce_test;
 using namespace std::chrono_literals;
 
 namespace {
+
+#ifdef ROCE_TEST_HELPER_COPIES
+constexpr bool kHelperCopies = true;
+#else
+constexpr bool kHelperCopies = false;
+#endif
 
 constexpr unsigned kRemote =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
@@ -206,8 +219,11 @@ TEST_CASE("WRITE, READ and SEND between CUDA regions go through the driver's cop
   // staging (the test's own checks use the synchronous copies): a copy on the legacy default
   // stream, or through the driver's pageable staging, can wait behind application work that
   // itself waits for this very data.
+  // With the helper, none of them was made in this process: the application's driver (and any
+  // lock an application thread holds in it) never sees them.
   const CopyCount all = copies_since(at_start);
-  CHECK(fake_cuda_stream_copies() - stream_copies_before == all.to_device + all.from_device);
+  CHECK(fake_cuda_stream_copies() - stream_copies_before ==
+        (kHelperCopies ? 0 : all.to_device + all.from_device));
   CHECK(ibv_dereg_mr(ma) == 0);
   CHECK(ibv_dereg_mr(mb) == 0);
 }
@@ -278,6 +294,7 @@ TEST_CASE("a range that starts in device memory and runs past its allocation is 
   CHECK(ibv_dereg_mr(ok) == 0);
 }
 
+#ifndef ROCE_TEST_HELPER_COPIES
 TEST_CASE("a copy into device memory blocked in the driver is reported with its cause", "[cuda]") {
   QpOptions patient;
   patient.timeout = 18;  // about 1 s per try: the held copy must not exhaust the retries
@@ -329,3 +346,159 @@ TEST_CASE("copies with CUDA_MODULE_LOADING lazy warn once about the driver-lock 
   CHECK(text.find(warning, first + 1) == std::string::npos);
   CHECK(ibv_dereg_mr(mb) == 0);
 }
+#endif  // !ROCE_TEST_HELPER_COPIES
+
+#ifdef ROCE_TEST_HELPER_COPIES
+namespace {
+
+// vroce's copy helper: the child of this process running vroce-gpu-copier (0 if none).
+pid_t copy_helper_pid() {
+  DIR* proc = opendir("/proc");
+  REQUIRE(proc != nullptr);
+  pid_t found = 0;
+  while (dirent* entry = readdir(proc)) {
+    std::ifstream status(std::string("/proc/") + entry->d_name + "/stat");
+    std::string pid, comm, state;
+    long parent = 0;
+    if (status >> pid >> comm >> state >> parent && parent == getpid() &&
+        comm.find("vroce-gpu-cop") != std::string::npos) {
+      found = static_cast<pid_t>(std::stol(pid));
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("with the application's driver blocked, the copy helper still moves the data", "[cuda]") {
+  // What ends the driver-lock deadlock: this process's driver stops completing stream
+  // synchronisations, as it does while an application thread holds the driver's lock and waits
+  // for the GPU; the copies, made by the helper in its own process, are not held by it.
+  unsetenv("CUDA_MODULE_LOADING");
+  ConnectedPair p;
+  constexpr size_t kSize = 64 * 1024;
+  DeviceMemory da(kSize);
+  DeviceMemory db(kSize);
+  da.fill(45);
+  ibv_mr* ma = ibv_reg_mr(p.a.pd, da.addr(), kSize, kRemote);
+  ibv_mr* mb = ibv_reg_mr(p.b.pd, db.addr(), kSize, kRemote);
+  REQUIRE(ma != nullptr);
+  REQUIRE(mb != nullptr);
+  CHECK(copy_helper_pid() != 0);
+  StderrCapture log;
+  fake_cuda_hold_stream_syncs(1);
+  REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, ibv_sge{da.ptr, kSize, ma->lkey}, db.ptr, mb->rkey) == 0);
+  ibv_wc wc = one(p.ea.send_cq);
+  fake_cuda_hold_stream_syncs(0);
+  CHECK(wc.status == IBV_WC_SUCCESS);
+  CHECK(db.mismatch(45) == -1);
+  // Nothing to warn about: neither the stall report nor the lazy-loading warning of in-process
+  // copies.
+  std::string text = log.text();
+  CHECK(text.find("blocked inside the CUDA driver") == std::string::npos);
+  CHECK(text.find("CUDA_MODULE_LOADING") == std::string::npos);
+  CHECK(ibv_dereg_mr(ma) == 0);
+  CHECK(ibv_dereg_mr(mb) == 0);
+}
+
+TEST_CASE("a copy the helper's driver does not complete is reported, and lands when it moves",
+          "[cuda]") {
+  char hold[] = "/tmp/vroce-helper-hold-XXXXXX";
+  int fd = mkstemp(hold);
+  REQUIRE(fd >= 0);
+  close(fd);
+  unlink(hold);
+  setenv("FAKE_CUDA_HOLD_WHILE", hold, 1);  // read by the helper's stand-in driver
+  QpOptions patient;
+  patient.timeout = 18;  // about 1 s per try: the held copy must not exhaust the retries
+  ConnectedPair p(patient);
+  constexpr size_t kSize = 16 * 1024;
+  DeviceMemory db(kSize);
+  ibv_mr* mb = ibv_reg_mr(p.b.pd, db.addr(), kSize, kRemote);  // starts the helper
+  REQUIRE(mb != nullptr);
+  Buffer host(p.a.pd, kSize, kRemote);
+  fill_pattern(host.data, kSize, 48);
+  StderrCapture log;
+  REQUIRE(std::ofstream(hold).put('x').good());
+  REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE, host.sge(0, kSize), db.ptr, mb->rkey) == 0);
+  bool reported = log.wait_for("has been unanswered for", roce::test::kHangBound);
+  unlink(hold);
+  INFO("vroce's log: " << log.text());
+  REQUIRE(reported);
+  CHECK(log.text().find("copy helper (pid " + std::to_string(copy_helper_pid()) + ")") !=
+        std::string::npos);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(db.mismatch(48) == -1);
+  CHECK(log.wait_for("reported unanswered has completed", roce::test::kHangBound));
+  CHECK(ibv_dereg_mr(mb) == 0);
+}
+
+TEST_CASE("a copy helper that dies fails the copies loudly, and host traffic goes on", "[cuda]") {
+  ConnectedPair p;
+  constexpr size_t kSize = 16 * 1024;
+  DeviceMemory da(kSize);
+  ibv_mr* ma = ibv_reg_mr(p.a.pd, da.addr(), kSize, kRemote);
+  REQUIRE(ma != nullptr);
+  Buffer remote(p.b.pd, kSize, kRemote);
+  fill_pattern(remote.data, kSize, 46);
+  REQUIRE(post(p.ea, IBV_WR_RDMA_READ, ibv_sge{da.ptr, kSize, ma->lkey}, remote.addr(),
+               remote.mr->rkey) == 0);
+  REQUIRE(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(da.mismatch(46) == -1);
+
+  pid_t helper = copy_helper_pid();
+  REQUIRE(helper != 0);
+  StderrCapture log;
+  REQUIRE(kill(helper, SIGKILL) == 0);
+  // The READ's response cannot be placed: the QP moves to the error state, as on a DMA error
+  // (IBV_EVENT_QP_FATAL), the READ completes with an error, and vroce says why.
+  REQUIRE(post(p.ea, IBV_WR_RDMA_READ, ibv_sge{da.ptr, kSize, ma->lkey}, remote.addr(),
+               remote.mr->rkey) == 0);
+  auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  while (ibv_query_qp(p.ea.qp, &attr, IBV_QP_STATE, &init) == 0 && attr.qp_state != IBV_QPS_ERR &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(attr.qp_state == IBV_QPS_ERR);
+  CHECK(one(p.ea.send_cq).status != IBV_WC_SUCCESS);
+  std::string text = log.text();
+  INFO("vroce's log: " << text);
+  CHECK(text.find("the copy helper (pid " + std::to_string(helper) + ") was killed by signal 9") !=
+        std::string::npos);
+  CHECK(text.find("VROCE_GPU_COPIES=in-process") != std::string::npos);
+  // New CUDA registrations fail from now on; host memory and other connections are untouched.
+  DeviceMemory more(4096);
+  errno = 0;
+  CHECK(ibv_reg_mr(p.a.pd, more.addr(), 4096, kRemote) == nullptr);
+  CHECK(errno == EIO);
+  Endpoint ea2(p.a, QpOptions{});
+  Endpoint eb2(p.b, QpOptions{});
+  ea2.connect(eb2.info());
+  eb2.connect(ea2.info());
+  Buffer local(p.a.pd, kSize, kRemote);
+  fill_pattern(local.data, kSize, 47);
+  REQUIRE(post(ea2, IBV_WR_RDMA_WRITE, local.sge(0, kSize), remote.addr(), remote.mr->rkey) == 0);
+  CHECK(one(ea2.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(find_mismatch(remote.data, kSize, 47) == -1);
+  CHECK(ibv_dereg_mr(ma) == 0);
+}
+
+TEST_CASE("without its copy helper, registering CUDA memory fails and names the fix", "[cuda]") {
+  setenv("VROCE_GPU_COPIER", "/nonexistent/vroce-gpu-copier", 1);
+  Fixture cuda;
+  Device a("vrC1");
+  DeviceMemory d(4096);
+  StderrCapture log;
+  errno = 0;
+  CHECK(ibv_reg_mr(a.pd, d.addr(), 4096, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+  CHECK(errno == EIO);
+  std::string text = log.text();
+  CHECK(text.find("/nonexistent/vroce-gpu-copier cannot be run") != std::string::npos);
+  CHECK(text.find("VROCE_GPU_COPIER") != std::string::npos);
+  Buffer host(a.pd, 4096, IBV_ACCESS_LOCAL_WRITE);  // host memory registers as before
+  CHECK(host.mr != nullptr);
+}
+#endif  // ROCE_TEST_HELPER_COPIES

@@ -1,6 +1,8 @@
 // config(): the process environment read once, through the pure parsers in parsers.cpp.
 #include "config/config.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 
 #include "config/parsers.h"
@@ -28,6 +30,18 @@ const Config& config() {
     return result;
   }();
   return parsed;
+}
+
+uint32_t spin_after_activity_us() {
+  constexpr uint32_t kDefaultSpinUs = 50;
+  constexpr int kSpinMinCpus = 4;
+  if (const auto& configured = config().spin_us) {
+    return *configured;
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  int usable = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return usable >= kSpinMinCpus ? kDefaultSpinUs : 0;
 }
 
 }  // namespace vroce

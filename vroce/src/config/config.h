@@ -58,6 +58,12 @@ struct Config {
   // VROCE_GPU_STALL_WARN_MS: how long one of vroce's CUDA driver calls may stay blocked before
   // the watchdog reports the likely driver-lock deadlock (gpu/driver_lock_hazard.h).
   uint32_t gpu_stall_warn_ms = 5000;
+  // VROCE_GPU_COPIES: where vroce's copies to and from CUDA memory are made. "helper": in a
+  // helper process of vroce's own (gpu/copy_helper.h), which no application thread can block;
+  // "in-process": by the thread that moves the packet, inside the application's process, where
+  // an application thread that holds the driver's lock while it waits for the GPU can deadlock
+  // it (gpu/driver_lock_hazard.h).
+  bool gpu_copies_by_helper = true;
   // VROCE_SPIN_US: how long an engine's progress thread keeps polling (yielding the CPU between
   // polls) after its last work before it sleeps on the socket, so that a program that spins on
   // memory sees an RDMA WRITE land within microseconds, as it would from a NIC, while an idle
@@ -87,6 +93,10 @@ struct Config {
 
 // Parsed on first call; a malformed variable is reported once on stderr and the default kept.
 const Config& config();
+
+// How long a thread that waits for vroce's work spins after activity before it sleeps:
+// VROCE_SPIN_US, or when unset 50 us where the process may run on 4 or more CPUs, else 0.
+uint32_t spin_after_activity_us();
 
 // Pure parsers, exposed for unit tests. Bad input fails with what is accepted.
 Result<std::vector<DeviceSpec>> parse_device_specs(const std::string& text);

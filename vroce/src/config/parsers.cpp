@@ -289,6 +289,20 @@ Result<bool> parse_gso(const std::string& text) {
       quoted(text));
 }
 
+Result<bool> parse_gpu_copies(const std::string& text) {
+  std::string_view value = trim(text);
+  if (value == "helper") {
+    return true;
+  }
+  if (value == "in-process") {
+    return false;
+  }
+  return failure(
+      "accepted values are helper (copies made by vroce's helper process) and in-process "
+      "(copies made inside the application's process), got " +
+      quoted(text));
+}
+
 Result<bool> parse_identity(const std::string& text) {
   std::string_view value = trim(text);
   if (value == "vroce") {
@@ -376,6 +390,8 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](uint8_t v) { config.tc_override = v; });
   apply("VROCE_GPU_STALL_WARN_MS", "5000", parse_stall_warn_ms,
         [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
+  apply("VROCE_GPU_COPIES", "helper", parse_gpu_copies,
+        [&](bool v) { config.gpu_copies_by_helper = v; });
   apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
         [&](uint32_t v) { config.spin_us = v; });
   apply("VROCE_GSO", "1", parse_gso, [&](bool v) { config.gso = v; });

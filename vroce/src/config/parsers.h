@@ -26,6 +26,8 @@ Result<uint32_t> parse_spin_us(const std::string& text);
 Result<bool> parse_gso(const std::string& text);
 // "vroce" -> false, "connectx7" -> true.
 Result<bool> parse_identity(const std::string& text);
+// "helper" -> true, "in-process" -> false (VROCE_GPU_COPIES).
+Result<bool> parse_gpu_copies(const std::string& text);
 Result<std::string> parse_path(const std::string& text);
 // "off" -> {false, 0}; "0x30000002" (hex, 0x optional) -> {true, options}.
 struct EceSetting {

@@ -503,16 +503,6 @@ void Engine::request_short_slice() {
   }
 }
 
-uint32_t Engine::spin_after_activity_us() {
-  if (const auto& configured = config().spin_us) {
-    return *configured;
-  }
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  int usable = ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return usable >= kSpinMinCpus ? kDefaultSpinUs : 0;
-}
-
 bool Engine::any_ack_timer() const {
   for (const Qp* qp : all_qps_) {
     if (qp->tp.req.ack_timer_armed) {

@@ -116,10 +116,6 @@ class Engine {
   bool pump(bool receive, bool timeouts);
   // Some QP's ACK timer runs / has passed its deadline. Need the mutex.
   bool any_ack_timer() const;
-  // VROCE_SPIN_US, or when unset kDefaultSpinUs with at least kSpinMinCpus usable CPUs, else 0.
-  static uint32_t spin_after_activity_us();
-  static constexpr uint32_t kDefaultSpinUs = 50;
-  static constexpr int kSpinMinCpus = 4;
   // Asks the scheduler for the shortest time slice for the progress thread (EEVDF), so that an
   // arrival preempts a spinning program thread at once.
   void request_short_slice();

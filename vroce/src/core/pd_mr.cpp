@@ -83,8 +83,16 @@ bool mapped(const void* addr, size_t length) {
 ibv_mr* register_region(Pd* pd, void* addr, size_t length, uint64_t iova, unsigned access,
                         uint64_t region_addr, gpu::MemoryKind kind, void* mapping,
                         size_t mapping_length) {
+  if (kind == gpu::MemoryKind::Cuda) {
+    if (int rc = gpu::attach_device_range(region_addr, length); rc != 0) {
+      return fail<ibv_mr>(rc);
+    }
+  }
   auto* mr = new (std::nothrow) Mr;
   if (mr == nullptr) {
+    if (kind == gpu::MemoryKind::Cuda) {
+      gpu::detach_device_range(region_addr, length);
+    }
     return fail<ibv_mr>(ENOMEM);
   }
   mr->ibv.context = &pd->ctx->vctx.context;
@@ -102,6 +110,9 @@ ibv_mr* register_region(Pd* pd, void* addr, size_t length, uint64_t iova, unsign
   if (!pd->device->keys().insert(mr)) {
     VROCE_LOG(Error, "ibv_reg_mr: the device's key table is full (%u regions)",
               KeyTable::kMaxSlots);
+    if (kind == gpu::MemoryKind::Cuda) {
+      gpu::detach_device_range(region_addr, length);
+    }
     delete mr;
     return fail<ibv_mr>(ENOMEM);
   }
@@ -252,6 +263,9 @@ int dereg_mr(ibv_mr* ibv) {
   mr->pd->device->keys().remove(mr);
   if (mr->mapping != nullptr) {
     ::munmap(mr->mapping, mr->mapping_length);
+  }
+  if (mr->kind == gpu::MemoryKind::Cuda) {
+    gpu::detach_device_range(mr->region_addr, mr->length);
   }
   untrack_context_object(mr->pd->ctx, ContextObject::Mr, ibv);
   mr->pd->children.fetch_sub(1, std::memory_order_release);

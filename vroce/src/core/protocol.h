@@ -65,7 +65,8 @@ void complete_send(Qp& qp, uint32_t index, ibv_wc_status status);
 void raise_qp_event(Qp& qp, ibv_event_type type);
 
 // A local catastrophic error (a lost completion, a failed copy into device memory): the QP to
-// ERR with IBV_EVENT_QP_FATAL, raised once however often it is called.
+// ERR with IBV_EVENT_QP_FATAL, raised once however often it is called; the engine then flushes
+// the QP's queues. Needs the engine.
 void fail_qp_fatally(Qp& qp);
 
 // mlx5's CQE syndrome for an error status, reported as vendor_err.

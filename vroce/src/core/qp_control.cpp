@@ -30,8 +30,15 @@ ibv_wc_opcode send_wc_opcode(ibv_wr_opcode opcode) {
 
 void push_completion(Qp& qp, Cq& cq, const ibv_wc& wc, bool solicited) {
   flush_device_writes();  // a READ's bytes are in device memory before its completion is seen
-  stats().completions[static_cast<size_t>(wc.status)].add();
-  if (!cq.push(wc, solicited)) {
+  ibv_wc checked = wc;
+  if (wc.status == IBV_WC_SUCCESS && qp.state.load(std::memory_order_relaxed) == IBV_QPS_ERR) {
+    // The copy that placed this work request's bytes failed (and failed the QP): the request did
+    // not complete, as a NIC reports a DMA failure.
+    checked.status = IBV_WC_LOC_QP_OP_ERR;
+    checked.vendor_err = vendor_syndrome(IBV_WC_LOC_QP_OP_ERR);
+  }
+  stats().completions[static_cast<size_t>(checked.status)].add();
+  if (!cq.push(checked, solicited)) {
     fail_qp_fatally(qp);  // the CQ raised IBV_EVENT_CQ_ERR; the QP whose completion was lost
   }
 }
@@ -73,6 +80,11 @@ void fail_qp_fatally(Qp& qp) {
   if (qp.state.load(std::memory_order_relaxed) != IBV_QPS_ERR) {
     qp.state.store(IBV_QPS_ERR, std::memory_order_relaxed);
     raise_qp_event(qp, IBV_EVENT_QP_FATAL);
+    // The next transmit pass flushes what is posted, as a NIC completes every WQE of a QP in
+    // error with a flush error (callers hold the engine, as activate() needs).
+    if (qp.engine != nullptr) {
+      qp.engine->activate(&qp);
+    }
   }
 }
 

@@ -35,6 +35,17 @@ inline constexpr unsigned int kStreamNonBlocking = 0x1;
 inline constexpr unsigned int kMemoryTypeHost = 1;
 inline constexpr unsigned int kMemoryTypeDevice = 2;
 
+// CUDA IPC: an opaque handle one process exports for an allocation and another opens
+// (CU_IPC_HANDLE_SIZE bytes, passed by value).
+inline constexpr size_t kIpcHandleSize = 64;
+struct CUipcMemHandle {
+  unsigned char reserved[kIpcHandleSize];
+};
+inline constexpr unsigned int kIpcMemLazyEnablePeerAccess = 0x1;
+
+// cuMemHostRegister flags.
+inline constexpr unsigned int kMemHostRegisterPortable = 0x1;
+
 using cuInit_t = CUresult (*)(unsigned int flags);
 using cuGetErrorName_t = CUresult (*)(CUresult error, const char** name);
 using cuPointerGetAttributes_t = CUresult (*)(unsigned int count, int* attributes, void** data,
@@ -55,5 +66,10 @@ using cuMemAlloc_t = CUresult (*)(CUdeviceptr* ptr, size_t bytes);
 using cuMemFree_t = CUresult (*)(CUdeviceptr ptr);
 using cuMemAllocHost_t = CUresult (*)(void** ptr, size_t bytes);
 using cuMemFreeHost_t = CUresult (*)(void* ptr);
+using cuMemHostRegister_t = CUresult (*)(void* ptr, size_t bytes, unsigned int flags);
+using cuIpcGetMemHandle_t = CUresult (*)(CUipcMemHandle* handle, CUdeviceptr ptr);
+using cuIpcOpenMemHandle_t = CUresult (*)(CUdeviceptr* ptr, CUipcMemHandle handle,
+                                          unsigned int flags);
+using cuIpcCloseMemHandle_t = CUresult (*)(CUdeviceptr ptr);
 
 }  // namespace vroce::gpu::cuda

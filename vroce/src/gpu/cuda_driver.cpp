@@ -49,7 +49,12 @@ Loaded load() {
       // cuda.h maps cuMemcpy*Async to these _v2 entry points (64-bit device pointers).
       !bind_symbol(library, "cuMemcpyHtoDAsync_v2", &d.memcpy_htod_async, &loaded.reason) ||
       !bind_symbol(library, "cuMemcpyDtoHAsync_v2", &d.memcpy_dtoh_async, &loaded.reason) ||
-      !bind_symbol(library, "cuMemAllocHost_v2", &d.mem_alloc_host, &loaded.reason)) {
+      !bind_symbol(library, "cuMemAllocHost_v2", &d.mem_alloc_host, &loaded.reason) ||
+      !bind_symbol(library, "cuIpcGetMemHandle", &d.ipc_get_mem_handle, &loaded.reason) ||
+      // cuda.h maps cuIpcOpenMemHandle and cuMemHostRegister to their _v2 entry points.
+      !bind_symbol(library, "cuIpcOpenMemHandle_v2", &d.ipc_open_mem_handle, &loaded.reason) ||
+      !bind_symbol(library, "cuIpcCloseMemHandle", &d.ipc_close_mem_handle, &loaded.reason) ||
+      !bind_symbol(library, "cuMemHostRegister_v2", &d.mem_host_register, &loaded.reason)) {
     return loaded;
   }
   cuda::CUresult rc = init(0);

@@ -21,6 +21,12 @@ struct CudaDriver {
   cuda::cuMemcpyHtoDAsync_t memcpy_htod_async = nullptr;
   cuda::cuMemcpyDtoHAsync_t memcpy_dtoh_async = nullptr;
   cuda::cuMemAllocHost_t mem_alloc_host = nullptr;
+  // CUDA IPC: the application's process exports its allocations, the copy helper opens them
+  // (gpu/copy_helper.h) and copies from shared memory it page-locks.
+  cuda::cuIpcGetMemHandle_t ipc_get_mem_handle = nullptr;
+  cuda::cuIpcOpenMemHandle_t ipc_open_mem_handle = nullptr;
+  cuda::cuIpcCloseMemHandle_t ipc_close_mem_handle = nullptr;
+  cuda::cuMemHostRegister_t mem_host_register = nullptr;
 
   // "CUDA_ERROR_INVALID_VALUE (1)" and the like, for log lines.
   std::string error_text(cuda::CUresult result) const;

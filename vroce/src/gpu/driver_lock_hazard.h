@@ -1,4 +1,6 @@
-// The one way vroce's emulated GPUDirect can hang an application, and how vroce makes it loud.
+// The one way vroce's emulated GPUDirect can hang an application when its copies are made inside
+// the application's process (VROCE_GPU_COPIES=in-process), and how vroce makes it loud. The
+// default, copies made by a helper process (gpu/copy_helper.h), ends the deadlock.
 //
 // A NIC writes GPU memory by PCIe peer-to-peer DMA; no CUDA call is involved. vroce has no such
 // path (the CPU cannot map a dma-buf of a discrete GPU's memory), so it moves payload with CUDA
@@ -10,8 +12,8 @@
 //    room in it.
 // When the GPU is running an NCCL kernel that waits for the data vroce is copying, nothing can
 // move: the kernel waits for vroce, vroce for the lock, the lock's holder for the kernel. Both
-// were caught on H200s with PyTorch (docs/vroce.md has the stacks). vroce cannot break the cycle
-// from inside; it says what is happening and how the application avoids it.
+// were caught on H200s with PyTorch (docs/vroce.md has the stacks). In-process, vroce cannot break
+// the cycle; it says what is happening and how the application avoids it.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <new>
 
+#include "config/config.h"
+#include "gpu/copy_helper.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/driver_lock_hazard.h"
 #include "util/log.h"
@@ -196,6 +198,16 @@ bool is_device_pointer(uint64_t addr) noexcept {
          info.memory_type == cuda::kMemoryTypeDevice;
 }
 
+int attach_device_range(uint64_t addr, size_t length) noexcept {
+  return config().gpu_copies_by_helper ? helper::attach(addr, length) : 0;
+}
+
+void detach_device_range(uint64_t addr, size_t length) noexcept {
+  if (config().gpu_copies_by_helper) {
+    helper::detach(addr, length);
+  }
+}
+
 int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_t length) noexcept {
   if (length == 0) {
     return 0;
@@ -203,6 +215,9 @@ int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_
   if (kind == MemoryKind::Host) {
     std::memcpy(reinterpret_cast<void*>(region_addr), src, length);
     return 0;
+  }
+  if (config().gpu_copies_by_helper) {
+    return helper::copy_to_device(region_addr, src, length);
   }
   const CudaDriver* driver = cuda_driver();
   if (driver == nullptr) {
@@ -241,6 +256,9 @@ int copy_from_region(MemoryKind kind, uint64_t region_addr, void* dst, size_t le
   if (kind == MemoryKind::Host) {
     std::memcpy(dst, reinterpret_cast<const void*>(region_addr), length);
     return 0;
+  }
+  if (config().gpu_copies_by_helper) {
+    return helper::copy_from_device(region_addr, dst, length);
   }
   const CudaDriver* driver = cuda_driver();
   if (driver == nullptr) {

@@ -22,6 +22,12 @@ bool is_device_range(uint64_t addr, size_t length) noexcept;
 // cannot touch it either): registering such a range must fail (EFAULT), as it does on a NIC.
 bool is_device_pointer(uint64_t addr) noexcept;
 
+// Called for each registration of CUDA memory and its deregistration: where copies are made by
+// the helper process (VROCE_GPU_COPIES=helper, gpu/copy_helper.h), the allocation is shared with
+// it. 0 or an errno value (logged with the cause).
+int attach_device_range(uint64_t addr, size_t length) noexcept;
+void detach_device_range(uint64_t addr, size_t length) noexcept;
+
 // Copies between a region of the given kind and host memory. Return 0 or an errno value.
 // Safe to call from any thread (vroce's progress thread makes the owning context current).
 int copy_to_region(MemoryKind kind, uint64_t region_addr, const void* src, size_t length) noexcept;

@@ -2,9 +2,13 @@
 // vroce's gpu/memory.cpp loads, over "device memory" that the CPU cannot touch. Allocations live
 // in a PROT_NONE view of a memfd; the driver's copies go through a second, writable view of the
 // same memfd. Any direct CPU access to device memory by vroce therefore faults, and everything
-// that must reach it through cuMemcpyHtoD/DtoH is counted. Test code only; never installed.
+// that must reach it through cuMemcpyHtoD/DtoH is counted. CUDA IPC works between processes that
+// load this library: a handle names the exporting process's memfd and the allocation's place in
+// it, and the opening process maps that part of the memfd (through /proc/PID/fd), again as a
+// PROT_NONE "device" view and a writable one for its copies. Test code only; never installed.
 #include "fake_cuda.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #define FAKE_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -43,12 +48,24 @@ struct FakeStream {
 
 namespace {
 
+using IpcHandle = FakeIpcHandle;
+constexpr uint64_t kIpcMagic = 0x666b697063ULL;
+
+// An allocation opened from another process: its two views of the exporter's memfd.
+struct Opened {
+  uint8_t* device = nullptr;
+  uint8_t* host = nullptr;
+  size_t size = 0;
+};
+
 struct Driver {
   std::mutex mutex;
+  int arena_fd = -1;          // kept open so that other processes can open allocations
   uint8_t* device = nullptr;  // PROT_NONE: what device pointers point into
   uint8_t* host = nullptr;    // the same pages, writable: what the copies use
   size_t next = 0;
-  std::map<uint64_t, size_t> allocations;  // start -> size
+  std::map<uint64_t, size_t> allocations;  // start -> size (own and opened)
+  std::map<uint64_t, Opened> opened;       // start -> views, for allocations of other processes
   unsigned long long copies = 0;
   unsigned long long stream_copies = 0;  // of which on a non-blocking stream, page-locked side
   std::map<uint64_t, size_t> pinned;     // cuMemAllocHost allocations: start -> size
@@ -63,7 +80,7 @@ struct Driver {
     }
     void* d = mmap(nullptr, kArena, PROT_NONE, MAP_SHARED, fd, 0);
     void* h = mmap(nullptr, kArena, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+    arena_fd = fd;
     if (d != MAP_FAILED && h != MAP_FAILED) {
       device = static_cast<uint8_t*>(d);
       host = static_cast<uint8_t*>(h);
@@ -93,7 +110,16 @@ struct Driver {
     return addr - it->first <= it->second && length <= it->second - (addr - it->first);
   }
 
-  uint8_t* writable(uint64_t addr) { return host + (addr - reinterpret_cast<uint64_t>(device)); }
+  uint8_t* writable(uint64_t addr) {
+    auto it = opened.upper_bound(addr);
+    if (it != opened.begin()) {
+      --it;
+      if (addr - it->first < it->second.size) {
+        return it->second.host + (addr - it->first);
+      }
+    }
+    return host + (addr - reinterpret_cast<uint64_t>(device));
+  }
 };
 
 Driver& driver() {
@@ -221,6 +247,13 @@ FAKE_CUDA_EXPORT CUresult cuStreamSynchronize(FakeStream* stream) {
     std::unique_lock lock(hold_mutex);
     hold_released.wait(lock, [] { return !hold_syncs; });
   }
+  // The same hold for another process (vroce's copy helper): while the file that
+  // FAKE_CUDA_HOLD_WHILE names exists.
+  if (const char* hold_file = std::getenv("FAKE_CUDA_HOLD_WHILE"); hold_file != nullptr) {
+    while (access(hold_file, F_OK) == 0) {
+      usleep(10000);
+    }
+  }
   Driver& d = driver();
   std::lock_guard lock(d.mutex);
   return d.streams.count(stream) == 1 ? kSuccess : kInvalidValue;
@@ -287,6 +320,72 @@ FAKE_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   Driver& d = driver();
   std::lock_guard lock(d.mutex);
   return d.allocations.erase(ptr) == 1 ? kSuccess : kInvalidValue;
+}
+
+FAKE_CUDA_EXPORT CUresult cuIpcGetMemHandle(IpcHandle* handle, CUdeviceptr ptr) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  auto it = d.allocations.find(ptr);
+  if (it == d.allocations.end() || d.opened.count(ptr) != 0) {
+    return kInvalidValue;  // not the start of an allocation of this process
+  }
+  *handle = IpcHandle{};
+  handle->magic = kIpcMagic;
+  handle->pid = getpid();
+  handle->fd = d.arena_fd;
+  handle->offset = ptr - reinterpret_cast<uint64_t>(d.device);
+  handle->size = it->second;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* ptr, IpcHandle handle, unsigned int) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (handle.magic != kIpcMagic || handle.pid == getpid() || current != &d.context) {
+    return kInvalidValue;  // as the real driver, no opening in the exporting process
+  }
+  std::string path = "/proc/" + std::to_string(handle.pid) + "/fd/" + std::to_string(handle.fd);
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    return kInvalidValue;
+  }
+  size_t size = (handle.size + 4095) & ~size_t{4095};
+  void* dv = mmap(nullptr, size, PROT_NONE, MAP_SHARED, fd, static_cast<off_t>(handle.offset));
+  void* hv = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                  static_cast<off_t>(handle.offset));
+  close(fd);
+  if (dv == MAP_FAILED || hv == MAP_FAILED) {
+    return kInvalidValue;
+  }
+  auto start = reinterpret_cast<uint64_t>(dv);
+  d.opened[start] = Opened{static_cast<uint8_t*>(dv), static_cast<uint8_t*>(hv), size};
+  d.allocations[start] = handle.size;
+  *ptr = start;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr ptr) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  auto it = d.opened.find(ptr);
+  if (it == d.opened.end()) {
+    return kInvalidValue;
+  }
+  munmap(it->second.device, it->second.size);
+  munmap(it->second.host, it->second.size);
+  d.opened.erase(it);
+  d.allocations.erase(ptr);
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemHostRegister_v2(void* ptr, size_t bytes, unsigned int) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (ptr == nullptr || bytes == 0 || current != &d.context) {
+    return kInvalidValue;
+  }
+  d.pinned[reinterpret_cast<uint64_t>(ptr)] = bytes;
+  return kSuccess;
 }
 
 // For the tests: how many copies (and bytes) went through the driver.

@@ -3,9 +3,22 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 struct FakeContext;
 struct FakeStream;
+
+// What a CUDA IPC handle holds here, in the 64 bytes of CUipcMemHandle: the exporting process,
+// its arena's memfd and where the allocation lies in it.
+struct FakeIpcHandle {
+  uint64_t magic;
+  int64_t pid;
+  int64_t fd;
+  uint64_t offset;
+  uint64_t size;
+  unsigned char unused[24];
+};
+static_assert(sizeof(FakeIpcHandle) == 64, "CUipcMemHandle is 64 bytes");
 
 extern "C" {
 int cuInit(unsigned int flags);
@@ -25,6 +38,10 @@ int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t bytes, FakeSt
 int cuMemAllocHost_v2(void** ptr, size_t bytes);
 int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes);
 int cuMemFree_v2(unsigned long long ptr);
+int cuIpcGetMemHandle(FakeIpcHandle* handle, unsigned long long ptr);
+int cuIpcOpenMemHandle_v2(unsigned long long* ptr, FakeIpcHandle handle, unsigned int flags);
+int cuIpcCloseMemHandle(unsigned long long ptr);
+int cuMemHostRegister_v2(void* ptr, size_t bytes, unsigned int flags);
 unsigned long long fake_cuda_copies();
 // Copies on a non-blocking stream whose host side is page-locked (cuMemAllocHost): the only
 // kind vroce may make. A subset of fake_cuda_copies().
