@@ -322,19 +322,21 @@ FAKE_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   return d.allocations.erase(ptr) == 1 ? kSuccess : kInvalidValue;
 }
 
-FAKE_CUDA_EXPORT CUresult cuIpcGetMemHandle(IpcHandle* handle, CUdeviceptr ptr) {
+// The driver's CUipcMemHandle is 64 chars, aligned to 1 byte: written with memcpy.
+FAKE_CUDA_EXPORT CUresult cuIpcGetMemHandle(void* handle, CUdeviceptr ptr) {
   Driver& d = driver();
   std::lock_guard lock(d.mutex);
   auto it = d.allocations.find(ptr);
   if (it == d.allocations.end() || d.opened.count(ptr) != 0) {
     return kInvalidValue;  // not the start of an allocation of this process
   }
-  *handle = IpcHandle{};
-  handle->magic = kIpcMagic;
-  handle->pid = getpid();
-  handle->fd = d.arena_fd;
-  handle->offset = ptr - reinterpret_cast<uint64_t>(d.device);
-  handle->size = it->second;
+  IpcHandle exported{};
+  exported.magic = kIpcMagic;
+  exported.pid = getpid();
+  exported.fd = d.arena_fd;
+  exported.offset = ptr - reinterpret_cast<uint64_t>(d.device);
+  exported.size = it->second;
+  std::memcpy(handle, &exported, sizeof exported);
   return kSuccess;
 }
 

@@ -38,7 +38,7 @@ int cuMemcpyDtoHAsync_v2(void* dst, unsigned long long src, size_t bytes, FakeSt
 int cuMemAllocHost_v2(void** ptr, size_t bytes);
 int cuMemAlloc_v2(unsigned long long* ptr, size_t bytes);
 int cuMemFree_v2(unsigned long long ptr);
-int cuIpcGetMemHandle(FakeIpcHandle* handle, unsigned long long ptr);
+int cuIpcGetMemHandle(void* handle, unsigned long long ptr);
 int cuIpcOpenMemHandle_v2(unsigned long long* ptr, FakeIpcHandle handle, unsigned int flags);
 int cuIpcCloseMemHandle(unsigned long long ptr);
 int cuMemHostRegister_v2(void* ptr, size_t bytes, unsigned int flags);
