@@ -64,7 +64,7 @@ std::string copier_path() {
 
 class Client {
  public:
-  int attach(uint64_t addr, size_t length);
+  int attach(uint64_t addr, const DeviceAllocation& allocation);
   void detach(uint64_t addr, size_t length);
   int copy(copier::Op op, uint64_t addr, uint8_t* host, size_t length);
 
@@ -142,8 +142,8 @@ int Client::start() {
     return fail_helper(std::string("cannot set up the copy channel: ") + std::strerror(err));
   }
   auto* channel = new (shared) Channel;
-  spin_ns_ = uint64_t{spin_after_activity_us()} * 1000;
-  channel->helper_spin_us = spin_after_activity_us();
+  channel->helper_spin_us = spin_after_activity_us();  // both sides spin alike
+  spin_ns_ = uint64_t{channel->helper_spin_us} * 1000;
 
   // The child's descriptors 3 and 4, from copies above them so that dup2 never meets itself
   // (which would leave close-on-exec set).
@@ -282,22 +282,14 @@ std::map<uint64_t, Attached>::iterator Client::find(uint64_t addr, size_t length
   return it;
 }
 
-int Client::attach(uint64_t addr, size_t length) {
+int Client::attach(uint64_t addr, const DeviceAllocation& allocation) {
   const CudaDriver* driver = cuda_driver();
   if (driver == nullptr) {
     return ENODEV;
   }
-  // Where the allocation starts and how large it is: the helper opens whole allocations.
-  cuda::CUdeviceptr base = 0;
-  size_t size = 0;
-  int ordinal = -1;
-  int attributes[] = {cuda::kPointerAttributeRangeStartAddr, cuda::kPointerAttributeRangeSize,
-                      cuda::kPointerAttributeDeviceOrdinal};
-  void* data[] = {&base, &size, &ordinal};
-  if (driver->pointer_get_attributes(3, attributes, data, addr) != cuda::kSuccess || addr < base ||
-      length > size || addr - base > size - length) {
-    return EFAULT;
-  }
+  // The helper opens whole allocations.
+  const cuda::CUdeviceptr base = allocation.base;
+  const size_t size = allocation.size;
   std::lock_guard lock(mutex_);
   if (int rc = start(); rc != 0) {
     return rc;
@@ -308,7 +300,7 @@ int Client::attach(uint64_t addr, size_t length) {
   }
   copier::ControlRequest request;
   request.op = copier::ControlOp::Open;
-  request.device_ordinal = ordinal;
+  request.device_ordinal = allocation.device_ordinal;
   request.size = size;
   cuda::CUresult exported = driver->ipc_get_mem_handle(&request.handle, base);
   if (exported != cuda::kSuccess) {
@@ -395,9 +387,9 @@ int Client::copy(copier::Op op, uint64_t addr, uint8_t* host, size_t length) {
 
 }  // namespace
 
-int attach(uint64_t addr, size_t length) noexcept {
+int attach(uint64_t addr, const DeviceAllocation& allocation) noexcept {
   try {
-    return client().attach(addr, length);
+    return client().attach(addr, allocation);
   } catch (...) {
     return ENOMEM;
   }

@@ -17,9 +17,16 @@
 
 namespace vroce::gpu::helper {
 
-// Makes the allocation holding [addr, addr + length) reachable by the helper, starting the helper
-// at first use. 0 or an errno value (logged with the cause and the fix).
-int attach(uint64_t addr, size_t length) noexcept;
+// A CUDA allocation, as cuPointerGetAttributes reports the one holding a registered range.
+struct DeviceAllocation {
+  uint64_t base = 0;
+  size_t size = 0;
+  int device_ordinal = -1;
+};
+
+// Makes `allocation` (which holds the registered range starting at addr) reachable by the helper,
+// starting the helper at first use. 0 or an errno value (logged with the cause and the fix).
+int attach(uint64_t addr, const DeviceAllocation& allocation) noexcept;
 
 // Undoes one attach() of the same range.
 void detach(uint64_t addr, size_t length) noexcept;

@@ -199,7 +199,18 @@ bool is_device_pointer(uint64_t addr) noexcept {
 }
 
 int attach_device_range(uint64_t addr, size_t length) noexcept {
-  return config().gpu_copies_by_helper ? helper::attach(addr, length) : 0;
+  if (!config().gpu_copies_by_helper) {
+    return 0;
+  }
+  const CudaDriver* driver = cuda_driver();
+  if (driver == nullptr) {
+    return ENODEV;
+  }
+  PointerInfo info;
+  if (!query_pointer(*driver, addr, &info) || !covers(info, addr, length)) {
+    return EFAULT;
+  }
+  return helper::attach(addr, {info.range_start, info.range_size, info.device_ordinal});
 }
 
 void detach_device_range(uint64_t addr, size_t length) noexcept {
