@@ -79,7 +79,8 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     return ncclSuccess;  // this send belongs to a later multi-receive
   }
   SendRequest* r = nullptr;
-  if (ncclResult_t res = start_send(pending_.entry(i), data, size, mh, phandle, &r);
+  const auto [q_begin, q_end] = qps_of_message();
+  if (ncclResult_t res = start_send(pending_.entry(i), data, size, mh, phandle, q_begin, q_end, &r);
       res != ncclSuccess || r == nullptr) {
     return res;
   }
@@ -92,7 +93,8 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
 }
 
 ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size,
-                                  const MrHandle* mh, void* phandle, SendRequest** out) noexcept {
+                                  const MrHandle* mh, void* phandle, int q_begin, int q_end,
+                                  SendRequest** out) noexcept {
   if (size > entry.size) [[unlikely]] {
     return fail(ncclInvalidUsage,
                 "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
@@ -106,7 +108,6 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
     }
   }
   // Worst case a group takes n + 1 work requests per QP; make room before committing.
-  const auto [q_begin, q_end] = qps_of_message();
   for (int q = q_begin; q < q_end; ++q) {
     if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) [[unlikely]] {
       if (ncclResult_t r = progress(); r != ncclSuccess) {
@@ -147,12 +148,13 @@ ncclResult_t SendComm::uncovered_buffer(uintptr_t addr, size_t size, const MrHan
 
 ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t size,
                                     const MrHandle* mh, void* phandle, void** request) noexcept {
+  // single_qp_messages_: the message goes on the one QP its sequence names.
+  const int q = qp_of_message(next_seq_, nqps_);
   SendRequest* r = nullptr;
-  if (ncclResult_t res = start_send(entry, data, size, mh, phandle, &r);
+  if (ncclResult_t res = start_send(entry, data, size, mh, phandle, q, q + 1, &r);
       res != ncclSuccess || r == nullptr) {
     return res;  // not posted: the next isend reads the slot again
   }
-  const int q = qp_of_message(next_seq_, nqps_);
   auto& credits = credits_[static_cast<size_t>(q)];
   r->group_count = 1;
   r->remaining_qps = 1;

@@ -44,13 +44,16 @@ class SendComm final : public ConnectedComm {
   uint32_t max_inline() const noexcept { return max_inline_; }
 
  private:
-  // The checks and the request of an isend matched to `entry`: *out is the request taken (still
-  // to be posted), or nullptr with ncclSuccess when it cannot be posted now (no send-queue room
-  // or no free request: NCCL retries).
+  // The checks and the request of an isend matched to `entry`, whose message the QPs [q_begin,
+  // q_end) carry (qps_of_message(), computed once by the caller): *out is the request taken
+  // (still to be posted), or nullptr with ncclSuccess when it cannot be posted now (no
+  // send-queue room or no free request: NCCL retries).
   [[gnu::always_inline]] inline ncclResult_t start_send(const CtsEntry& entry, void* data,
                                                         size_t size, const MrHandle* mh,
-                                                        void* phandle, SendRequest** out) noexcept;
-  // An isend matched to a receive of one buffer carried by one QP: posted at once.
+                                                        void* phandle, int q_begin, int q_end,
+                                                        SendRequest** out) noexcept;
+  // An isend matched to a receive of one buffer carried by one QP (every message on one QP:
+  // single_qp_messages_): posted at once.
   ncclResult_t isend_single(const CtsEntry& entry, void* data, size_t size, const MrHandle* mh,
                             void* phandle, void** request) noexcept;
   // A multi-receive (or a message split over QPs) all of whose entries are matched.
