@@ -893,3 +893,139 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
   CHECK(plugin.close_send(send_comm) == ncclSuccess);
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
 }
+
+namespace {
+
+// Tests `request` until it is done (within the hang bound); the number of calls it took.
+int test_until_done(PluginDriver& plugin, void* request, int* sizes) {
+  int done = 0;
+  int calls = 0;
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(plugin.test(request, &done, sizes) == ncclSuccess);
+    ++calls;
+  }
+  REQUIRE(done == 1);
+  return calls;
+}
+
+// isend until the clear-to-send has landed (within the hang bound).
+void* isend_when_cleared(PluginDriver& plugin, void* send_comm, void* data, size_t size, int tag,
+                         void* mh) {
+  void* request = nullptr;
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
+  while (request == nullptr && std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(plugin.isend(send_comm, data, size, tag, mh, &request) == ncclSuccess);
+  }
+  REQUIRE(request != nullptr);
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("small host-memory sends are done when posted, and their buffers reusable at once",
+          "[fabric][inline][quick]") {
+  use_test_devices({"pca", "pcb"});
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  std::array<uint64_t, 32> sbuf{};  // 256 bytes: the largest inline send among the sizes
+  std::array<uint64_t, 32> rbuf{};
+  void* smh = nullptr;
+  void* rmh = nullptr;
+  REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), sizeof(sbuf), NCCL_PTR_HOST, &smh) == ncclSuccess);
+  REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), sizeof(rbuf), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  // More messages than the send queue holds (1024) and than the sends allowed to wait for their
+  // completion (256): the completions nobody tests for must still give the entries back.
+  constexpr int kMessages = 3000;
+  int done_at_once = 0;
+  for (int m = 0; m < kMessages; ++m) {
+    const size_t size = m % 3 == 0 ? sizeof(sbuf) : 8;
+    const uint64_t value = uint64_t{0x1000000000} + static_cast<uint64_t>(m);
+    sbuf.fill(value);
+    rbuf.fill(0);
+    void* data = rbuf.data();
+    size_t rsize = sizeof(rbuf);
+    int tag = m;
+    void* recv_request = nullptr;
+    REQUIRE(plugin.irecv(recv_comm, 1, &data, &rsize, &tag, &rmh, &recv_request) == ncclSuccess);
+    REQUIRE(recv_request != nullptr);
+    void* send_request = isend_when_cleared(plugin, send_comm, sbuf.data(), size, m, smh);
+    int sent = 0;
+    done_at_once += test_until_done(plugin, send_request, &sent) == 1 ? 1 : 0;
+    CHECK(sent == static_cast<int>(size));
+    // The send is done: the buffer is the caller's again, whatever the NIC has sent so far.
+    sbuf.fill(~value);
+    int received[8] = {};
+    test_until_done(plugin, recv_request, received);
+    REQUIRE(received[0] == static_cast<int>(size));
+    for (size_t i = 0; i < size / sizeof(uint64_t); ++i) {
+      REQUIRE(rbuf[i] == value);
+    }
+  }
+  // Done at the first test, except while kMaxUnretiredInlineSends such sends wait for their
+  // completion (then a send is tracked until its completion, and its test takes them in).
+  INFO("done at the first test: " << done_at_once << " of " << kMessages);
+  CHECK(done_at_once >= kMessages * 9 / 10);
+  REQUIRE(plugin.dereg_mr(send_comm, smh) == ncclSuccess);
+  REQUIRE(plugin.dereg_mr(recv_comm, rmh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(warn_count() == 0);
+}
+
+TEST_CASE("a sender that closes right after its inline sends still delivers every one",
+          "[fabric][inline][vroce][quick]") {
+  use_test_devices({"pca", "pcb"});
+  // Each device loses its 32nd packet other than an ACK: on the sender's, the first
+  // transmission of the last of the 32 sends, which only the ACK timeout (67 ms here) recovers,
+  // long after the send was reported done. Closing without waiting would lose it.
+  setenv("VROCE_FAULTS", "every=32", 1);
+  setenv("NCCL_IB_TIMEOUT", "14", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                      &recv_comm);
+  constexpr int kMessages = 32;  // a window of receives
+  std::array<uint64_t, kMessages> sbuf{};
+  std::array<uint64_t, kMessages> rbuf{};
+  void* smh = nullptr;
+  void* rmh = nullptr;
+  REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), sizeof(sbuf), NCCL_PTR_HOST, &smh) == ncclSuccess);
+  REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), sizeof(rbuf), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  std::vector<void*> recvs;
+  for (int m = 0; m < kMessages; ++m) {
+    void* data = &rbuf[static_cast<size_t>(m)];
+    size_t size = sizeof(uint64_t);
+    int tag = 7;
+    void* request = nullptr;
+    REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &rmh, &request) == ncclSuccess);
+    REQUIRE(request != nullptr);
+    recvs.push_back(request);
+  }
+  for (int m = 0; m < kMessages; ++m) {
+    sbuf[static_cast<size_t>(m)] = uint64_t{0xabcd0000} + static_cast<uint64_t>(m);
+    void* request = isend_when_cleared(plugin, send_comm, &sbuf[static_cast<size_t>(m)],
+                                       sizeof(uint64_t), 7, smh);
+    int sent = 0;
+    CHECK(test_until_done(plugin, request, &sent) == 1);  // done when posted
+  }
+  // Closed before the receiver has looked at anything: the close waits for the peer's
+  // acknowledgements instead of tearing the QPs down under data in flight.
+  REQUIRE(plugin.dereg_mr(send_comm, smh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  for (int m = 0; m < kMessages; ++m) {
+    int received[8] = {};
+    test_until_done(plugin, recvs[static_cast<size_t>(m)], received);
+    CHECK(received[0] == static_cast<int>(sizeof(uint64_t)));
+    CHECK(rbuf[static_cast<size_t>(m)] == uint64_t{0xabcd0000} + static_cast<uint64_t>(m));
+  }
+  REQUIRE(plugin.dereg_mr(recv_comm, rmh) == ncclSuccess);
+  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(warn_count() == 0);
+}

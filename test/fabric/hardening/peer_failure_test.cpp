@@ -286,3 +286,62 @@ TEST_CASE(
   check_live(live.run, "comm open through the failure");
   check_live(after[0], "comm opened after the failure");
 }
+
+TEST_CASE(
+    "a sender that closes with inline sends its killed peer never acknowledged warns, naming "
+    "the peer",
+    "[hardening][peer-failure][vroce]") {
+  set_timers();
+  // An ACK timeout far beyond the close's wait (2 s): the wait ends the close, not RETRY_EXC.
+  setenv("NCCL_IB_TIMEOUT", "24", 1);
+  use_test_devices({"hds", "hdl"});
+  // A plan whose first receive holds 8 bytes.
+  PlanShape victim_shape;
+  victim_shape.groups = 50;
+  victim_shape.max_recvs = 1;
+  uint64_t seed = 31;
+  while (make_plan(seed, victim_shape)[0].entries[0].recv_size < 8) {
+    ++seed;
+  }
+  const PlannedMessage m = make_plan(seed, victim_shape)[0].entries[0];
+  ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", std::to_string(seed),
+                       "--groups", "50", "--max-recvs", "1", "--post-and-hang"},
+                      child_env(vroce_device_list({"hdv"}, 2)));
+  auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
+  INFO("victim:\n" << all_lines(victim));
+  REQUIRE(handle_line);
+  Handle victim_handle;
+  REQUIRE(handle_from_hex(handle_line->substr(7), &victim_handle));
+
+  PluginDriver plugin(plugin_path_from_env(), Api::V10);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* doomed = nullptr;
+  REQUIRE(connect_until_ready(plugin, require_device(plugin, "hds"), &victim_handle, &doomed,
+                              kHangBoundMs) == ncclSuccess);
+  REQUIRE(victim.wait_for("POSTED", kHangBoundMs));
+  std::vector<uint8_t> buffer(8, 0x5c);
+  void* mh = nullptr;
+  REQUIRE(plugin.reg_mr(doomed, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) == ncclSuccess);
+
+  victim.kill_now(SIGKILL);
+  REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
+  reset_warn_count();
+
+  // An 8-byte send into the victim's first receive: inline, so done when posted, though no
+  // one will ever acknowledge it.
+  void* request = nullptr;
+  const auto post_deadline = Clock::now() + kHangBound;
+  while (request == nullptr && Clock::now() < post_deadline) {
+    REQUIRE(plugin.isend(doomed, buffer.data(), buffer.size(), m.tag, mh, &request) == ncclSuccess);
+  }
+  REQUIRE(request != nullptr);  // the victim's clear-to-send arrived before it died
+  int done = 0;
+  int size = 0;
+  REQUIRE(plugin.test(request, &done, &size) == ncclSuccess);
+  CHECK(done == 1);
+  CHECK(size == 8);
+  CHECK(plugin.dereg_mr(doomed, mh) == ncclSuccess);
+  CHECK(plugin.close_send(doomed) == ncclSuccess);
+  CHECK(warned("has not acknowledged them", test_address(2)));
+  CHECK(warn_count() == 1);
+}
