@@ -27,8 +27,9 @@ namespace roce {
 inline constexpr uint32_t kSendQueueDepth = 1024;
 static_assert(kSendQueueDepth >= 2 * kMaxSendRequests + 1,
               "a sender could run out of send-queue entries");
-// Receives posted per QP: one per outstanding irecv, plus the drain marker.
-inline constexpr uint32_t kRecvQueueDepth = kMaxRequests + 1;
+// Receives posted per QP: those posted ahead of the irecvs (data_path_limits.h), plus the drain
+// marker.
+inline constexpr uint32_t kRecvQueueDepth = kPrePostedRecvs + 1;
 // Largest inline payload we ask for: a full CTS slot. Devices may grant less (or none).
 inline constexpr uint32_t kWantedInline = 256;
 

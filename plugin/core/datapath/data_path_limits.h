@@ -47,6 +47,13 @@ inline constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 // sends NCCL holds in flight, it bounds the completions a send comm's CQ must hold.
 inline constexpr uint32_t kMaxUnretiredInlineSends = kMaxSendRequests;
 
+// Receives are posted ahead of the irecvs, kPrePostedRecvs per data QP at connection, and given
+// back in batches of kRecvRepostBatch as their completions are handled. At any time at most
+// kRecvRepostBatch - 1 handled ones wait to be posted again, and the sender has at most
+// kMaxRequests messages in flight (one per clear-to-send), so a receive is always there for them.
+inline constexpr uint32_t kRecvRepostBatch = 16;
+inline constexpr uint32_t kPrePostedRecvs = kMaxRequests + kRecvRepostBatch;
+
 // Completions drained from a CQ per poll call.
 inline constexpr int kPollBatch = 16;
 // The receiver signals a clear-to-send write at least this often, so that its send-queue

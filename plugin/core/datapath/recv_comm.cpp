@@ -1,6 +1,8 @@
 // The receiver's data path; see recv_comm.h for the protocol.
 #include "core/datapath/recv_comm.h"
 
+#include <fmt/format.h>
+
 #include "core/datapath/size_split.h"
 #include "core/datapath/wr_id.h"
 #include "util/log.h"
@@ -41,9 +43,11 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
     flushes_[i].comm = this;
   }
   // Fields of the preallocated work requests that never change.
-  recv_wr_[0].sg_list = nullptr;
-  recv_wr_[0].num_sge = 0;
-  recv_wr_[0].next = nullptr;
+  for (size_t i = 0; i < repost_wrs_.size(); ++i) {
+    repost_wrs_[i].sg_list = nullptr;
+    repost_wrs_[i].num_sge = 0;
+    repost_wrs_[i].next = i + 1 < repost_wrs_.size() ? &repost_wrs_[i + 1] : nullptr;
+  }
   cts_wr_.opcode = IBV_WR_RDMA_WRITE;
   cts_wr_.sg_list = &cts_sge_;
   cts_wr_.num_sge = 1;
@@ -56,6 +60,21 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
   flush_sge_.addr = flush_addr_;
   flush_sge_.length = 1;
   flush_sge_.lkey = flush_lkey_;
+  // Each data QP carries every message (split) or every nqps-th one, from sequence 1 on; its
+  // receives are posted before any irecv, so the sender's first immediate finds one.
+  recv_seq_step_ = split_data_ || nqps_ <= 1 ? 1 : static_cast<uint64_t>(nqps_);
+  for (int q = 0; q < nqps_; ++q) {
+    next_recv_seq_[static_cast<size_t>(q)] =
+        recv_seq_step_ == 1 ? 1 : (q == 0 ? recv_seq_step_ : static_cast<uint64_t>(q));
+    for (uint32_t posted = 0; posted < kPrePostedRecvs; posted += kRecvRepostBatch) {
+      if (int rc = post_receive_batch(q); rc != 0) {
+        throw verbs::VerbsError(
+            fmt::format("ibv_post_recv of {} receives on qp 0x{:x} failed: {}", kRecvRepostBatch,
+                        qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc)),
+            verbs::verbs_errno(rc));
+      }
+    }
+  }
 }
 
 RecvComm::~RecvComm() {
@@ -106,20 +125,11 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     r.posted[static_cast<size_t>(i)] = size;
   }
 
-  // Receives first, so the sender's immediate always finds one: on every QP when the sender
-  // splits messages, else on the one QP that carries this sequence number's message.
-  const int q_begin = split_data_ ? 0 : qp_of_message(next_seq_, nqps_);
-  const int q_end = split_data_ ? nqps_ : q_begin + 1;
-  for (int q = q_begin; q < q_end; ++q) {
-    recv_wr_[0].wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q), *index);
-    ibv_recv_wr* bad = nullptr;
-    if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_recv(recv_wr_.data(), &bad); rc != 0)
-        [[unlikely]] {
-      requests_.give_back(*index);
-      return fail(ncclSystemError, "ibv_post_recv on qp 0x{:x} failed: {}; from {}",
-                  qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
-    }
-  }
+  // The receive that the sender's immediate consumes is already posted (kPrePostedRecvs per QP):
+  // on every QP when the sender splits messages, else on the one QP that carries this sequence
+  // number's message. Its completion finds this request by the sequence.
+  request_of_seq_[next_seq_ & (kCtsRingSlots - 1)] = *index;
+  r.seq = next_seq_;
 
   const size_t bytes = size_t(n) * sizeof(CtsEntry);
   cts_sge_.addr = reinterpret_cast<uintptr_t>(staged);
@@ -141,15 +151,16 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
 
   r.state = RequestState::Pending;
   r.count = static_cast<uint8_t>(n);
-  r.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
+  r.remaining_qps = static_cast<uint8_t>(split_data_ ? nqps_ : 1);
   r.posted_ticks = telemetry::now_ticks();
   // received[] is written by on_receive for every buffer before the request is Done.
   // r.profiled is false here: it is set only below, and complete() clears it.
   if (phandles != nullptr && profiling_) [[unlikely]] {
     r.profiled = true;
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
-    const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
-    const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q_end - 1), *index);
+    const int last_qp = split_data_ ? nqps_ - 1 : qp_of_message(next_seq_, nqps_);
+    const uint32_t qpn = qp_ptrs_[static_cast<size_t>(last_qp)]->qp_num();
+    const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(last_qp), *index);
     for (int i = 0; i < n; ++i) {
       auto& event = r.events[static_cast<size_t>(i)];
       event.phandle = phandles[i];
@@ -282,6 +293,32 @@ void RecvComm::stop_events(RecvRequest& r) noexcept {
   r.profiled = false;
 }
 
+int RecvComm::post_receive_batch(int q) noexcept {
+  const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q), 0);
+  for (auto& wr : repost_wrs_) {
+    wr.wr_id = wr_id;
+  }
+  ibv_recv_wr* bad = nullptr;
+  return qp_ptrs_[static_cast<size_t>(q)]->post_recv(repost_wrs_.data(), &bad);
+}
+
+ncclResult_t RecvComm::repost_receives(int q) noexcept {
+  recvs_to_repost_[static_cast<size_t>(q)] = 0;
+  if (int rc = post_receive_batch(q); rc != 0) {
+    return fail(ncclSystemError, "ibv_post_recv of {} receives on qp 0x{:x} failed: {}; from {}",
+                kRecvRepostBatch, qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc),
+                peer_);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::fail_unmatched_receive(const ibv_wc& wc, uint64_t seq) noexcept {
+  return fail(ncclRemoteError,
+              "{} wrote message {} into qp 0x{:x} before this side posted its irecv (no "
+              "clear-to-send went out for it); the peer is not a compatible RoCE plugin",
+              peer_, seq, wc.qp_num);
+}
+
 ncclResult_t RecvComm::fail_oversized(uint32_t size, uint32_t posted) noexcept {
   return fail(ncclRemoteError,
               "{} reported {} bytes written into a {}-byte receive; the peer is not a "
@@ -318,16 +355,29 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
       return fail_completion(wc);
     }
-    // Most completions are the data's immediates: those first, without unpacking the rest.
+    // Most completions are the data's immediates: those first, without unpacking the rest. A QP's
+    // receives complete in the order of the messages it carries, so the next one it was due
+    // names the request.
     if (wr_id_is(wc.wr_id, WrKind::Recv)) [[likely]] {
-      const uint16_t index = wr_id_index(wc.wr_id);
-      if (wr_id_qp(wc.wr_id) < nqps_ && requests_.in_use(index)) [[likely]] {
-        if (ncclResult_t r = on_receive(wc, index); r != ncclSuccess) {
+      const uint8_t q = wr_id_qp(wc.wr_id);
+      if (q >= nqps_) [[unlikely]] {
+        return fail_unexpected_wr_id(wc);
+      }
+      const uint64_t seq = next_recv_seq_[q];
+      const uint16_t index = request_of_seq_[seq & (kCtsRingSlots - 1)];
+      if (!requests_.in_use(index) || requests_[index].seq != seq) [[unlikely]] {
+        return fail_unmatched_receive(wc, seq);
+      }
+      next_recv_seq_[q] = seq + recv_seq_step_;
+      if (++recvs_to_repost_[q] == kRecvRepostBatch) [[unlikely]] {
+        if (ncclResult_t r = repost_receives(q); r != ncclSuccess) {
           return r;
         }
-        continue;
       }
-      return fail_unexpected_wr_id(wc);
+      if (ncclResult_t r = on_receive(wc, index); r != ncclSuccess) {
+        return r;
+      }
+      continue;
     }
     const WrId id = unpack_wr_id(wc.wr_id);
     switch (id.kind) {

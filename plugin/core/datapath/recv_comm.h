@@ -1,9 +1,11 @@
-// The receiving end of a connection. irecv posts one zero-SGE receive per data QP (consumed by
-// the sender's WRITE WITH IMMEDIATE) and announces the buffers with one RDMA WRITE of a
-// clear-to-send slot into the sender's ring. Sizes come back in the immediate (n == 1) or in the
-// multi-receive sizes area the sender writes before its immediate. iflush reads one byte of the
-// last GPU buffer back through a QP connected to itself, so the NIC's writes are visible to the
-// GPU. No allocation, lock or syscall of ours on these paths.
+// The receiving end of a connection. Zero-SGE receives (consumed by the sender's WRITE WITH
+// IMMEDIATE) are posted ahead on every data QP and given back in batches; irecv announces its
+// buffers with one RDMA WRITE of a clear-to-send slot into the sender's ring, and a receive
+// completion finds its request by the sequence number of the message its QP was due next. Sizes
+// come back in the immediate (n == 1) or in the multi-receive sizes area the sender writes before
+// its immediate. iflush reads one byte of the last GPU buffer back through a QP connected to
+// itself, so the NIC's writes are visible to the GPU. No allocation, lock or syscall of ours on
+// these paths.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -68,6 +70,15 @@ class RecvComm final : public ConnectedComm {
   // ncclInvalidArgument.
   [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(int i, uintptr_t addr,
                                                              uint32_t size) const noexcept;
+  // Posts kRecvRepostBatch receives on data QP q (one chained call); the provider's result.
+  int post_receive_batch(int q) noexcept;
+  // kRecvRepostBatch receives of QP q were handled: post them again (the comm fails if that
+  // fails).
+  [[gnu::noinline]] ncclResult_t repost_receives(int q) noexcept;
+  // A receive completed for sequence `seq`, which has no irecv: the peer wrote without a
+  // clear-to-send.
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_unmatched_receive(const ibv_wc& wc,
+                                                                   uint64_t seq) noexcept;
   // NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv: a WARN.
   void check_stall() noexcept;
   // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
@@ -88,7 +99,14 @@ class RecvComm final : public ConnectedComm {
   SendQueueCredits cts_credits_;
   SendQueueCredits flush_credits_;
   verbs::QueuePair* flush_qp_ptr_ = nullptr;
-  std::array<ibv_recv_wr, 1> recv_wr_{};
+  // The request of each sequence number in flight (irecv order; kCtsRingSlots > kMaxRequests).
+  std::array<uint16_t, kCtsRingSlots> request_of_seq_{};
+  // Per data QP: the sequence of the message whose immediate it delivers next, and how many of
+  // its receives were handled since they were last posted again.
+  std::array<uint64_t, kMaxQpsPerConnection> next_recv_seq_{};
+  std::array<uint32_t, kMaxQpsPerConnection> recvs_to_repost_{};
+  uint64_t recv_seq_step_ = 1;  // 1 when every QP carries every message, else nqps
+  std::array<ibv_recv_wr, kRecvRepostBatch> repost_wrs_{};  // chained: one post per batch
   ibv_send_wr cts_wr_{};
   ibv_sge cts_sge_{};
   ibv_send_wr flush_wr_{};

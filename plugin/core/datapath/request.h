@@ -42,6 +42,7 @@ struct SendRequest : RequestHeader {
 
 // One irecv of n buffers.
 struct RecvRequest : RequestHeader {
+  uint64_t seq = 0;  // the message's sequence number: its receive completions are matched by it
   uint8_t count = 0;
   uint8_t remaining_qps = 0;                 // WRITE WITH IMMEDIATE completions still to come
   std::array<uint32_t, kMaxRecvs> posted{};  // buffer sizes, to check what the peer reports
