@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -921,59 +922,70 @@ void* isend_when_cleared(PluginDriver& plugin, void* send_comm, void* data, size
   return request;
 }
 
+// A v9 plugin on devices pca and pcb with one connection from pca to pcb, each end with a
+// registered host buffer of its own (`bytes` long).
+struct InlinePair {
+  explicit InlinePair(size_t bytes) : plugin(plugin_path_from_env(), Api::V9) {
+    REQUIRE(plugin.init() == ncclSuccess);
+    connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
+                        &recv_comm);
+    sbuf.assign(bytes / sizeof(uint64_t), 0);
+    rbuf.assign(bytes / sizeof(uint64_t), 0);
+    REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), bytes, NCCL_PTR_HOST, &smh) == ncclSuccess);
+    REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), bytes, NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  }
+  PluginDriver plugin;
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  std::vector<uint64_t> sbuf;
+  std::vector<uint64_t> rbuf;
+  void* smh = nullptr;
+  void* rmh = nullptr;
+};
+
 }  // namespace
 
 TEST_CASE("small host-memory sends are done when posted, and their buffers reusable at once",
           "[fabric][inline][quick]") {
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
-  std::array<uint64_t, 32> sbuf{};  // 256 bytes: the largest inline send among the sizes
-  std::array<uint64_t, 32> rbuf{};
-  void* smh = nullptr;
-  void* rmh = nullptr;
-  REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), sizeof(sbuf), NCCL_PTR_HOST, &smh) == ncclSuccess);
-  REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), sizeof(rbuf), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  InlinePair p(256);  // the largest inline send among the sizes
   // More messages than the send queue holds (1024) and than the sends allowed to wait for their
   // completion (256): the completions nobody tests for must still give the entries back.
   constexpr int kMessages = 3000;
   int done_at_once = 0;
   for (int m = 0; m < kMessages; ++m) {
-    const size_t size = m % 3 == 0 ? sizeof(sbuf) : 8;
+    const size_t size = m % 3 == 0 ? 256 : 8;
     const uint64_t value = uint64_t{0x1000000000} + static_cast<uint64_t>(m);
-    sbuf.fill(value);
-    rbuf.fill(0);
-    void* data = rbuf.data();
-    size_t rsize = sizeof(rbuf);
+    std::fill(p.sbuf.begin(), p.sbuf.end(), value);
+    std::fill(p.rbuf.begin(), p.rbuf.end(), 0);
+    void* data = p.rbuf.data();
+    size_t rsize = 256;
     int tag = m;
     void* recv_request = nullptr;
-    REQUIRE(plugin.irecv(recv_comm, 1, &data, &rsize, &tag, &rmh, &recv_request) == ncclSuccess);
+    REQUIRE(p.plugin.irecv(p.recv_comm, 1, &data, &rsize, &tag, &p.rmh, &recv_request) ==
+            ncclSuccess);
     REQUIRE(recv_request != nullptr);
-    void* send_request = isend_when_cleared(plugin, send_comm, sbuf.data(), size, m, smh);
+    void* send_request = isend_when_cleared(p.plugin, p.send_comm, p.sbuf.data(), size, m, p.smh);
     int sent = 0;
-    done_at_once += test_until_done(plugin, send_request, &sent) == 1 ? 1 : 0;
+    done_at_once += test_until_done(p.plugin, send_request, &sent) == 1 ? 1 : 0;
     CHECK(sent == static_cast<int>(size));
     // The send is done: the buffer is the caller's again, whatever the NIC has sent so far.
-    sbuf.fill(~value);
+    std::fill(p.sbuf.begin(), p.sbuf.end(), ~value);
     int received[8] = {};
-    test_until_done(plugin, recv_request, received);
+    test_until_done(p.plugin, recv_request, received);
     REQUIRE(received[0] == static_cast<int>(size));
     for (size_t i = 0; i < size / sizeof(uint64_t); ++i) {
-      REQUIRE(rbuf[i] == value);
+      REQUIRE(p.rbuf[i] == value);
     }
   }
   // Done at the first test, except while kMaxUnretiredInlineSends such sends wait for their
   // completion (then a send is tracked until its completion, and its test takes them in).
   INFO("done at the first test: " << done_at_once << " of " << kMessages);
   CHECK(done_at_once >= kMessages * 9 / 10);
-  REQUIRE(plugin.dereg_mr(send_comm, smh) == ncclSuccess);
-  REQUIRE(plugin.dereg_mr(recv_comm, rmh) == ncclSuccess);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  REQUIRE(p.plugin.dereg_mr(p.send_comm, p.smh) == ncclSuccess);
+  REQUIRE(p.plugin.dereg_mr(p.recv_comm, p.rmh) == ncclSuccess);
+  CHECK(p.plugin.close_send(p.send_comm) == ncclSuccess);
+  CHECK(p.plugin.close_recv(p.recv_comm) == ncclSuccess);
   CHECK(warn_count() == 0);
 }
 
@@ -985,47 +997,36 @@ TEST_CASE("a sender that closes right after its inline sends still delivers ever
   // long after the send was reported done. Closing without waiting would lose it.
   setenv("VROCE_FAULTS", "every=32", 1);
   setenv("NCCL_IB_TIMEOUT", "14", 1);
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
   constexpr int kMessages = 32;  // a window of receives
-  std::array<uint64_t, kMessages> sbuf{};
-  std::array<uint64_t, kMessages> rbuf{};
-  void* smh = nullptr;
-  void* rmh = nullptr;
-  REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), sizeof(sbuf), NCCL_PTR_HOST, &smh) == ncclSuccess);
-  REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), sizeof(rbuf), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+  InlinePair p(kMessages * sizeof(uint64_t));
   std::vector<void*> recvs;
   for (int m = 0; m < kMessages; ++m) {
-    void* data = &rbuf[static_cast<size_t>(m)];
+    void* data = &p.rbuf[static_cast<size_t>(m)];
     size_t size = sizeof(uint64_t);
     int tag = 7;
     void* request = nullptr;
-    REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &rmh, &request) == ncclSuccess);
+    REQUIRE(p.plugin.irecv(p.recv_comm, 1, &data, &size, &tag, &p.rmh, &request) == ncclSuccess);
     REQUIRE(request != nullptr);
     recvs.push_back(request);
   }
   for (int m = 0; m < kMessages; ++m) {
-    sbuf[static_cast<size_t>(m)] = uint64_t{0xabcd0000} + static_cast<uint64_t>(m);
-    void* request = isend_when_cleared(plugin, send_comm, &sbuf[static_cast<size_t>(m)],
-                                       sizeof(uint64_t), 7, smh);
+    p.sbuf[static_cast<size_t>(m)] = uint64_t{0xabcd0000} + static_cast<uint64_t>(m);
+    void* request = isend_when_cleared(p.plugin, p.send_comm, &p.sbuf[static_cast<size_t>(m)],
+                                       sizeof(uint64_t), 7, p.smh);
     int sent = 0;
-    CHECK(test_until_done(plugin, request, &sent) == 1);  // done when posted
+    CHECK(test_until_done(p.plugin, request, &sent) == 1);  // done when posted
   }
   // Closed before the receiver has looked at anything: the close waits for the peer's
   // acknowledgements instead of tearing the QPs down under data in flight.
-  REQUIRE(plugin.dereg_mr(send_comm, smh) == ncclSuccess);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  REQUIRE(p.plugin.dereg_mr(p.send_comm, p.smh) == ncclSuccess);
+  CHECK(p.plugin.close_send(p.send_comm) == ncclSuccess);
   for (int m = 0; m < kMessages; ++m) {
     int received[8] = {};
-    test_until_done(plugin, recvs[static_cast<size_t>(m)], received);
+    test_until_done(p.plugin, recvs[static_cast<size_t>(m)], received);
     CHECK(received[0] == static_cast<int>(sizeof(uint64_t)));
-    CHECK(rbuf[static_cast<size_t>(m)] == uint64_t{0xabcd0000} + static_cast<uint64_t>(m));
+    CHECK(p.rbuf[static_cast<size_t>(m)] == uint64_t{0xabcd0000} + static_cast<uint64_t>(m));
   }
-  REQUIRE(plugin.dereg_mr(recv_comm, rmh) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  REQUIRE(p.plugin.dereg_mr(p.recv_comm, p.rmh) == ncclSuccess);
+  CHECK(p.plugin.close_recv(p.recv_comm) == ncclSuccess);
   CHECK(warn_count() == 0);
 }
