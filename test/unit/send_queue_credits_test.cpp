@@ -61,19 +61,3 @@ TEST_CASE("positions compare correctly across 32-bit wrap-around", "[sq]") {
   CHECK(sq.outstanding() == 0);
   CHECK(sq.can_post(4));
 }
-
-TEST_CASE("retired_through tells which positions a signaled completion has covered", "[sq]") {
-  SendQueueCredits sq(8, 1);
-  const uint32_t first = sq.post();
-  const uint32_t second = sq.post();
-  const uint32_t third = sq.post();
-  CHECK_FALSE(sq.retired_through(first));
-  sq.retire(second);
-  CHECK(sq.retired_through(first));
-  CHECK(sq.retired_through(second));
-  CHECK_FALSE(sq.retired_through(third));
-  sq.retire(third);
-  CHECK(sq.retired_through(third));
-  // A position never posted is never retired.
-  CHECK_FALSE(sq.retired_through(third + 1));
-}

@@ -15,12 +15,9 @@
 namespace roce {
 
 std::shared_ptr<verbs::CompletionQueue> create_comm_cq(DeviceRuntime& device, int nqps) {
-  // Sender: one signaled completion per group and QP (<= kMaxSendRequests groups), and per QP
-  // up to kMaxUnretiredInlineSends of sends done at post. Receiver: one receive completion per
-  // irecv and QP, the periodic CTS signals, flushes.
-  const int entries =
-      (kMaxSendRequests + static_cast<int>(kMaxUnretiredInlineSends) + kMaxRequests) * nqps +
-      2 * kMaxRequests + 64;
+  // Sender: one signaled completion per group and QP (<= kMaxSendRequests groups). Receiver:
+  // one receive completion per irecv and QP, the periodic CTS signals, flushes.
+  const int entries = (kMaxSendRequests + kMaxRequests) * nqps + 2 * kMaxRequests + 64;
   return verbs::CompletionQueue::create(device.context(), entries);
 }
 

@@ -41,12 +41,6 @@ inline constexpr size_t kChunkAlignment = 128;
 // assumes for v8 plugins.
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
-// A send posted inline is done at post (its payload is in the work request), so its request
-// may be freed before its completion comes. At most this many such sends per QP wait for their
-// completion at once; beyond it a send is completed by its completion, as others are. With the
-// sends NCCL holds in flight, it bounds the completions a send comm's CQ must hold.
-inline constexpr uint32_t kMaxUnretiredInlineSends = kMaxSendRequests;
-
 // Receives are posted ahead of the irecvs, kPrePostedRecvs per data QP at connection, and given
 // back in batches of kRecvRepostBatch as their completions are handled. At any time at most
 // kRecvRepostBatch - 1 handled ones wait to be posted again, and the sender has at most

@@ -1,22 +1,11 @@
 // The sender's data path; see send_comm.h for the protocol.
 #include "core/datapath/send_comm.h"
 
-#include <chrono>
-#include <thread>
-
 #include "core/datapath/size_split.h"
 #include "core/datapath/wr_id.h"
-#include "util/log.h"
 #include "verbs/error.h"
 
 namespace roce {
-namespace {
-
-// How long a closing send comm waits for the acknowledgements of the sends it reported done at
-// post (settle_inline_sends).
-constexpr std::chrono::milliseconds kInlineSettleTimeout{2000};
-
-}  // namespace
 
 SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
     : ConnectedComm(CommKind::Send, std::move(device),
@@ -36,12 +25,6 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
     credits_[static_cast<size_t>(q)] = SendQueueCredits(qp.capabilities().max_send_wr - 1, 1);
     max_inline_ = std::min(max_inline_, qp.capabilities().max_inline_data);
   }
-  // Fields of the inline send's work request that never change.
-  inline_wr_.sg_list = &inline_sge_;
-  inline_wr_.num_sge = 1;
-  inline_wr_.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-  inline_wr_.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-  inline_wr_.next = nullptr;
   for (uint16_t i = 0; i < requests_.capacity(); ++i) {
     SendRequest& r = requests_[i];
     r.kind = RequestKind::Send;
@@ -51,7 +34,6 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
 }
 
 SendComm::~SendComm() {
-  settle_inline_sends();
   // The QPs go first, before the telemetry's close-time summary reads the port counters, so
   // that what the NIC counted for them is in (vroce publishes its counters as a QP goes).
   qps_.clear();
@@ -85,9 +67,6 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
           // and posted at once, without the multi-receive bookkeeping.
           const CtsEntry entry = read_cts_entry(slot);
           if (entry.tag == tag) [[likely]] {
-            if (may_complete_at_post(size, mh)) {
-              return isend_inline(entry, data, size, mh, request);
-            }
             return isend_single(entry, data, size, mh, phandle, request);
           }
         }
@@ -116,9 +95,17 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
 ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size,
                                   const MrHandle* mh, void* phandle, int q_begin, int q_end,
                                   SendRequest** out) noexcept {
+  if (size > entry.size) [[unlikely]] {
+    return fail(ncclInvalidUsage,
+                "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
+                "may not be larger than its receive",
+                size, entry.tag, entry.size, peer_);
+  }
   const auto addr = reinterpret_cast<uintptr_t>(data);
-  if (ncclResult_t res = check_send_buffer(entry, addr, size, mh); res != ncclSuccess) {
-    return res;
+  if (size > 0) {
+    if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
+      return uncovered_buffer(addr, size, *mh);
+    }
   }
   // Worst case a group takes n + 1 work requests per QP; make room before committing.
   for (int q = q_begin; q < q_end; ++q) {
@@ -148,75 +135,6 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
   r.lkey = size > 0 ? mh->lkey : 0;
   r.host_memory = size == 0 || !mh->gpu_memory();
   *out = &r;
-  return ncclSuccess;
-}
-
-ncclResult_t SendComm::check_send_buffer(const CtsEntry& entry, uintptr_t addr, size_t size,
-                                         const MrHandle* mh) noexcept {
-  if (size > entry.size) [[unlikely]] {
-    return fail(ncclInvalidUsage,
-                "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
-                "may not be larger than its receive",
-                size, entry.tag, entry.size, peer_);
-  }
-  if (size > 0) {
-    if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
-      return uncovered_buffer(addr, size, *mh);
-    }
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t SendComm::isend_inline(const CtsEntry& entry, void* data, size_t size,
-                                    const MrHandle* mh, void** request) noexcept {
-  const auto addr = reinterpret_cast<uintptr_t>(data);
-  if (ncclResult_t res = check_send_buffer(entry, addr, size, mh); res != ncclSuccess) {
-    return res;
-  }
-  const int q = qp_of_message(next_seq_, nqps_);
-  auto& credits = credits_[static_cast<size_t>(q)];
-  if (!credits.can_post(1)) [[unlikely]] {
-    if (ncclResult_t r = progress(); r != ncclSuccess) {
-      return r;
-    }
-    if (!credits.can_post(1)) {
-      return ncclSuccess;  // not posted: the next isend reads the slot again
-    }
-  }
-  const auto slot_index = requests_.take();
-  if (!slot_index) [[unlikely]] {
-    return ncclSuccess;  // NCCL has kMaxSendRequests sends untested; it retries
-  }
-  const uint64_t now = telemetry::now_ticks();
-  if (cts_wait_since_ != 0) {
-    cts_wait_ended(now);
-  }
-  // Signaled, so that its completion gives the entries back; it names no request, because the
-  // request may be tested and its slot reused before the completion comes.
-  const uint32_t pos = credits.post();
-  credits.signaled_at(pos);
-  inline_sge_.addr = addr;
-  inline_sge_.length = static_cast<uint32_t>(size);
-  inline_sge_.lkey = mh->lkey;
-  inline_wr_.wr.rdma.remote_addr = entry.addr;
-  inline_wr_.wr.rdma.rkey = entry.rkey;
-  inline_wr_.imm_data = static_cast<uint32_t>(size);
-  inline_wr_.wr_id = pack_wr_id(WrKind::InlineSend, static_cast<uint8_t>(q), 0, pos);
-  ibv_send_wr* bad = nullptr;
-  if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&inline_wr_, &bad); rc != 0)
-      [[unlikely]] {
-    requests_.give_back(*slot_index);
-    return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
-                qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
-  }
-  last_inline_pos_[static_cast<size_t>(q)] = pos;
-  inline_posted_[static_cast<size_t>(q)] = true;
-  SendRequest& r = requests_[*slot_index];
-  r.state = RequestState::Done;
-  r.size = static_cast<uint32_t>(size);
-  telemetry_.completed(size, now, "the wait for a send's completion");
-  *request = static_cast<RequestHeader*>(&r);
-  ++next_seq_;
   return ncclSuccess;
 }
 
@@ -402,18 +320,11 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
       return fail_completion(wc);
     }
-    // Only signaled WRITE WITH IMMEDIATEs complete here: a send done at post, which gives back
-    // send-queue entries only, or a group's last. Anything else is a bug or corruption.
+    // Only signaled WRITE WITH IMMEDIATEs complete here; anything else is a bug or corruption.
     const uint8_t qp = wr_id_qp(wc.wr_id);
-    if (qp >= nqps_) [[unlikely]] {
-      return fail_unexpected_wr_id(wc);
-    }
-    if (wr_id_is(wc.wr_id, WrKind::InlineSend)) {
-      credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
-      continue;
-    }
     const uint16_t index = wr_id_index(wc.wr_id);
-    if (!wr_id_is(wc.wr_id, WrKind::SendGroup) || !requests_.in_use(index)) [[unlikely]] {
+    if (!wr_id_is(wc.wr_id, WrKind::SendGroup) || qp >= nqps_ || !requests_.in_use(index))
+        [[unlikely]] {
       return fail_unexpected_wr_id(wc);
     }
     credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
@@ -423,35 +334,6 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
     }
   }
   return ncclSuccess;
-}
-
-void SendComm::settle_inline_sends() noexcept {
-  const auto unsettled = [this] {
-    int count = 0;
-    for (size_t q = 0; q < static_cast<size_t>(nqps_); ++q) {
-      if (inline_posted_[q] && !credits_[q].retired_through(last_inline_pos_[q])) {
-        ++count;
-      }
-    }
-    return count;
-  };
-  // A live peer acknowledges within a round trip; this only bounds a close whose peer is gone.
-  const auto deadline = std::chrono::steady_clock::now() + kInlineSettleTimeout;
-  while (!failed() && unsettled() > 0) {
-    if (progress() != ncclSuccess) {
-      return;  // a completion in error or a failed poll: fail() has said which
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ROCE_WARN(NCCL_NET,
-                "closing send comm to {}: sends on {} of its {} qps were reported done when "
-                "posted inline, and the peer has not acknowledged them within {} ms; if the "
-                "peer did not receive them they are lost. Look at the peer rank (exited or "
-                "failed before receiving them?)",
-                peer_, unsettled(), nqps_, kInlineSettleTimeout.count());
-      return;
-    }
-    std::this_thread::yield();
-  }
 }
 
 void SendComm::cts_wait_ended(uint64_t now) noexcept {

@@ -3,11 +3,7 @@
 // oldest pending multi-receive (by tag), and once all n entries of that multi-receive are matched
 // posts, on every data QP, the RDMA WRITEs of its share of the data ending in one signaled WRITE
 // WITH IMMEDIATE (which also carries the sizes of a multi-receive). test polls the CQ and maps
-// each completion to its group by wr_id. A small send from host memory is posted inline and is
-// done at post, because its payload is already in the work request (verbs lets the caller reuse
-// the buffer once ibv_post_send returns); its completion only gives back send-queue entries, and
-// the comm's close waits for those still to come, so that a closing sender does not drop data
-// its peer has not had. No allocation, lock or syscall of ours on these paths.
+// each completion to its group by wr_id. No allocation, lock or syscall of ours on these paths.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -71,29 +67,6 @@ class SendComm final : public ConnectedComm {
   // one WRITE WITH IMMEDIATE, or above ar_threshold_ a WRITE then a zero-length one. Their count.
   [[gnu::always_inline]] inline int add_single_wrs(const SendRequest& r, const CtsEntry& e, Chunk c,
                                                    int q, SendQueueCredits& credits) noexcept;
-  // The send matched to a receive of one buffer on one QP can be done at post: it fits inline
-  // (host memory of 1..max_inline_ bytes, one WRITE WITH IMMEDIATE: not above ar_threshold_),
-  // no profiler times its work request to its completion, and fewer than
-  // kMaxUnretiredInlineSends such sends on its QP wait for their completion. abi/ has checked
-  // that mh is not NULL for a non-empty send.
-  [[gnu::always_inline]] inline bool may_complete_at_post(size_t size,
-                                                          const MrHandle* mh) const noexcept {
-    return size - 1 < max_inline_ && size <= ar_threshold_ && !profiling_ && mh->valid() &&
-           !mh->gpu_memory() &&
-           credits_[static_cast<size_t>(qp_of_message(next_seq_, nqps_))].outstanding() <
-               kMaxUnretiredInlineSends;
-  }
-  // That send: one inline WRITE WITH IMMEDIATE, and its request Done before this returns.
-  ncclResult_t isend_inline(const CtsEntry& entry, void* data, size_t size, const MrHandle* mh,
-                            void** request) noexcept;
-  // A send of `size` bytes at addr, matched to `entry`: within the receive, and covered by mh on
-  // this comm's device. ncclSuccess, or the comm's failure / ncclInvalidArgument with a WARN.
-  [[gnu::always_inline]] inline ncclResult_t check_send_buffer(const CtsEntry& entry,
-                                                               uintptr_t addr, size_t size,
-                                                               const MrHandle* mh) noexcept;
-  // Close: waits (bounded) for the completions of the sends done at post, so that the QPs are
-  // not torn down under data the peer may not have had yet.
-  void settle_inline_sends() noexcept;
   // Signals the last of the w work requests built and posts them on QP q.
   [[gnu::always_inline]] inline ncclResult_t post_wrs(int q, int w,
                                                       SendQueueCredits& credits) noexcept;
@@ -144,13 +117,6 @@ class SendComm final : public ConnectedComm {
   std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
   std::array<ibv_sge, kMaxRecvs + 1> sges_{};
   uint64_t cts_wait_since_ = 0;  // an isend found no clear-to-send since then; 0: none
-  // isend_inline's work request; only addresses, keys, size and wr_id change per send.
-  ibv_send_wr inline_wr_{};
-  ibv_sge inline_sge_{};
-  // Per QP, the send-queue position of the last send done at post (settle_inline_sends), and
-  // whether there was one.
-  std::array<uint32_t, kMaxQpsPerConnection> last_inline_pos_{};
-  std::array<bool, kMaxQpsPerConnection> inline_posted_{};
 
   // Cold: the buffers the QPs' work requests point into (the destructor destroys the QPs first).
   RegisteredBuffer ring_;

@@ -34,11 +34,6 @@ class SendQueueCredits {
     }
   }
 
-  // Whether the WR at `position` is retired (a signaled completion at or after it was seen).
-  constexpr bool retired_through(uint32_t position) const noexcept {
-    return static_cast<int32_t>(position - retired_) <= 0;
-  }
-
   constexpr uint32_t outstanding() const noexcept { return posted_ - retired_; }
   constexpr uint32_t depth() const noexcept { return depth_; }
 

@@ -1,7 +1,6 @@
 // Work-request ids: every work request the plugin posts carries, in its 64-bit wr_id, what its
 // completion means, so a completion maps to its request by unpacking (no search):
-//   bits  0..15  index   request slot (receive, flush), send-group slot (send) or 0 (a send done
-//                        at post, whose slot may be reused before its completion comes)
+//   bits  0..15  index   request slot (receive, flush), send-group slot (send) or 0
 //   bits 16..23  qp      index of the QP within the connection
 //   bits 24..31  kind    WrKind
 //   bits 32..63  sq_pos  for send-queue work requests: the QP's posted-WR count including this
@@ -14,11 +13,10 @@ namespace roce {
 
 enum class WrKind : uint8_t {
   Invalid = 0,
-  Recv = 1,        // zero-SGE receive consumed by the sender's WRITE WITH IMMEDIATE
-  SendGroup = 2,   // the signaled WRITE WITH IMMEDIATE that ends one matched multi-receive
-  CtsWrite = 3,    // a periodically signaled CTS write (only to retire send-queue entries)
-  Flush = 4,       // the 1-byte RDMA READ of an iflush
-  InlineSend = 5,  // a send posted inline and done at post: its completion only retires entries
+  Recv = 1,       // zero-SGE receive consumed by the sender's WRITE WITH IMMEDIATE
+  SendGroup = 2,  // the signaled WRITE WITH IMMEDIATE that ends one matched multi-receive
+  CtsWrite = 3,   // a periodically signaled CTS write (only to retire send-queue entries)
+  Flush = 4,      // the 1-byte RDMA READ of an iflush
 };
 
 struct WrId {
@@ -53,7 +51,7 @@ constexpr WrId unpack_wr_id(uint64_t wr_id) noexcept {
   id.index = wr_id_index(wr_id);
   id.qp = wr_id_qp(wr_id);
   const auto kind = static_cast<uint8_t>((wr_id >> 24) & 0xff);
-  id.kind = kind >= 1 && kind <= 5 ? static_cast<WrKind>(kind) : WrKind::Invalid;
+  id.kind = kind >= 1 && kind <= 4 ? static_cast<WrKind>(kind) : WrKind::Invalid;
   id.sq_pos = wr_id_sq_pos(wr_id);
   return id;
 }

@@ -145,47 +145,6 @@ void expect_failure_detected(PluginDriver& plugin, void* request, const char* wh
   check_detection(what, elapsed_ms, vroce_stat(vroce_stats(), "ack_timeouts") - timeouts_before);
 }
 
-// The victim: a receiving peer in its own process on device hdv, with `seed`'s plan of single
-// receives, that posts one window of receives, prints POSTED and blocks, to be killed.
-std::vector<std::string> victim_argv(uint64_t seed) {
-  return {peer_binary(), "recv", "--device",    "hdv", "--seed",         std::to_string(seed),
-          "--groups",    "50",   "--max-recvs", "1",   "--post-and-hang"};
-}
-
-PlanShape victim_shape() {
-  PlanShape shape;
-  shape.groups = 50;
-  shape.max_recvs = 1;
-  return shape;
-}
-
-// The victim's listen handle, from the HANDLE line it prints.
-Handle victim_handle(ChildProcess& victim) {
-  auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
-  INFO("victim:\n" << all_lines(victim));
-  REQUIRE(handle_line);
-  Handle handle;
-  REQUIRE(handle_from_hex(handle_line->substr(7), &handle));
-  return handle;
-}
-
-// Kills the victim, then posts a send of `size` bytes with `tag` on `comm`, the sender to it, and
-// returns the request: the victim's clear-to-send for it arrived before it died. The WARN count
-// starts from zero at the kill.
-void* send_after_kill(ChildProcess& victim, PluginDriver& plugin, void* comm, void* data,
-                      size_t size, int tag, void* mh) {
-  victim.kill_now(SIGKILL);
-  REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
-  reset_warn_count();
-  void* request = nullptr;
-  const auto post_deadline = Clock::now() + kHangBound;
-  while (request == nullptr && Clock::now() < post_deadline) {
-    REQUIRE(plugin.isend(comm, data, size, tag, mh, &request) == ncclSuccess);
-  }
-  REQUIRE(request != nullptr);
-  return request;
-}
-
 PlanShape small_shape() {
   PlanShape shape;
   shape.groups = 100;
@@ -202,16 +161,21 @@ TEST_CASE(
     "[hardening][peer-failure][vroce]") {
   set_timers();
   use_test_devices({"hds", "hdl"});
-  ChildProcess victim(victim_argv(31), child_env(vroce_device_list({"hdv"}, 2)));
-  Handle handle = victim_handle(victim);
+  ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups", "50",
+                       "--max-recvs", "1", "--post-and-hang"},
+                      child_env(vroce_device_list({"hdv"}, 2)));
+  auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
   INFO("victim:\n" << all_lines(victim));
+  REQUIRE(handle_line);
+  Handle victim_handle;
+  REQUIRE(handle_from_hex(handle_line->substr(7), &victim_handle));
 
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   const int s = require_device(plugin, "hds");
   const int l = require_device(plugin, "hdl");
   void* doomed = nullptr;
-  REQUIRE(connect_until_ready(plugin, s, &handle, &doomed, kHangBoundMs) == ncclSuccess);
+  REQUIRE(connect_until_ready(plugin, s, &victim_handle, &doomed, kHangBoundMs) == ncclSuccess);
   REQUIRE(victim.wait_for("POSTED", kHangBoundMs));
 
   // Traffic to the live peer, under way before the failure.
@@ -220,12 +184,24 @@ TEST_CASE(
   LiveTraffic live(plugin, before_pairs[0], 41, detected);
 
   // The victim's first receive, as its plan has it: a send the victim has cleared.
-  const PlannedMessage m = make_plan(31, victim_shape())[0].entries[0];
+  PlanShape victim_shape;
+  victim_shape.groups = 50;
+  victim_shape.max_recvs = 1;
+  const PlannedMessage m = make_plan(31, victim_shape)[0].entries[0];
   std::vector<uint8_t> buffer(std::max<size_t>(m.send_size, 1), 0x5c);
   void* mh = nullptr;
   REQUIRE(plugin.reg_mr(doomed, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) == ncclSuccess);
 
-  void* request = send_after_kill(victim, plugin, doomed, buffer.data(), m.send_size, m.tag, mh);
+  victim.kill_now(SIGKILL);
+  REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
+  reset_warn_count();
+
+  void* request = nullptr;
+  const auto post_deadline = Clock::now() + kHangBound;
+  while (request == nullptr && Clock::now() < post_deadline) {
+    REQUIRE(plugin.isend(doomed, buffer.data(), m.send_size, m.tag, mh, &request) == ncclSuccess);
+  }
+  REQUIRE(request != nullptr);  // the victim's clear-to-send arrived before it died
   expect_failure_detected(plugin, request, "sigkill");
   detected = true;
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
@@ -309,46 +285,4 @@ TEST_CASE(
   live.join();
   check_live(live.run, "comm open through the failure");
   check_live(after[0], "comm opened after the failure");
-}
-
-TEST_CASE(
-    "a sender that closes with inline sends its killed peer never acknowledged warns, naming "
-    "the peer",
-    "[hardening][peer-failure][vroce]") {
-  set_timers();
-  // An ACK timeout far beyond the close's wait (2 s): the wait ends the close, not RETRY_EXC.
-  setenv("NCCL_IB_TIMEOUT", "24", 1);
-  use_test_devices({"hds", "hdl"});
-  // A plan whose first receive holds 8 bytes.
-  uint64_t seed = 31;
-  while (make_plan(seed, victim_shape())[0].entries[0].recv_size < 8) {
-    ++seed;
-  }
-  const PlannedMessage m = make_plan(seed, victim_shape())[0].entries[0];
-  ChildProcess victim(victim_argv(seed), child_env(vroce_device_list({"hdv"}, 2)));
-  Handle handle = victim_handle(victim);
-  INFO("victim:\n" << all_lines(victim));
-
-  PluginDriver plugin(plugin_path_from_env(), Api::V10);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* doomed = nullptr;
-  REQUIRE(connect_until_ready(plugin, require_device(plugin, "hds"), &handle, &doomed,
-                              kHangBoundMs) == ncclSuccess);
-  REQUIRE(victim.wait_for("POSTED", kHangBoundMs));
-  std::vector<uint8_t> buffer(8, 0x5c);
-  void* mh = nullptr;
-  REQUIRE(plugin.reg_mr(doomed, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) == ncclSuccess);
-
-  // An 8-byte send into the victim's first receive: inline, so done when posted, though no
-  // one will ever acknowledge it.
-  void* request = send_after_kill(victim, plugin, doomed, buffer.data(), buffer.size(), m.tag, mh);
-  int done = 0;
-  int size = 0;
-  REQUIRE(plugin.test(request, &done, &size) == ncclSuccess);
-  CHECK(done == 1);
-  CHECK(size == 8);
-  CHECK(plugin.dereg_mr(doomed, mh) == ncclSuccess);
-  CHECK(plugin.close_send(doomed) == ncclSuccess);
-  CHECK(warned("has not acknowledged them", test_address(2)));
-  CHECK(warn_count() == 1);
 }
