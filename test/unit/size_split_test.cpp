@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 using roce::chunk_for_qp;
+using roce::first_message_of_qp;
 using roce::kChunkAlignment;
+using roce::qp_of_message;
 
 TEST_CASE("one QP carries the whole message", "[split]") {
   CHECK(chunk_for_qp(0, 0, 1).length == 0);
@@ -38,4 +40,20 @@ TEST_CASE("a small message leaves trailing QPs empty", "[split]") {
   CHECK(chunk_for_qp(200, 1, 4).length == 72);
   CHECK(chunk_for_qp(200, 2, 4).length == 0);
   CHECK(chunk_for_qp(200, 3, 4).length == 0);
+}
+
+TEST_CASE("first_message_of_qp is the first sequence from 1 that qp_of_message puts on the QP",
+          "[split]") {
+  for (int nqps : {1, 2, 3, 4, 7, 128}) {
+    for (int qp = 0; qp < nqps; ++qp) {
+      uint64_t first = 1;
+      while (qp_of_message(first, nqps) != qp) {
+        ++first;
+      }
+      INFO("nqps " << nqps << ", qp " << qp);
+      CHECK(first_message_of_qp(qp, nqps) == first);
+      // The QP's later messages follow every nqps.
+      CHECK(qp_of_message(first + static_cast<uint64_t>(nqps), nqps) == qp);
+    }
+  }
 }

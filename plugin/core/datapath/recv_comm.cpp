@@ -64,8 +64,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
   // receives are posted before any irecv, so the sender's first immediate finds one.
   recv_seq_step_ = split_data_ || nqps_ <= 1 ? 1 : static_cast<uint64_t>(nqps_);
   for (int q = 0; q < nqps_; ++q) {
-    next_recv_seq_[static_cast<size_t>(q)] =
-        recv_seq_step_ == 1 ? 1 : (q == 0 ? recv_seq_step_ : static_cast<uint64_t>(q));
+    next_recv_seq_[static_cast<size_t>(q)] = split_data_ ? 1 : first_message_of_qp(q, nqps_);
     for (uint32_t posted = 0; posted < kPrePostedRecvs; posted += kRecvRepostBatch) {
       if (int rc = post_receive_batch(q); rc != 0) {
         throw verbs::VerbsError(

@@ -17,10 +17,19 @@ struct Chunk {
 };
 
 // NCCL_IB_SPLIT_DATA_ON_QPS=0: the one QP that carries message `seq` (the CTS sequence number,
-// which both sides count alike), so the QPs are used in turn and the receiver posts its receive
-// on that QP only.
+// which both sides count alike, from 1), so the QPs are used in turn and the receiver matches a
+// QP's receive completions to the messages it carries.
 constexpr int qp_of_message(uint64_t seq, int nqps) noexcept {
   return nqps <= 1 ? 0 : static_cast<int>(seq % static_cast<uint64_t>(nqps));
+}
+
+// The inverse for the receiver: the first message (sequence >= 1) that qp_of_message puts on QP
+// `qp`; the next ones follow every nqps.
+constexpr uint64_t first_message_of_qp(int qp, int nqps) noexcept {
+  if (nqps <= 1) {
+    return 1;
+  }
+  return qp == 0 ? static_cast<uint64_t>(nqps) : static_cast<uint64_t>(qp);
 }
 
 // NCCL_IB_SPLIT_DATA_ON_QPS=1: the part of a `size`-byte message that QP `qp` of `nqps` carries.

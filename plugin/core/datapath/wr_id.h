@@ -1,6 +1,7 @@
 // Work-request ids: every work request the plugin posts carries, in its 64-bit wr_id, what its
 // completion means, so a completion maps to its request by unpacking (no search):
-//   bits  0..15  index   request slot (receive, flush), send-group slot (send) or 0
+//   bits  0..15  index   request slot (flush), send-group slot (send) or 0 (a receive, posted
+//                        ahead: its QP's next sequence names its request)
 //   bits 16..23  qp      index of the QP within the connection
 //   bits 24..31  kind    WrKind
 //   bits 32..63  sq_pos  for send-queue work requests: the QP's posted-WR count including this
