@@ -36,6 +36,11 @@ class ConnectedComm : public Comm {
   int traffic_class() const noexcept { return traffic_class_; }
   const std::string& peer() const noexcept { return peer_; }
 
+  // Data QP q (0 .. qp_count() - 1) and the CQ, for the hardening suite's hostile sender, which
+  // posts on a connected comm's QP outside the protocol. The data path never hands them out.
+  verbs::QueuePair& data_qp(int q) const noexcept { return *qp_ptrs_[static_cast<size_t>(q)]; }
+  verbs::CompletionQueue& completion_queue() const noexcept { return *cq_; }
+
  protected:
   ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> device, ConnectionSetup setup);
 
