@@ -183,6 +183,10 @@ class Runner:
                 raise Failure(f"{name}: {side} had error completions {bad}\n" + self.logs(files))
             if stats[side]["live"]["qps"] != 0:
                 raise Failure(f"{name}: {side} left QPs behind: {stats[side]['live']}")
+            # On the shared-memory wire every packet between the two goes through the rings.
+            if os.environ.get("VROCE_WIRE") == "shm" and stats[side]["shm_received"] == 0:
+                raise Failure(f"{name}: VROCE_WIRE=shm but the {side} read nothing from its "
+                              "inbox\n" + self.logs(files))
         return files["client"][0].read_text(), stats
 
     @staticmethod

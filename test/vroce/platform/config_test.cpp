@@ -216,6 +216,18 @@ TEST_CASE("where GPU copies are made", "[config]") {
   }
 }
 
+TEST_CASE("which wire packets take to the devices of this host", "[config]") {
+  CHECK(vroce::parse_wire("udp") == false);
+  CHECK(vroce::parse_wire(" shm ") == true);
+  for (const char* bad : {"SHM", "shared", "1", ""}) {
+    INFO(bad);
+    const std::string error = failure_of(vroce::parse_wire(bad));
+    CHECK(contains(error, "VROCE_WIRE"));
+    CHECK(contains(error, "udp"));
+    CHECK(contains(error, "shm"));
+  }
+}
+
 TEST_CASE("ECE options and a shared sys_image_guid", "[config]") {
   auto ece = vroce::parse_ece("0x10000006");
   REQUIRE(ece);
@@ -260,6 +272,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK_FALSE(config.spin_us);
   CHECK_FALSE(config.connectx7_identity);
   CHECK(config.gso);
+  CHECK_FALSE(config.shm_wire);  // UDP unless asked
   CHECK(config.gpu_copies_by_helper);
 }
 
@@ -275,6 +288,7 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_GPU_STALL_WARN_MS", "750"},
                          {"VROCE_SPIN_US", "0"},
                          {"VROCE_GSO", "0"},
+                         {"VROCE_WIRE", "shm"},
                          {"VROCE_IDENTITY", "connectx7"},
                          {"VROCE_GPU_COPIES", "in-process"}},
                         &errors);
@@ -292,6 +306,7 @@ TEST_CASE("parse_config: every variable read", "[config]") {
   CHECK(config.gpu_stall_warn_ms == 750U);
   CHECK(config.spin_us == 0U);
   CHECK_FALSE(config.gso);
+  CHECK(config.shm_wire);
   CHECK(config.connectx7_identity);
 }
 

@@ -5,6 +5,7 @@
 // inside the window predicted from timeout, retry_cnt and VROCE_TIME_SCALE).
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "harness.h"
 #include "pair_runner.h"
@@ -33,13 +34,15 @@ uint64_t stat_of(const PeerResult& peer, const std::string& path) {
   return stat(peer.at("stats"), path);
 }
 
-// A fault run: the stream scenario with `faults` on both sides.
-PairResult stream_with(const std::string& faults, uint64_t count) {
+// A fault run: the stream scenario with `faults` (and `env`) on both sides.
+PairResult stream_with(const std::string& faults, uint64_t count,
+                       const std::vector<std::string>& env = {}) {
   PairSpec spec;
   spec.scenario = "stream";
   spec.args = {"--count", std::to_string(count), "--timeout", "14"};
-  spec.requester_env = {"VROCE_FAULTS=" + faults};
-  spec.responder_env = {"VROCE_FAULTS=" + faults};
+  spec.requester_env = env;
+  spec.requester_env.push_back("VROCE_FAULTS=" + faults);
+  spec.responder_env = spec.requester_env;
   spec.deadline = std::chrono::seconds(240);
   PairResult r = run(spec);
   REQUIRE(r.ok());
@@ -69,13 +72,15 @@ namespace {
 // The opcodes scenario up to 4 MiB (RDMA WRITEs and READ responses of 4 MiB, SENDs of 64 KiB)
 // from a PSN that is not a multiple of 8 and crosses the 2^24 wrap: the first packets up to a
 // block boundary leave alone, the rest in GSO bursts whose segments carry IDs PSN % 8.
-PairResult opcodes_across_psn_wrap(const std::vector<std::string>& env) {
+PairResult opcodes_across_psn_wrap(const std::vector<std::string>& env,
+                                   const std::vector<std::string>& responder_only = {}) {
   PairSpec spec;
   spec.scenario = "opcodes";
   // About 5400 PSNs from 2^24 - 2045 (a multiple of 8 plus 3).
   spec.args = {"--max-size", std::to_string(4 << 20), "--psn", std::to_string((1 << 24) - 2045)};
   spec.requester_env = env;
   spec.responder_env = env;
+  spec.responder_env.insert(spec.responder_env.end(), responder_only.begin(), responder_only.end());
   PairResult r = run(spec);
   REQUIRE(r.ok());
   CHECK(r.requester.at("size_ok") == std::to_string(4 << 20));
@@ -209,4 +214,38 @@ TEST_CASE("faults: 100% drop gives RETRY_EXC_ERR inside the predicted window", "
     CHECK(stat_of(r.requester, "ack_timeouts") == static_cast<uint64_t>(c.retry_cnt + 1));
     CHECK(stat_of(r.requester, "retransmitted_packets") == static_cast<uint64_t>(c.retry_cnt));
   }
+}
+
+TEST_CASE("VROCE_WIRE=shm: every opcode up to 4 MiB through shared-memory rings, no datagram",
+          "[peer][shm]") {
+  PairResult r = opcodes_across_psn_wrap({"VROCE_WIRE=shm"});
+  for (const PeerResult* side : {&r.requester, &r.responder}) {
+    CHECK(stat_of(*side, "shm_sent") > 1000);
+    CHECK(stat_of(*side, "shm_received") > 1000);
+    CHECK(stat_of(*side, "shm_ring_full") == 0);
+    CHECK(stat_of(*side, "shm_abandoned") == 0);
+    // Every packet went through the ring: the kernel saw none (doorbells are not packets).
+    CHECK(stat_of(*side, "gso_sends") == 0);
+    CHECK(stat_of(*side, "gro_buffers") == 0);
+  }
+}
+
+TEST_CASE("VROCE_WIRE=shm: 10% drop and corruption recover as over UDP", "[peer][shm][faults]") {
+  PairResult r = stream_with("drop=0.1,corrupt=0.02,seed=15", 60, {"VROCE_WIRE=shm"});
+  CHECK(stat_of(r.requester, "shm_sent") > 0);
+  CHECK(stat_of(r.requester, "faults_injected.drop") > 10);
+  CHECK(stat_of(r.requester, "retransmitted_packets") > 10);
+  const uint64_t corrupted = stat_of(r.requester, "faults_injected.corrupt");
+  CHECK(corrupted > 0);
+  CHECK(stat_of(r.responder, "drops.bad_icrc") == corrupted);
+}
+
+TEST_CASE("VROCE_WIRE=shm on one side only: each side reaches the other, nothing lost",
+          "[peer][shm]") {
+  // The responder has an inbox, which the UDP-only requester never looks for; the responder
+  // finds no inbox for the requester and answers by UDP.
+  PairResult r = opcodes_across_psn_wrap({}, {"VROCE_WIRE=shm"});
+  CHECK(stat_of(r.requester, "shm_sent") == 0);
+  CHECK(stat_of(r.responder, "shm_sent") == 0);
+  CHECK(stat_of(r.responder, "shm_received") == 0);
 }

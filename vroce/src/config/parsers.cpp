@@ -303,6 +303,20 @@ Result<bool> parse_gpu_copies(const std::string& text) {
       quoted(text));
 }
 
+Result<bool> parse_wire(const std::string& text) {
+  std::string_view value = trim(text);
+  if (value == "udp") {
+    return false;
+  }
+  if (value == "shm") {
+    return true;
+  }
+  return failure(
+      "VROCE_WIRE is udp (every packet a UDP datagram) or shm (packets to devices of this host "
+      "through shared-memory rings, UDP to the others), got " +
+      quoted(text));
+}
+
 Result<bool> parse_identity(const std::string& text) {
   std::string_view value = trim(text);
   if (value == "vroce") {
@@ -395,6 +409,7 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
   apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
         [&](uint32_t v) { config.spin_us = v; });
   apply("VROCE_GSO", "1", parse_gso, [&](bool v) { config.gso = v; });
+  apply("VROCE_WIRE", "udp", parse_wire, [&](bool v) { config.shm_wire = v; });
   apply("VROCE_IDENTITY", "vroce", parse_identity, [&](bool v) { config.connectx7_identity = v; });
   apply("VROCE_SYS_IMAGE_GUID", "each device's node_guid", parse_guid,
         [&](uint64_t v) { config.sys_image_guid = v; });

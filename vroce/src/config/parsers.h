@@ -24,6 +24,8 @@ Result<uint32_t> parse_stall_warn_ms(const std::string& text);
 Result<uint32_t> parse_spin_us(const std::string& text);
 // "1" -> true, "0" -> false (VROCE_GSO).
 Result<bool> parse_gso(const std::string& text);
+// "udp" -> false, "shm" -> true (VROCE_WIRE).
+Result<bool> parse_wire(const std::string& text);
 // "vroce" -> false, "connectx7" -> true.
 Result<bool> parse_identity(const std::string& text);
 // "helper" -> true, "in-process" -> false (VROCE_GPU_COPIES).

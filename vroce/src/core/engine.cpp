@@ -152,6 +152,9 @@ int Engine::open(std::string* message) {
     // GSO sends are formed only without fault injection (flush_tx); GRO works either way.
     rc = port_.open(dev.address(), dev.name(), UdpPort::Options{kRxBufferSize, config().gso},
                     message);
+    if (rc == 0 && config().shm_wire) {
+      rc = open_shm_wire(message);
+    }
   }
   if (rc != 0) {
     return rc;
@@ -178,6 +181,26 @@ int Engine::open(std::string* message) {
   if (faults_.enabled()) {
     VROCE_LOG(Info, "device %s: fault injection active (VROCE_FAULTS)", dev.name().c_str());
   }
+  return 0;
+}
+
+int Engine::open_shm_wire(std::string* message) {
+  Device& dev = device_.device();
+  std::string prefix = shm_inbox_prefix(message);
+  if (prefix.empty()) {
+    *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message;
+    return EPERM;
+  }
+  auto inbox = std::make_unique<ShmInbox>();
+  int rc = inbox->open(prefix, dev.address(), message);
+  if (rc != 0) {
+    *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message +
+               "; or leave VROCE_WIRE unset to use UDP alone";
+    return rc;
+  }
+  VROCE_LOG(Debug, "device %s: inbox %s", dev.name().c_str(), inbox->path().c_str());
+  inbox_ = std::move(inbox);
+  shm_peers_.open(std::move(prefix), dev.address(), dev.name());
   return 0;
 }
 
@@ -354,10 +377,15 @@ void Engine::run() {
     // spinning only takes the CPU from the program (and a woken thread preempts a spinning one
     // anyway), so spinning then stays off for kSpinBackoff.
     int n = 0;
-    bool slept = false;  // the events below came from the sleep, not from the spin
+    bool slept = false;     // the events below came from the sleep, not from the spin
+    bool in_inbox = false;  // a slot of the shared-memory wire was found filled
     Clock::time_point spin_end = Clock::now() + spin;
     while (may_spin && !stop_.load(std::memory_order_relaxed) &&
            !kick_pending_.load(std::memory_order_seq_cst)) {
+      if (inbox_ && inbox_->arrival()) {
+        in_inbox = true;  // one memory read, no system call
+        break;
+      }
       n = ::epoll_wait(epoll_fd_, events, 4, 0);
       Clock::time_point t = Clock::now();
       if (t - observed > kStallGap) {
@@ -375,12 +403,16 @@ void Engine::run() {
         break;
       }
     }
-    if (n == 0 && !kick_pending_.load(std::memory_order_seq_cst) &&
+    if (n == 0 && !in_inbox && !kick_pending_.load(std::memory_order_seq_cst) &&
         !stop_.load(std::memory_order_relaxed)) {
       slept = true;
       sleeping_.store(true, std::memory_order_seq_cst);
-      if (!kick_pending_.load(std::memory_order_seq_cst) &&
-          !stop_.load(std::memory_order_seq_cst)) {
+      // On the shared-memory wire, senders ring the doorbell only once the inbox says this
+      // thread sleeps; a slot filled before the mark is seen here instead.
+      if (inbox_ && !inbox_->prepare_sleep()) {
+        in_inbox = true;
+      } else if (!kick_pending_.load(std::memory_order_seq_cst) &&
+                 !stop_.load(std::memory_order_seq_cst)) {
         int timeout_ms = -1;
         if (bounded) {
           auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_by - Clock::now());
@@ -401,6 +433,9 @@ void Engine::run() {
         }
         n = ::epoll_wait(epoll_fd_, events, 4, timeout_ms);
       }
+      if (inbox_) {
+        inbox_->end_sleep();
+      }
       sleeping_.store(false, std::memory_order_seq_cst);
       Clock::time_point t = Clock::now();
       // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
@@ -411,7 +446,7 @@ void Engine::run() {
       }
       observed = t;
     }
-    bool arrival = false;
+    bool arrival = in_inbox;
     bool woken = false;
     for (int i = 0; i < n; ++i) {
       uint64_t value;
@@ -541,13 +576,16 @@ bool Engine::pump(bool receive, bool timeouts) {
   }
   bool more_waiting = false;
   if (receive) {
-    size_t received = receive_pass(&more_waiting);
+    // Only the progress thread (the one that declares timeouts) reads the socket on the
+    // shared-memory wire.
+    const bool socket = timeouts || !inbox_;
+    size_t received = receive_pass(&more_waiting, socket);
     // An ACK timeout is declared only with the socket drained: what arrived while this thread
     // waited to run is not lost.
     for (size_t batch = 0; timeouts && more_waiting && batch < kDrainBatches && ack_expired();
          ++batch) {
       more_waiting = false;
-      received += receive_pass(&more_waiting);
+      received += receive_pass(&more_waiting, socket);
     }
     // Work on what arrived took time; a poll that found nothing did not (it is most polls of a
     // busy-polling program, and a clock read is a good part of what it costs).
@@ -582,8 +620,7 @@ void Engine::send_held() {
   // A packet held back for reordering goes out when nothing follows it.
   OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
                 held_->dst_len,     held_->traffic_class, held_->hop_limit};
-  size_t refused = 0;
-  port_.send(&d, 1, &refused);
+  send_datagrams(&d, 1);
   held_.reset();
 }
 
@@ -594,16 +631,16 @@ void Engine::activate(Qp* qp) noexcept {
   }
 }
 
-size_t Engine::receive_pass(bool* more_waiting) {
+size_t Engine::receive_pass(bool* more_waiting, bool socket) {
   size_t received = 0;
   for (size_t pass = 0; pass < kRxBatchesPerPass; ++pass) {
-    size_t n = port_.receive(rx_);
+    size_t n = receive_datagrams(socket);
     if (n == 0) {
       return received;
     }
     received += n;
     // A full batch may have left more in the socket, or a coalesced one more datagrams.
-    *more_waiting = port_.more_waiting();
+    *more_waiting = more_datagrams();
     // A port taken DOWN by an injected PORT_ERR has no link: nothing reaches it until
     // PORT_ACTIVE (the peer's requester retransmits, as over a real link flap).
     if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {
@@ -625,11 +662,63 @@ size_t Engine::receive_pass(bool* more_waiting) {
       }
       dispatch(d.data, d.length, *d.src, *d.dst, d.traffic_class);
     }
-    if (!port_.more_waiting()) {
+    if (!more_datagrams()) {
       return received;
     }
   }
   return received;
+}
+
+size_t Engine::receive_datagrams(bool socket) {
+  if (!inbox_) {
+    return port_.receive(rx_);
+  }
+  size_t n = inbox_->receive(rx_);
+  if (n == rx_.size() || !socket) {
+    return n;
+  }
+  const size_t end = n + port_.receive(std::span(rx_).subspan(n));
+  // Empty datagrams are the doorbells of senders on the shared-memory wire: their only job was
+  // to wake this thread. Never a RoCE packet, so nothing is lost by leaving them out.
+  for (size_t i = n; i < end; ++i) {
+    if (rx_[i].length == 0 && !rx_[i].truncated) {
+      continue;
+    }
+    rx_[n++] = rx_[i];
+  }
+  return n;
+}
+
+bool Engine::more_datagrams() const noexcept {
+  return port_.more_waiting() || (inbox_ && inbox_->arrival());
+}
+
+size_t Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
+  size_t lost = 0;
+  size_t by_udp = count;
+  if (inbox_) {
+    by_udp = 0;
+    for (size_t i = 0; i < count; ++i) {
+      if (!shm_peers_.deliver(datagrams[i], &lost)) {
+        datagrams[by_udp++] = datagrams[i];
+      }
+    }
+  }
+  size_t refused = 0;
+  if (by_udp > 0) {
+    port_.send(datagrams, by_udp, &refused);
+  }
+  if (inbox_) {
+    shm_peers_.ring_doorbells([this](const sockaddr_storage& address, socklen_t length) {
+      OutDatagram bell{nullptr, 0, &address, length, 0, 64};
+      size_t ignored = 0;
+      port_.send(&bell, 1, &ignored);
+      stats().shm_doorbells.add();
+    });
+  }
+  stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
+  port_counters_.add(PortCounter::PortXmitDiscards, refused + lost);
+  return refused + lost;
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
@@ -806,10 +895,7 @@ void Engine::flush_tx() {
     // Runs of packets become UDP GSO sends (core/gso_burst.h), the rest single datagrams.
     size_t messages =
         gso_bursts_.form(std::span(tx_packets_.data(), tx_count_), port_.gso(), out_.data());
-    size_t refused = 0;
-    port_.send(out_.data(), messages, &refused);
-    stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
-    port_counters_.add(PortCounter::PortXmitDiscards, refused);
+    send_datagrams(out_.data(), messages);
   }
   tx_count_ = 0;
 }
@@ -883,10 +969,7 @@ void Engine::send_with_faults(size_t count) {
       released.push_back(std::move(held_));
     }
   }
-  size_t refused = 0;
-  port_.send(out_.data(), n, &refused);
-  s.drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
-  port_counters_.add(PortCounter::PortXmitDiscards, refused);
+  send_datagrams(out_.data(), n);
 }
 
 bool Engine::ack_expired() const {
@@ -907,8 +990,7 @@ void Engine::timer_pass(bool timeouts) {
   while (!delayed_.empty() && delayed_.front().due <= now_) {
     const Delayed& d = delayed_.front();
     OutDatagram out{d.data.data(), d.data.size(), &d.dst, d.dst_len, d.traffic_class, d.hop_limit};
-    size_t refused = 0;
-    port_.send(&out, 1, &refused);
+    send_datagrams(&out, 1);
     delayed_.pop_front();
     ++due;
   }

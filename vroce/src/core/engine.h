@@ -23,6 +23,7 @@
 #include "core/gso_burst.h"
 #include "core/port_counters.h"
 #include "core/qp_transport.h"
+#include "core/shm_wire.h"
 #include "core/stats.h"
 #include "core/udp_port.h"
 #include "core/wake_fd.h"
@@ -108,6 +109,7 @@ class Engine {
     uint8_t hop_limit = 0;
   };
   int open(std::string* message);
+  int open_shm_wire(std::string* message);
   void run();
   void wake() noexcept;
   // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
@@ -131,8 +133,17 @@ class Engine {
   std::unique_lock<std::mutex> lock_for_progress(bool spins);
   static constexpr int kLockSpins = 128;
   void take_kicks();
-  // Returns how many datagrams it received (dropped ones included).
-  size_t receive_pass(bool* more_waiting);
+  // Returns how many datagrams it received (dropped ones included). `socket`: read the UDP
+  // socket too (always on the UDP wire; on the shared-memory wire only the progress thread
+  // does, woken by epoll, so that a polling program thread makes no system call).
+  size_t receive_pass(bool* more_waiting, bool socket);
+  // What arrived, from the inbox (VROCE_WIRE=shm) and the socket, into rx_; doorbells left out.
+  size_t receive_datagrams(bool socket);
+  bool more_datagrams() const noexcept;
+  // Sends the datagrams: into the inboxes of peers on the shared-memory wire, the rest by UDP,
+  // then the doorbells of sleeping peers. Reorders `datagrams`. Returns how many were lost (a
+  // socket refused them or a peer's ring was full).
+  size_t send_datagrams(OutDatagram* datagrams, size_t count);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
@@ -158,6 +169,9 @@ class Engine {
   DeviceState& device_;
   PortCounters& port_counters_;
   UdpPort port_;
+  // VROCE_WIRE=shm: this device's inbox and the inboxes of the peers it sends to.
+  std::unique_ptr<ShmInbox> inbox_;
+  ShmPeers shm_peers_;
   FaultInjector faults_;
   int epoll_fd_ = -1;
   WakeFd wake_fd_;

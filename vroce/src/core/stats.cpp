@@ -134,6 +134,11 @@ std::string stats_json() {
   append_value(out, "gso_segments", s.gso_segments.get());
   append_value(out, "gro_buffers", s.gro_buffers.get());
   append_value(out, "gro_segments", s.gro_segments.get());
+  append_value(out, "shm_sent", s.shm_sent.get());
+  append_value(out, "shm_received", s.shm_received.get());
+  append_value(out, "shm_ring_full", s.shm_ring_full.get());
+  append_value(out, "shm_abandoned", s.shm_abandoned.get());
+  append_value(out, "shm_doorbells", s.shm_doorbells.get());
   append_value(out, "cuda_copies_to_device", s.cuda_copies_to_device.get());
   append_value(out, "cuda_copies_from_device", s.cuda_copies_from_device.get());
   append_value(out, "cuda_copy_bytes", s.cuda_copy_bytes.get());
@@ -179,6 +184,11 @@ void stats_reset() noexcept {
   s.gso_segments.reset();
   s.gro_buffers.reset();
   s.gro_segments.reset();
+  s.shm_sent.reset();
+  s.shm_received.reset();
+  s.shm_ring_full.reset();
+  s.shm_abandoned.reset();
+  s.shm_doorbells.reset();
   s.cuda_copies_to_device.reset();
   s.cuda_copies_from_device.reset();
   s.cuda_copy_bytes.reset();

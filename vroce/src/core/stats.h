@@ -87,6 +87,11 @@ struct Stats {
   Counter gso_segments;            // packets sent in them
   Counter gro_buffers;             // received buffers the kernel coalesced (UDP_GRO), 2+ datagrams
   Counter gro_segments;            // datagrams in them
+  Counter shm_sent;                // packets written into a peer's inbox (VROCE_WIRE=shm)
+  Counter shm_received;            // packets read from this device's inbox
+  Counter shm_ring_full;           // packets lost because the peer's ring was full
+  Counter shm_abandoned;           // slots passed over: claimed by a sender that never filled them
+  Counter shm_doorbells;           // empty datagrams sent to wake a peer's sleeping progress thread
   Counter cuda_copies_to_device;   // driver copies into CUDA memory (each with its synchronisation)
   Counter cuda_copies_from_device;  // driver copies out of CUDA memory
   Counter cuda_copy_bytes;          // bytes those copies moved
