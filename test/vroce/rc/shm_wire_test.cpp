@@ -60,16 +60,21 @@ OutDatagram datagram_to(const sockaddr_storage& dst, const std::vector<uint8_t>&
   return d;
 }
 
-struct Wire {
+// Two addresses under a prefix of their own, and a sender at the first.
+struct Sender {
   std::string prefix = test_prefix();
   sockaddr_storage a = ipv4("127.0.9.1");
   sockaddr_storage b = ipv4("127.0.9.2");
-  ShmInbox inbox_b;
   ShmPeers from_a;
+  Sender() { from_a.open(prefix, a, "testA"); }
+};
+
+// ... and the second one's inbox.
+struct Wire : Sender {
+  ShmInbox inbox_b;
   Wire() {
     std::string message;
     REQUIRE(inbox_b.open(prefix, b, &message) == 0);
-    from_a.open(prefix, a, "testA");
   }
   // The doorbells the last batch rang, by destination.
   std::vector<std::string> ring() {
@@ -233,11 +238,8 @@ TEST_CASE(
 }
 
 TEST_CASE("a peer without an inbox is sent to by UDP until it has one") {
-  std::string prefix = test_prefix();
-  sockaddr_storage a = ipv4("127.0.9.1");
-  sockaddr_storage b = ipv4("127.0.9.2");
-  ShmPeers from_a;
-  from_a.open(prefix, a, "testA");
+  Sender sender;
+  auto& [prefix, a, b, from_a] = sender;
   auto bytes = packet(64, 1);
   size_t lost = 0;
   CHECK_FALSE(from_a.deliver(datagram_to(b, bytes), &lost));
@@ -253,11 +255,8 @@ TEST_CASE("a peer without an inbox is sent to by UDP until it has one") {
 }
 
 TEST_CASE("an inbox closed by its owner is replaced by the next owner's, which senders find") {
-  std::string prefix = test_prefix();
-  sockaddr_storage a = ipv4("127.0.9.1");
-  sockaddr_storage b = ipv4("127.0.9.2");
-  ShmPeers from_a;
-  from_a.open(prefix, a, "testA");
+  Sender sender;
+  auto& [prefix, a, b, from_a] = sender;
   auto bytes = packet(64, 1);
   size_t lost = 0;
   std::string path;

@@ -19,6 +19,7 @@
 #include "core/device_state.h"
 #include "core/protocol.h"
 #include "core/qp.h"
+#include "core/socket_address.h"
 #include "device/device.h"
 #include "device/device_netns.h"
 #include "util/log.h"
@@ -84,18 +85,6 @@ PacketClass packet_class(const wire::OpcodeTraits& traits) {
     default:
       return PacketClass::Other;
   }
-}
-
-bool same_ip(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != b.ss_family) {
-    return false;
-  }
-  if (a.ss_family == AF_INET) {
-    return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
-           reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
-  }
-  return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
-                     &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr, sizeof(in6_addr)) == 0;
 }
 
 timespec to_timespec(Clock::time_point t) {

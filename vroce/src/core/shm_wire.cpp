@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/socket_address.h"
 #include "core/stats.h"
 #include "util/log.h"
 #include "wire/packet.h"
@@ -27,29 +28,6 @@ constexpr int kClaimTries = 1024;
 template <typename T>
 std::atomic_ref<T> atomic(T& word) noexcept {
   return std::atomic_ref<T>(word);
-}
-
-std::string address_text(const sockaddr_storage& address) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  if (address.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text, sizeof(text));
-  } else if (address.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(address).sin6_addr, text,
-              sizeof(text));
-  }
-  return text;
-}
-
-bool same_ip(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != b.ss_family) {
-    return false;
-  }
-  if (a.ss_family == AF_INET) {
-    return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
-           reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
-  }
-  return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
-                     &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr, sizeof(in6_addr)) == 0;
 }
 
 socklen_t address_length(const sockaddr_storage& address) {

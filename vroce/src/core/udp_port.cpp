@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/socket_address.h"
 #include "core/stats.h"
 #include "util/log.h"
 
@@ -19,16 +20,6 @@ namespace {
 constexpr uint16_t kRocePort = 4791;
 // A coalesced (UDP_GRO) buffer holds at most one IP datagram's worth.
 constexpr size_t kGroBufferSize = 65536;
-
-std::string address_text(const sockaddr_storage& addr) {
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (addr.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, buf, sizeof(buf));
-  } else if (addr.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, buf, sizeof(buf));
-  }
-  return buf;
-}
 
 // Writes one control message at `at` (aligned for cmsghdr) and returns where the next one goes.
 uint8_t* put_cmsg(uint8_t* at, int level, int type, const void* data, size_t length) {
