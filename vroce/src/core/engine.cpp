@@ -397,8 +397,9 @@ void Engine::run() {
       slept = true;
       sleeping_.store(true, std::memory_order_seq_cst);
       // On the shared-memory wire, senders ring the doorbell only once the inbox says this
-      // thread sleeps; a slot filled before the mark is seen here instead.
-      if (inbox_ && !inbox_->prepare_sleep()) {
+      // thread sleeps; a slot filled before the mark is seen here instead (under the engine
+      // mutex, which the inbox's reading end needs).
+      if (inbox_ && !inbox_will_sleep(may_spin)) {
         in_inbox = true;
       } else if (!kick_pending_.load(std::memory_order_seq_cst) &&
                  !stop_.load(std::memory_order_seq_cst)) {
@@ -525,6 +526,11 @@ void Engine::request_short_slice() {
     VROCE_LOG(Debug, "progress thread of %s keeps the default time slice: %s",
               device_.device().name().c_str(), std::strerror(errno));
   }
+}
+
+bool Engine::inbox_will_sleep(bool spins) {
+  std::unique_lock lock = lock_for_progress(spins);
+  return inbox_->prepare_sleep();
 }
 
 bool Engine::any_ack_timer() const {

@@ -131,6 +131,9 @@ class Engine {
   // its timer covers the earliest deadline. Needs the mutex.
   void hand_over(bool more);
   std::unique_lock<std::mutex> lock_for_progress(bool spins);
+  // Marks the inbox before the progress thread sleeps (ShmInbox::prepare_sleep, under the
+  // mutex); false when a slot arrived, and the thread must not sleep.
+  bool inbox_will_sleep(bool spins);
   static constexpr int kLockSpins = 128;
   void take_kicks();
   // Returns how many datagrams it received (dropped ones included). `socket`: read the UDP

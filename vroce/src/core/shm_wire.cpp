@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "core/socket_address.h"
 #include "core/stats.h"
@@ -87,21 +88,27 @@ int ShmMapping::map_existing(const std::string& path, std::string* message) {
     *message = path + ": " + std::strerror(err);
     return err;
   }
+  int rc = map_fd(fd, path, message);
+  ::close(fd);
+  return rc;
+}
+
+int ShmMapping::map_fd(int fd, const std::string& path, std::string* message) {
   struct stat st {};
   const size_t expected = shm::kHeaderSize + size_t{ShmInbox::kSlotCount} * shm::kSlotSize;
   if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != expected) {
-    ::close(fd);
     *message = path + " is not a vroce inbox of this version (size " + std::to_string(st.st_size) +
                ", expected " + std::to_string(expected) + ")";
     return EPROTO;
   }
   void* base = ::mmap(nullptr, expected, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  int err = errno;
-  ::close(fd);
   if (base == MAP_FAILED) {
+    int err = errno;
     *message = path + ": mmap: " + std::strerror(err);
     return err;
   }
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
   base_ = base;
   size_ = expected;
   header_ = static_cast<shm::InboxHeader*>(base);
@@ -116,6 +123,60 @@ int ShmMapping::map_existing(const std::string& path, std::string* message) {
   slot_count_ = ShmInbox::kSlotCount;
   slot_size_ = shm::kSlotSize;
   return 0;
+}
+
+namespace {
+
+// The process's mappings of inbox files, by file identity.
+struct MappingRegistry {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<ShmMapping>> mappings;  // guarded by mutex
+};
+
+MappingRegistry& registry() {
+  static MappingRegistry instance;
+  return instance;
+}
+
+}  // namespace
+
+std::shared_ptr<ShmMapping> ShmMapping::shared(const std::string& path, std::string* message,
+                                               int* error) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    *error = errno;
+    *message = path + ": " + std::strerror(*error);
+    return nullptr;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    MappingRegistry& r = registry();
+    std::lock_guard lock(r.mutex);
+    std::erase_if(r.mappings, [](const auto& weak) { return weak.expired(); });
+    for (const auto& weak : r.mappings) {
+      auto mapping = weak.lock();
+      // A closed inbox is never handed out again, even should its inode number come back.
+      if (mapping && mapping->device_ == st.st_dev && mapping->inode_ == st.st_ino &&
+          !mapping->closed()) {
+        ::close(fd);
+        return mapping;
+      }
+    }
+  }
+  auto mapping = std::make_shared<ShmMapping>();
+  *error = mapping->map_fd(fd, path, message);
+  ::close(fd);
+  if (*error != 0) {
+    return nullptr;
+  }
+  share(mapping);
+  return mapping;
+}
+
+void ShmMapping::share(const std::shared_ptr<ShmMapping>& mapping) {
+  MappingRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.mappings.push_back(mapping);
 }
 
 int ShmMapping::create(const std::string& path, std::string* message) {
@@ -134,7 +195,10 @@ int ShmMapping::create(const std::string& path, std::string* message) {
                std::strerror(err) + " (a container's /dev/shm may be too small: --shm-size)";
     return err;
   }
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  struct stat st {};
+  void* base = ::fstat(fd, &st) == 0
+                   ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                   : MAP_FAILED;
   err = errno;
   ::close(fd);
   if (base == MAP_FAILED) {
@@ -142,6 +206,8 @@ int ShmMapping::create(const std::string& path, std::string* message) {
     *message = path + ": mmap: " + std::strerror(err);
     return err;
   }
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
   base_ = base;
   size_ = size;
   header_ = static_cast<shm::InboxHeader*>(base);
@@ -188,7 +254,7 @@ ShmInbox::~ShmInbox() {
   if (path_.empty()) {
     return;
   }
-  map_.mark_closed();
+  map_->mark_closed();
   // Remove the name only while it is still ours (a later owner replaces it with its own).
   struct stat st {};
   if (::stat(path_.c_str(), &st) == 0 && st.st_ino == inode_) {
@@ -208,7 +274,8 @@ int ShmInbox::open(const std::string& prefix, const sockaddr_storage& self, std:
   const std::string path = shm_inbox_path(prefix, self);
   const std::string fresh = path + ".new." + std::to_string(::getpid());
   ::unlink(fresh.c_str());  // left by a process of this pid that died while creating it
-  int rc = map_.create(fresh, message);
+  auto map = std::make_shared<ShmMapping>();
+  int rc = map->create(fresh, message);
   if (rc != 0) {
     return rc;
   }
@@ -229,27 +296,30 @@ int ShmInbox::open(const std::string& prefix, const sockaddr_storage& self, std:
   }
   struct stat st {};
   inode_ = ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  // The process's senders to this device write through this mapping.
+  ShmMapping::share(map);
+  map_ = std::move(map);
   path_ = path;
   sources_.resize(UdpPort::kMaxBatch);
   return 0;
 }
 
 bool ShmInbox::arrival() const noexcept {
-  shm::SlotHeader& slot = map_.slot(head_);
-  return atomic(slot.sequence).load(std::memory_order_acquire) == head_ + 1;
+  const uint64_t head = head_hint_.load(std::memory_order_relaxed);
+  return atomic(map_->slot(head).sequence).load(std::memory_order_acquire) == head + 1;
 }
 
 void ShmInbox::release_handed_out() noexcept {
   for (; released_ < head_; ++released_) {
-    atomic(map_.slot(released_).sequence)
-        .store(released_ + map_.slot_count(), std::memory_order_release);
+    atomic(map_->slot(released_).sequence)
+        .store(released_ + map_->slot_count(), std::memory_order_release);
   }
 }
 
 bool ShmInbox::pass_over_abandoned() {
   // Claimed (the claim counter is past it) but not filled: a sender is between its claim and
   // its publish, or died there.
-  if (atomic(map_.header().tail).load(std::memory_order_relaxed) <= head_) {
+  if (atomic(map_->header().tail).load(std::memory_order_relaxed) <= head_) {
     stuck_ = false;
     return false;
   }
@@ -264,8 +334,8 @@ bool ShmInbox::pass_over_abandoned() {
   }
   // Give the slot to the next lap. A sender that was only stalled finds its publish refused.
   uint64_t expected = head_;
-  if (!atomic(map_.slot(head_).sequence)
-           .compare_exchange_strong(expected, head_ + map_.slot_count(),
+  if (!atomic(map_->slot(head_).sequence)
+           .compare_exchange_strong(expected, head_ + map_->slot_count(),
                                     std::memory_order_acq_rel)) {
     return false;  // filled just now
   }
@@ -285,7 +355,7 @@ size_t ShmInbox::receive(std::span<InDatagram> out) {
   size_t count = 0;
   const size_t limit = std::min(out.size(), sources_.size());
   while (count < limit) {
-    shm::SlotHeader& slot = map_.slot(head_);
+    shm::SlotHeader& slot = map_->slot(head_);
     if (atomic(slot.sequence).load(std::memory_order_acquire) != head_ + 1) {
       if (count == 0 && pass_over_abandoned()) {
         release_handed_out();
@@ -298,7 +368,7 @@ size_t ShmInbox::receive(std::span<InDatagram> out) {
     // datagram is never trusted).
     const uint32_t length = slot.length;
     InDatagram& d = out[count];
-    d.data = map_.slot_data(slot);
+    d.data = map_->slot_data(slot);
     d.length = std::min<size_t>(length, wire::kMaxPacketSize);
     d.truncated = length > wire::kMaxPacketSize;
     d.traffic_class = slot.traffic_class;
@@ -308,6 +378,7 @@ size_t ShmInbox::receive(std::span<InDatagram> out) {
     ++head_;
     ++count;
   }
+  head_hint_.store(head_, std::memory_order_relaxed);
   if (count > 0) {
     stats().shm_received.add(count);
   }
@@ -315,19 +386,19 @@ size_t ShmInbox::receive(std::span<InDatagram> out) {
 }
 
 bool ShmInbox::prepare_sleep() noexcept {
-  atomic(map_.header().sleeping).store(1, std::memory_order_seq_cst);
-  // Pairs with the sender's fence between its publish and its look at the mark: either the
-  // sender sees the mark and rings, or this sees the slot.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (arrival()) {
-    atomic(map_.header().sleeping).store(0, std::memory_order_relaxed);
+  // The mark, then a look at the slot; the sender publishes the slot, then looks at the mark.
+  // All four are sequentially consistent (no fences: GCC's TSan has none), so one of the two
+  // looks sees the other side's write: the sender rings, or this thread stays awake.
+  atomic(map_->header().sleeping).store(1, std::memory_order_seq_cst);
+  if (atomic(map_->slot(head_).sequence).load(std::memory_order_seq_cst) == head_ + 1) {
+    atomic(map_->header().sleeping).store(0, std::memory_order_relaxed);
     return false;
   }
   return true;
 }
 
 void ShmInbox::end_sleep() noexcept {
-  atomic(map_.header().sleeping).store(0, std::memory_order_relaxed);
+  atomic(map_->header().sleeping).store(0, std::memory_order_relaxed);
 }
 
 // ---- ShmPeers ------------------------------------------------------------------------------
@@ -369,10 +440,10 @@ bool ShmPeers::usable(Peer& peer) {
   } else if (now < peer.retry_at) {
     return false;
   }
-  auto map = std::make_unique<ShmMapping>();
   std::string message;
-  int rc = map->map_existing(shm_inbox_path(prefix_, peer.address), &message);
-  if (rc != 0) {
+  int rc = 0;
+  auto map = ShmMapping::shared(shm_inbox_path(prefix_, peer.address), &message, &rc);
+  if (!map) {
     peer.retry_at = now + kLookupRetry;
     if (rc != ENOENT && !peer.reported) {
       peer.reported = true;
@@ -420,10 +491,11 @@ bool ShmPeers::write_slot(ShmMapping& map, const uint8_t* data, size_t length,
     std::memcpy(slot.source_address, &reinterpret_cast<const sockaddr_in6&>(self_).sin6_addr, 16);
   }
   // The reader passes over a slot left unfilled too long; then this publish is refused and the
-  // packet is lost like any other.
+  // packet is lost like any other. Sequentially consistent: ordered before the look at the
+  // reader's sleep mark in ring_doorbells (see ShmInbox::prepare_sleep).
   uint64_t expected = position;
   return atomic(slot.sequence)
-      .compare_exchange_strong(expected, position + 1, std::memory_order_release,
+      .compare_exchange_strong(expected, position + 1, std::memory_order_seq_cst,
                                std::memory_order_relaxed);
 }
 
@@ -458,14 +530,9 @@ bool ShmPeers::deliver(const OutDatagram& datagram, size_t* lost) {
   return true;
 }
 
-void ShmPeers::fence_before_doorbells() noexcept {
-  // Pairs with the reader's fence in prepare_sleep.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-}
-
 bool ShmPeers::take_sleeper(ShmMapping& map) noexcept {
   auto sleeping = atomic(map.header().sleeping);
-  return sleeping.load(std::memory_order_relaxed) != 0 &&
+  return sleeping.load(std::memory_order_seq_cst) != 0 &&
          sleeping.exchange(0, std::memory_order_relaxed) != 0;
 }
 

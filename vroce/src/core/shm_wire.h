@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -97,6 +98,15 @@ class ShmMapping {
 
   // Maps an existing inbox and checks its layout. 0, or an errno with *message.
   int map_existing(const std::string& path, std::string* message);
+  // The same inbox mapped once per process: a mapping of this file that the process already
+  // holds (its own device's inbox, or one another device of the process sends to) is shared.
+  // Two mappings of one file would work, but a thread sanitizer keys its happens-before by
+  // address and would not see a publish through one and its read through the other. Null
+  // with *error and *message when map_existing fails.
+  static std::shared_ptr<ShmMapping> shared(const std::string& path, std::string* message,
+                                            int* error);
+  // Makes this mapping (just created) the one shared() hands out for its file.
+  static void share(const std::shared_ptr<ShmMapping>& mapping);
   // Creates, sizes (reserving the memory: a full /dev/shm fails here, not with SIGBUS later)
   // and initialises a new inbox at `path`. 0, or an errno with *message.
   int create(const std::string& path, std::string* message);
@@ -109,6 +119,10 @@ class ShmMapping {
   void mark_closed() noexcept;
 
  private:
+  int map_fd(int fd, const std::string& path, std::string* message);
+
+  dev_t device_ = 0;  // the file's identity, for shared()
+  ino_t inode_ = 0;
   void* base_ = nullptr;
   size_t size_ = 0;
   shm::InboxHeader* header_ = nullptr;
@@ -149,11 +163,14 @@ class ShmInbox {
   // Hands out the filled slots in order, up to out.size(), as datagrams from their senders to
   // this device; they stay valid until the next receive(), which gives them back to the ring.
   size_t receive(std::span<InDatagram> out);
-  // The next slot is filled. Any thread; one memory read.
+  // The next slot is filled: exact with the engine mutex held; from any other thread (the
+  // spinning progress thread) a hint, which may miss a slot that the mutex holder has just
+  // moved past, and may name one it has just read. One memory read.
   bool arrival() const noexcept;
 
   // The progress thread is about to sleep: marks the inbox so that the next sender rings the
-  // doorbell. False when a slot was filled meanwhile (then it must not sleep).
+  // doorbell. False when a slot was filled meanwhile (then it must not sleep). With the engine
+  // mutex held: the look must be at the slot the reader is really at.
   bool prepare_sleep() noexcept;
   // The progress thread is awake again.
   void end_sleep() noexcept;
@@ -164,11 +181,13 @@ class ShmInbox {
   // kAbandonedSlot. True when it did.
   bool pass_over_abandoned();
 
-  ShmMapping map_;
+  std::shared_ptr<ShmMapping> map_;
   std::string path_;
   ino_t inode_ = 0;  // of our file: the name is removed at close only while it is still ours
   sockaddr_storage self_{};
-  uint64_t head_ = 0;      // the next slot to read
+  uint64_t head_ = 0;  // the next slot to read
+  // head_ for the spinning progress thread's look, which it takes without the engine mutex.
+  std::atomic<uint64_t> head_hint_{0};
   uint64_t released_ = 0;  // slots below this are given back to the ring
   std::chrono::steady_clock::time_point stuck_since_{};
   bool stuck_ = false;
@@ -202,7 +221,6 @@ class ShmPeers {
     if (touched_.empty()) {
       return;
     }
-    fence_before_doorbells();
     for (Peer* peer : touched_) {
       peer->touched = false;
       if (peer->map && take_sleeper(*peer->map)) {
@@ -216,7 +234,7 @@ class ShmPeers {
   struct Peer {
     sockaddr_storage address{};
     socklen_t address_len = 0;
-    std::unique_ptr<ShmMapping> map;  // null: no inbox (yet)
+    std::shared_ptr<ShmMapping> map;  // null: no inbox (yet)
     std::chrono::steady_clock::time_point retry_at{};
     bool touched = false;
     bool reported = false;  // a lookup failure other than "no such inbox" was logged
@@ -224,7 +242,6 @@ class ShmPeers {
   Peer* find(const sockaddr_storage& address);
   bool usable(Peer& peer);
   bool write_slot(ShmMapping& map, const uint8_t* data, size_t length, uint8_t traffic_class);
-  static void fence_before_doorbells() noexcept;
   static bool take_sleeper(ShmMapping& map) noexcept;
 
   std::string prefix_;
