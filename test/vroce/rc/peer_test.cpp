@@ -34,6 +34,21 @@ uint64_t stat_of(const PeerResult& peer, const std::string& path) {
   return stat(peer.at("stats"), path);
 }
 
+// A clean loopback run loses nothing: no packet is dropped, so the responder never sees a gap
+// (no sequence NAK) and nothing is sent again, except after an ACK timeout: on a loaded host a
+// responder whose threads were not scheduled for a whole ACK period is late without any loss,
+// and the requester then rightly sends its window again (a NIC's timer would fire too).
+void check_nothing_lost(const PairResult& r) {
+  INFO("requester counters: " << r.requester.at("stats"));
+  INFO("responder counters: " << r.responder.at("stats"));
+  CHECK(stat_of(r.responder, "naks_sent.psn_sequence") == 0);
+  CHECK(stat_of(r.requester, "drops.tx_socket_error") == 0);
+  CHECK(stat_of(r.responder, "drops.tx_socket_error") == 0);
+  if (stat_of(r.requester, "ack_timeouts") == 0) {
+    CHECK(stat_of(r.requester, "retransmitted_packets") == 0);
+  }
+}
+
 // A fault run: the stream scenario with `faults` (and `env`) on both sides.
 PairResult stream_with(const std::string& faults, uint64_t count,
                        const std::vector<std::string>& env = {}) {
@@ -61,8 +76,7 @@ TEST_CASE("two processes: every opcode from 0 B to 64 MiB, data verified", "[pee
   REQUIRE(r.ok());
   CHECK(r.requester.at("size_ok") == std::to_string(64 << 20));
   CHECK(std::stoull(r.responder.at("responder_verified")) > 0);
-  // A clean loopback run needs no recovery at all.
-  CHECK(stat_of(r.requester, "retransmitted_packets") == 0);
+  check_nothing_lost(r);
   CHECK(stat_of(r.requester, "rx_packets.read_response") > 16000);
   CHECK(stat_of(r.responder, "rx_packets.write") > 16000);
 }
@@ -85,7 +99,7 @@ PairResult opcodes_across_psn_wrap(const std::vector<std::string>& env,
   REQUIRE(r.ok());
   CHECK(r.requester.at("size_ok") == std::to_string(4 << 20));
   CHECK(std::stoull(r.responder.at("responder_verified")) > 0);
-  CHECK(stat_of(r.requester, "retransmitted_packets") == 0);
+  check_nothing_lost(r);
   CHECK(stat_of(r.requester, "drops.bad_icrc") == 0);
   CHECK(stat_of(r.responder, "drops.bad_icrc") == 0);
   return r;
