@@ -688,7 +688,7 @@ bool Engine::more_datagrams() const noexcept {
   return port_.more_waiting() || (inbox_ && inbox_->arrival());
 }
 
-size_t Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
+void Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
   size_t lost = 0;
   size_t by_udp = count;
   if (inbox_) {
@@ -713,7 +713,6 @@ size_t Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
   }
   stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
   port_counters_.add(PortCounter::PortXmitDiscards, refused + lost);
-  return refused + lost;
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,

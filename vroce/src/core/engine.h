@@ -143,10 +143,10 @@ class Engine {
   // What arrived, from the inbox (VROCE_WIRE=shm) and the socket, into rx_; doorbells left out.
   size_t receive_datagrams(bool socket);
   bool more_datagrams() const noexcept;
-  // Sends the datagrams: into the inboxes of peers on the shared-memory wire, the rest by UDP,
-  // then the doorbells of sleeping peers. Reorders `datagrams`. Returns how many were lost (a
-  // socket refused them or a peer's ring was full).
-  size_t send_datagrams(OutDatagram* datagrams, size_t count);
+  // Sends the datagrams: into the inboxes of peers on the shared-memory wire, the rest by UDP
+  // (moved to the front of `datagrams`, in their order), then the doorbells of sleeping peers.
+  // What a socket refused or a full ring lost counts as wire loss (PortXmitDiscards).
+  void send_datagrams(OutDatagram* datagrams, size_t count);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();

@@ -21,7 +21,8 @@ namespace vroce::transport {
 
 namespace {
 
-constexpr uint16_t kRocePort = 4791;
+// An inbox file's size: its header and the ring.
+constexpr size_t kFileSize = shm::kHeaderSize + size_t{ShmInbox::kSlotCount} * shm::kSlotSize;
 // A sender that keeps finding its claim taken gives up after this many tries and counts the
 // ring as full: only a corrupt claim counter could make it loop longer.
 constexpr int kClaimTries = 1024;
@@ -41,14 +42,14 @@ bool source_address(uint8_t family, const uint8_t* bytes, sockaddr_storage* out)
   if (family == AF_INET) {
     auto& in = reinterpret_cast<sockaddr_in&>(*out);
     in.sin_family = AF_INET;
-    in.sin_port = htons(kRocePort);
+    in.sin_port = htons(wire::kRoceUdpPort);
     std::memcpy(&in.sin_addr, bytes, sizeof(in.sin_addr));
     return true;
   }
   if (family == AF_INET6) {
     auto& in6 = reinterpret_cast<sockaddr_in6&>(*out);
     in6.sin6_family = AF_INET6;
-    in6.sin6_port = htons(kRocePort);
+    in6.sin6_port = htons(wire::kRoceUdpPort);
     std::memcpy(&in6.sin6_addr, bytes, sizeof(in6.sin6_addr));
     return true;
   }
@@ -95,23 +96,18 @@ int ShmMapping::map_existing(const std::string& path, std::string* message) {
 
 int ShmMapping::map_fd(int fd, const std::string& path, std::string* message) {
   struct stat st {};
-  const size_t expected = shm::kHeaderSize + size_t{ShmInbox::kSlotCount} * shm::kSlotSize;
-  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != expected) {
+  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != kFileSize) {
     *message = path + " is not a vroce inbox of this version (size " + std::to_string(st.st_size) +
-               ", expected " + std::to_string(expected) + ")";
+               ", expected " + std::to_string(kFileSize) + ")";
     return EPROTO;
   }
-  void* base = ::mmap(nullptr, expected, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     int err = errno;
     *message = path + ": mmap: " + std::strerror(err);
     return err;
   }
-  device_ = st.st_dev;
-  inode_ = st.st_ino;
-  base_ = base;
-  size_ = expected;
-  header_ = static_cast<shm::InboxHeader*>(base);
+  adopt(base, st);
   if (header_->magic != shm::kMagic || header_->version != shm::kVersion ||
       header_->slot_count != ShmInbox::kSlotCount || header_->slot_size != shm::kSlotSize) {
     *message = path + " is an inbox of another vroce version (layout " +
@@ -119,10 +115,18 @@ int ShmMapping::map_fd(int fd, const std::string& path, std::string* message) {
                std::to_string(shm::kVersion) + ")";
     return EPROTO;
   }
+  return 0;
+}
+
+void ShmMapping::adopt(void* base, const struct stat& file) noexcept {
+  device_ = file.st_dev;
+  inode_ = file.st_ino;
+  base_ = base;
+  size_ = kFileSize;
+  header_ = static_cast<shm::InboxHeader*>(base);
   slots_ = static_cast<uint8_t*>(base) + shm::kHeaderSize;
   slot_count_ = ShmInbox::kSlotCount;
   slot_size_ = shm::kSlotSize;
-  return 0;
 }
 
 namespace {
@@ -186,18 +190,17 @@ int ShmMapping::create(const std::string& path, std::string* message) {
     *message = "cannot create " + path + ": " + std::strerror(err);
     return err;
   }
-  const size_t size = shm::kHeaderSize + size_t{ShmInbox::kSlotCount} * shm::kSlotSize;
-  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(kFileSize));
   if (err != 0) {
     ::close(fd);
     ::unlink(path.c_str());
-    *message = "cannot reserve " + std::to_string(size >> 20) + " MiB for " + path + ": " +
+    *message = "cannot reserve " + std::to_string(kFileSize >> 20) + " MiB for " + path + ": " +
                std::strerror(err) + " (a container's /dev/shm may be too small: --shm-size)";
     return err;
   }
   struct stat st {};
   void* base = ::fstat(fd, &st) == 0
-                   ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                   ? ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                    : MAP_FAILED;
   err = errno;
   ::close(fd);
@@ -206,14 +209,7 @@ int ShmMapping::create(const std::string& path, std::string* message) {
     *message = path + ": mmap: " + std::strerror(err);
     return err;
   }
-  device_ = st.st_dev;
-  inode_ = st.st_ino;
-  base_ = base;
-  size_ = size;
-  header_ = static_cast<shm::InboxHeader*>(base);
-  slots_ = static_cast<uint8_t*>(base) + shm::kHeaderSize;
-  slot_count_ = ShmInbox::kSlotCount;
-  slot_size_ = shm::kSlotSize;
+  adopt(base, st);
   // Nobody else has the file yet (it is renamed into place after this), so plain stores do.
   for (uint64_t position = 0; position < slot_count_; ++position) {
     slot(position).sequence = position;
@@ -257,7 +253,7 @@ ShmInbox::~ShmInbox() {
   map_->mark_closed();
   // Remove the name only while it is still ours (a later owner replaces it with its own).
   struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0 && st.st_ino == inode_) {
+  if (::stat(path_.c_str(), &st) == 0 && st.st_ino == map_->inode()) {
     ::unlink(path_.c_str());
   }
 }
@@ -267,9 +263,9 @@ int ShmInbox::open(const std::string& prefix, const sockaddr_storage& self, std:
   // covers both).
   self_ = self;
   if (self_.ss_family == AF_INET) {
-    reinterpret_cast<sockaddr_in&>(self_).sin_port = htons(kRocePort);
+    reinterpret_cast<sockaddr_in&>(self_).sin_port = htons(wire::kRoceUdpPort);
   } else {
-    reinterpret_cast<sockaddr_in6&>(self_).sin6_port = htons(kRocePort);
+    reinterpret_cast<sockaddr_in6&>(self_).sin6_port = htons(wire::kRoceUdpPort);
   }
   const std::string path = shm_inbox_path(prefix, self);
   const std::string fresh = path + ".new." + std::to_string(::getpid());
@@ -294,8 +290,6 @@ int ShmInbox::open(const std::string& prefix, const sockaddr_storage& self, std:
     *message = "cannot place the inbox " + path + ": " + std::strerror(err);
     return err;
   }
-  struct stat st {};
-  inode_ = ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
   // The process's senders to this device write through this mapping.
   ShmMapping::share(map);
   map_ = std::move(map);
@@ -408,7 +402,6 @@ ShmPeers::~ShmPeers() = default;
 void ShmPeers::open(std::string prefix, const sockaddr_storage& self, std::string device_name) {
   prefix_ = std::move(prefix);
   self_ = self;
-  self_len_ = address_length(self);
   device_name_ = std::move(device_name);
 }
 

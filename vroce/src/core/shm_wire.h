@@ -30,6 +30,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "core/udp_port.h"
+#include "wire/flow.h"
 #include "wire/packet.h"
 
 namespace vroce::transport {
@@ -117,9 +119,12 @@ class ShmMapping {
   uint32_t slot_count() const noexcept { return slot_count_; }
   bool closed() const noexcept;
   void mark_closed() noexcept;
+  ino_t inode() const noexcept { return inode_; }
 
  private:
   int map_fd(int fd, const std::string& path, std::string* message);
+  // Takes `base`, a mapping of the whole file `file` describes, as this mapping's.
+  void adopt(void* base, const struct stat& file) noexcept;
 
   dev_t device_ = 0;  // the file's identity, for shared()
   ino_t inode_ = 0;
@@ -183,7 +188,6 @@ class ShmInbox {
 
   std::shared_ptr<ShmMapping> map_;
   std::string path_;
-  ino_t inode_ = 0;  // of our file: the name is removed at close only while it is still ours
   sockaddr_storage self_{};
   uint64_t head_ = 0;  // the next slot to read
   // head_ for the spinning progress thread's look, which it takes without the engine mutex.
@@ -247,7 +251,6 @@ class ShmPeers {
   std::string prefix_;
   std::string device_name_;
   sockaddr_storage self_{};
-  socklen_t self_len_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
   Peer* last_ = nullptr;        // the last peer found: most batches go to one
   std::vector<Peer*> touched_;  // delivered to since the last ring_doorbells
