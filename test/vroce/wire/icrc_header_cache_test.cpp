@@ -1,6 +1,7 @@
 // IcrcHeaderCache (icrc.h): the header state it returns equals icrc_begin's for every flow and
-// length, on hits, after any field of the flow changes, and when two flows share a slot; packets
-// built and parsed through it are the bytes and verdicts of the uncached path.
+// length, on hits, after any field of the flow changes, and when two flows share a slot; the pairs
+// of a ping-pong between two connections all stay cached; packets built and parsed through it are
+// the bytes and verdicts of the uncached path.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
@@ -86,6 +87,41 @@ TEST_CASE("icrc header cache: flows that share a slot replace each other correct
     const std::size_t length = 20 + 4 * (rng() % 40);
     REQUIRE(cache.begin(f, length) == icrc_begin(f, length));
   }
+}
+
+TEST_CASE("icrc header cache: a ping-pong's pairs, sent and received, all stay cached",
+          "[wire][icrc]") {
+  // What one engine builds and parses in a plugin ping-pong (the plugin's send and receive
+  // connections, each QP with its own source port): data WRITE WITH IMMEDIATE (44 bytes with 8
+  // of payload), clear-to-send WRITE (56) and ACKs (20), out and in. Indexed as before the sets
+  // (length ^ source port ^ source address), the first two shared a slot and missed on every
+  // packet.
+  const std::uint32_t here = 0x7F0005F0;
+  const std::uint32_t there = 0x7F0005F1;
+  const FlowAddress out_send = flow_v4(here, there, 0xC0A3);
+  const FlowAddress out_recv = flow_v4(here, there, 0xD117);
+  const FlowAddress in_send = flow_v4(there, here, 0xC5F2);
+  const FlowAddress in_recv = flow_v4(there, here, 0xE009);
+  const std::vector<std::pair<const FlowAddress*, std::size_t>> pairs = {
+      {&out_send, 44}, {&out_recv, 56}, {&out_recv, 20}, {&out_send, 20},
+      {&in_recv, 44},  {&in_send, 56},  {&in_send, 20},  {&in_recv, 20}};
+  IcrcHeaderCache cache;
+  for (int round = 0; round < 50; ++round) {
+    for (const auto& [flow, length] : pairs) {
+      REQUIRE(cache.begin(*flow, length) == icrc_begin(*flow, length));
+    }
+  }
+  CHECK(cache.misses() == pairs.size());
+
+  // Any kWays pairs stay, wherever they land (one set at worst holds them all): here kWays
+  // lengths of one flow, in turn.
+  IcrcHeaderCache small;
+  for (int round = 0; round < 10; ++round) {
+    for (std::size_t k = 0; k < IcrcHeaderCache::kWays; ++k) {
+      small.begin(out_send, 20 + 4 * k);
+    }
+  }
+  CHECK(small.misses() == IcrcHeaderCache::kWays);
 }
 
 TEST_CASE("icrc header cache: build and parse through it match the uncached path", "[wire][icrc]") {

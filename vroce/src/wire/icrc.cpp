@@ -120,13 +120,25 @@ std::uint32_t icrc_begin(const FlowAddress& flow, std::size_t udp_payload_len) n
 
 std::uint32_t IcrcHeaderCache::begin(const FlowAddress& flow,
                                      std::size_t udp_payload_len) noexcept {
-  Slot& slot =
-      slots_[(udp_payload_len ^ flow.src_port ^ (std::size_t{flow.src_ip[3]} << 2)) % kSlots];
-  if (slot.length != udp_payload_len || slot.flow != flow) {
-    slot.flow = flow;
-    slot.length = udp_payload_len;
-    slot.state = icrc_begin(flow, udp_payload_len);
+  // The fields that tell a host's flows apart: length, ports and the addresses' last bytes (the
+  // IPv4 ones, or the IPv6 ones at byte 15), mixed so that each lands in the top bits.
+  const std::size_t last = flow.family == IpFamily::V4 ? 3 : 15;
+  const std::uint32_t ports = std::uint32_t{flow.src_port} << 16 | flow.dst_port;
+  const std::uint32_t ends = std::uint32_t{flow.src_ip[last]} << 8 | flow.dst_ip[last];
+  const std::uint32_t h = static_cast<std::uint32_t>(udp_payload_len) * 0x9E3779B1u ^
+                          ports * 0x85EBCA77u ^ ends * 0xC2B2AE3Du;
+  Set& set = sets_[(h >> 28) % kSets];
+  for (Slot& slot : set.ways) {
+    if (slot.length == udp_payload_len && slot.flow == flow) {
+      return slot.state;
+    }
   }
+  Slot& slot = set.ways[set.next];
+  set.next = (set.next + 1) % kWays;
+  ++misses_;
+  slot.flow = flow;
+  slot.length = udp_payload_len;
+  slot.state = icrc_begin(flow, udp_payload_len);
   return slot.state;
 }
 
