@@ -230,10 +230,12 @@ void RingAllReduce::run(std::size_t count) {
     if (advanced) {
       poller.progress();
     } else {
-      poller.idle("allreduce " + std::to_string(bytes) + " B: waiting on rank " +
-                  std::to_string(prev) + " or " + std::to_string((rank_ + 1) % nranks_) + " (" +
-                  std::to_string(recv_done) + "/" + std::to_string(nrecv) + " slices in, " +
-                  std::to_string(send_done) + "/" + std::to_string(nsend) + " out)");
+      poller.idle([&] {
+        return "allreduce " + std::to_string(bytes) + " B: waiting on rank " +
+               std::to_string(prev) + " or " + std::to_string((rank_ + 1) % nranks_) + " (" +
+               std::to_string(recv_done) + "/" + std::to_string(nrecv) + " slices in, " +
+               std::to_string(send_done) + "/" + std::to_string(nsend) + " out)";
+      });
     }
   }
 }

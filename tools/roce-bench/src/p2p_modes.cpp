@@ -66,21 +66,21 @@ std::string P2pMeasurement::where(const char* what) const {
 
 void P2pMeasurement::send(int slot, Ticket& ticket, const char* what) {
   while (!ep_.post_send(slot, step_.bytes, ticket)) {
-    poller_.idle(where(what));
+    poller_.idle([&] { return where(what); });
   }
   poller_.progress();
 }
 
 void P2pMeasurement::recv(int slot, Ticket& ticket, const char* what) {
   while (!ep_.post_recv(slot, step_.bytes, ticket)) {
-    poller_.idle(where(what));
+    poller_.idle([&] { return where(what); });
   }
   poller_.progress();
 }
 
 void P2pMeasurement::wait(Ticket& ticket, const char* what) {
   while (!ep_.test(ticket)) {
-    poller_.idle(where(what));
+    poller_.idle([&] { return where(what); });
   }
   poller_.progress();
 }
@@ -99,7 +99,7 @@ void P2pMeasurement::wait_both(Ticket& a, Ticket& b, const char* what) {
     if (advanced) {
       poller_.progress();
     } else {
-      poller_.idle(where(what));
+      poller_.idle([&] { return where(what); });
     }
   }
 }
@@ -206,7 +206,8 @@ P2pMeasurement::Clock::time_point P2pMeasurement::stream(int count) {
     if (advanced) {
       poller_.progress();
     } else {
-      poller_.idle(where(sent_done < send_total ? "streaming sends" : "streaming receives"));
+      poller_.idle(
+          [&] { return where(sent_done < send_total ? "streaming sends" : "streaming receives"); });
     }
   }
   return started;

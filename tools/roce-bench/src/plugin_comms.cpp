@@ -33,7 +33,7 @@ void progress_pair(NetPlugin& plugin, int dev, NetHandle& remote, void* listen_c
     if (advanced) {
       poller.progress();
     } else {
-      poller.idle(what);
+      poller.idle(what.c_str());
     }
   }
 }

@@ -19,7 +19,7 @@ constexpr auto kCheckInterval = std::chrono::milliseconds(100);
 
 }  // namespace
 
-void Poller::idle(const char* what) {
+bool Poller::pace() {
   const std::uint64_t n = idle_++;
   if (sleep_us_ > 0) {
     usleep(static_cast<useconds_t>(sleep_us_));
@@ -31,11 +31,12 @@ void Poller::idle(const char* what) {
   }
   if (n == 0) {
     idle_since_ = std::chrono::steady_clock::now();
-    return;
+    return false;
   }
-  if (n % kClockEvery != 0 && sleep_us_ == 0) {
-    return;
-  }
+  return n % kClockEvery == 0 || sleep_us_ > 0;
+}
+
+void Poller::check(const char* what) {
   const auto now = std::chrono::steady_clock::now();
   if (now - idle_since_ > timeout_) {
     throw BenchError(std::string(what) + ": no progress for " +
