@@ -121,7 +121,10 @@ std::unique_ptr<Engine> Engine::start(DeviceState& device, int* error) {
 }
 
 Engine::Engine(DeviceState& device, const FaultSpec& faults)
-    : device_(device), port_counters_(device.port_counters()), faults_(faults) {
+    : device_(device),
+      port_counters_(device.port_counters()),
+      faults_(faults),
+      kick_waits_(spin_after_activity_us() > 0) {
   tx_.resize(UdpPort::kMaxBatch);
   tx_packets_.resize(UdpPort::kMaxBatch);
   out_.resize(UdpPort::kMaxBatch * 3);
@@ -245,8 +248,9 @@ void Engine::remove_qp(Qp* qp) {
 }
 
 void Engine::kick(Qp* qp) noexcept {
-  if (mutex_.try_lock()) {
-    // The engine is idle: transmit now from this thread, as a doorbell would start the NIC.
+  if (mutex_.try_lock() || (kick_waits_ && wait_for_engine())) {
+    // The engine is idle (or came free within the wait): transmit now from this thread, as a
+    // doorbell would start the NIC.
     std::lock_guard lock(mutex_, std::adopt_lock);
     now_ = Clock::now();
     activate(qp);
@@ -258,7 +262,8 @@ void Engine::kick(Qp* qp) noexcept {
     hand_over(!active_.empty());
     return;
   }
-  // Someone holds the engine: leave the QP for them, and wake the thread if it sleeps.
+  // Someone holds the engine (for longer than the wait): leave the QP for them, and wake the
+  // thread if it sleeps.
   if (!qp->kick_queued.exchange(true, std::memory_order_seq_cst)) {
     std::lock_guard lock(inbox_mutex_);
     kicked_.push_back(qp);
@@ -266,6 +271,34 @@ void Engine::kick(Qp* qp) noexcept {
   kick_pending_.store(true, std::memory_order_seq_cst);
   if (sleeping_.load(std::memory_order_seq_cst)) {
     wake();
+  }
+}
+
+bool Engine::wait_for_engine() noexcept {
+  kick_waiting_.fetch_add(1, std::memory_order_seq_cst);
+  const Clock::time_point until = Clock::now() + kKickWait;
+  bool got = false;
+  for (int i = 1; !got; ++i) {
+    cpu_relax();
+    got = mutex_.try_lock();
+    if (!got && i % 8 == 0 && Clock::now() >= until) {
+      break;
+    }
+  }
+  kick_waiting_.fetch_sub(1, std::memory_order_seq_cst);
+  (got ? stats().kick_waits : stats().kick_waits_expired).add();
+  return got;
+}
+
+void Engine::let_kick_in() noexcept {
+  if (kick_waiting_.load(std::memory_order_relaxed) == 0) [[likely]] {
+    return;
+  }
+  // At most twice the poster's own bound, so that a poster preempted in the middle of its wait
+  // holds this thread no longer than that.
+  const Clock::time_point until = Clock::now() + 2 * kKickWait;
+  while (kick_waiting_.load(std::memory_order_relaxed) > 0 && Clock::now() < until) {
+    cpu_relax();
   }
 }
 
@@ -331,6 +364,7 @@ void Engine::run() {
           break;
         }
       } else {
+        let_kick_in();
         lock = lock_for_progress(may_spin);
       }
       if (timer_fired) {
@@ -597,15 +631,15 @@ bool Engine::pump(bool receive, bool timeouts) {
 }
 
 void Engine::take_kicks() {
-  std::vector<Qp*> kicked;
   {
     std::lock_guard lock(inbox_mutex_);
-    kicked.swap(kicked_);
+    kicks_taken_.swap(kicked_);
   }
-  for (Qp* qp : kicked) {
+  for (Qp* qp : kicks_taken_) {
     qp->kick_queued.store(false, std::memory_order_seq_cst);
     activate(qp);
   }
+  kicks_taken_.clear();
 }
 
 void Engine::send_held() {

@@ -112,6 +112,11 @@ class Engine {
   int open_shm_wire(std::string* message);
   void run();
   void wake() noexcept;
+  // kick's wait for a taken engine: true when it got the mutex (then held) within kKickWait.
+  bool wait_for_engine() noexcept;
+  // The progress thread, before it locks for a round: a posting thread waiting for the engine
+  // goes first (bounded by twice kKickWait).
+  void let_kick_in() noexcept;
   // One round of work: queued kicks, receive, timers, transmit, flush. Returns true while there
   // is more to do right away. Needs the mutex.
   // ACK timeouts are declared only when `timeouts` (the progress thread).
@@ -197,10 +202,24 @@ class Engine {
   // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> kick_pending_{false};
+  // Where the progress thread spins (spare CPUs), a posting thread that finds the engine taken
+  // waits up to kKickWait for it (wait_for_engine) rather than leave its QP on the list, and the
+  // progress thread lets such a waiter in before it takes the engine for another round
+  // (let_kick_in). A program that spins on memory (ib_write_lat, NCCL's proxy) posts its reply
+  // while the progress thread is still finishing the round that placed the WRITE it saw; handed
+  // over through the list, the reply waited for that thread's next round, about 1 us more per
+  // hop on 16 cores (docs/benchmarks.md, "A posting thread waits for the engine"). Without
+  // spare CPUs (no spin) a holder may be off the CPU, and waiting would only burn the slice.
+  const bool kick_waits_;
+  static constexpr std::chrono::nanoseconds kKickWait{2000};
+  std::atomic<int> kick_waiting_{0};  // posting threads in wait_for_engine
   // The progress thread sleeps with no port counter publication pending (VROCE_SYSFS_ROOT).
   std::atomic<bool> counters_unwatched_{false};
   std::mutex inbox_mutex_;
   std::vector<Qp*> kicked_;  // guarded by inbox_mutex_
+  // What take_kicks swapped out of kicked_, kept so that neither vector gives its capacity
+  // away: a kick then never allocates. Engine mutex.
+  std::vector<Qp*> kicks_taken_;
 
   // Everything below is guarded by mutex_.
   std::mutex mutex_;

@@ -47,8 +47,8 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
     if (ref->kind == gpu::MemoryKind::Cuda) {
       use_bounce = true;
     }
-    pieces_[count_] = wire::ByteSpan(reinterpret_cast<const uint8_t*>(where), take);
-    pins_[count_] = std::move(ref);
+    set_piece(count_, wire::ByteSpan(reinterpret_cast<const uint8_t*>(where), take));
+    pin(std::move(ref));
     sge_rest[count_] = sge.length - offset;
     ++count_;
     left -= take;
@@ -58,11 +58,11 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
   if (use_bounce) {
     // Device memory is not addressable by the CPU: bring the whole packet's payload over.
     for (size_t p = 0; p < count_; ++p) {
-      const wire::ByteSpan& piece = pieces_[p];
+      const wire::ByteSpan& piece = pieces_.at[p];
       const auto where = reinterpret_cast<uint64_t>(piece.data());
       uint8_t* to = bounce.data() + bounced;
       int rc = 0;
-      if (pins_[p]->kind != gpu::MemoryKind::Cuda) {
+      if (pins_.at[p]->kind != gpu::MemoryKind::Cuda) {
         std::memcpy(to, piece.data(), piece.size());
       } else if (ahead != nullptr) {
         rc = ahead->read(where, to, piece.size(), sge_rest[p]);
@@ -74,7 +74,7 @@ KeyError Gather::collect(const KeyTable& keys, const Pd* pd, const ibv_sge* sges
       }
       bounced += piece.size();
     }
-    pieces_[0] = wire::ByteSpan(bounce.data(), bounced);
+    set_piece(0, wire::ByteSpan(bounce.data(), bounced));
     count_ = 1;
   }
   return KeyError::None;
@@ -104,11 +104,11 @@ KeyError Gather::collect_remote(const KeyTable& keys, const Pd* pd, uint32_t rke
     if (rc != 0) {
       return KeyError::AccessDenied;
     }
-    pieces_[0] = wire::ByteSpan(bounce.data(), length);
+    set_piece(0, wire::ByteSpan(bounce.data(), length));
   } else {
-    pieces_[0] = wire::ByteSpan(reinterpret_cast<const uint8_t*>(where), length);
+    set_piece(0, wire::ByteSpan(reinterpret_cast<const uint8_t*>(where), length));
   }
-  pins_[0] = std::move(ref);
+  pin(std::move(ref));
   count_ = 1;
   return KeyError::None;
 }

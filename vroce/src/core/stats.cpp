@@ -129,6 +129,8 @@ std::string stats_json() {
   append_value(out, "ack_timeouts", s.ack_timeouts.get());
   append_value(out, "scheduling_stalls", s.scheduling_stalls.get());
   append_value(out, "spin_backoffs", s.spin_backoffs.get());
+  append_value(out, "kick_waits", s.kick_waits.get());
+  append_value(out, "kick_waits_expired", s.kick_waits_expired.get());
   append_value(out, "progress_thread_cpu_us", s.progress_thread_cpu_us.get());
   append_value(out, "gso_sends", s.gso_sends.get());
   append_value(out, "gso_segments", s.gso_segments.get());
@@ -179,6 +181,8 @@ void stats_reset() noexcept {
   s.ack_timeouts.reset();
   s.scheduling_stalls.reset();
   s.spin_backoffs.reset();
+  s.kick_waits.reset();
+  s.kick_waits_expired.reset();
   s.progress_thread_cpu_us.reset();
   s.gso_sends.reset();
   s.gso_segments.reset();

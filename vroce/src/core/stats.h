@@ -82,6 +82,8 @@ struct Stats {
   Counter ack_timeouts;            // local ACK timer expirations
   Counter scheduling_stalls;       // times a progress thread found it had not been scheduled
   Counter spin_backoffs;           // spins given up because the progress thread was preempted
+  Counter kick_waits;              // posts that found the engine taken and got it within the wait
+  Counter kick_waits_expired;      // posts that waited for the engine in vain and queued their QP
   Counter progress_thread_cpu_us;  // CPU time of progress threads that have stopped
   Counter gso_sends;               // UDP GSO sends (UDP_SEGMENT), each a burst of 2..8 packets
   Counter gso_segments;            // packets sent in them
