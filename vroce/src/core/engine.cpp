@@ -124,7 +124,7 @@ Engine::Engine(DeviceState& device, const FaultSpec& faults)
     : device_(device),
       port_counters_(device.port_counters()),
       faults_(faults),
-      kick_waits_(spin_after_activity_us() > 0) {
+      spin_(spin_after_activity_us()) {
   tx_.resize(UdpPort::kMaxBatch);
   tx_packets_.resize(UdpPort::kMaxBatch);
   out_.resize(UdpPort::kMaxBatch * 3);
@@ -248,7 +248,7 @@ void Engine::remove_qp(Qp* qp) {
 }
 
 void Engine::kick(Qp* qp) noexcept {
-  if (mutex_.try_lock() || (kick_waits_ && wait_for_engine())) {
+  if (mutex_.try_lock() || (spin_.count() > 0 && wait_for_engine())) {
     // The engine is idle (or came free within the wait): transmit now from this thread, as a
     // doorbell would start the NIC.
     std::lock_guard lock(mutex_, std::adopt_lock);
@@ -335,7 +335,6 @@ void Engine::run() {
   request_short_slice();
   epoll_event events[4];
   bool timer_fired = false;
-  const auto spin = std::chrono::microseconds(spin_after_activity_us());
   Clock::time_point observed = Clock::now();
   // When to wake at the latest, and whether an ACK timer bounds the sleep: set by the last round
   // that held the engine (a round that found it taken leaves them as they were).
@@ -345,7 +344,7 @@ void Engine::run() {
   bool spun_into_arrival = false;
   while (!stop_.load(std::memory_order_relaxed)) {
     // Whether this round ends in a spin (decided now: only the spin below starts a backoff).
-    const bool may_spin = spin.count() > 0 && Clock::now() >= spin_backoff_until_;
+    const bool may_spin = spin_.count() > 0 && Clock::now() >= spin_backoff_until_;
     bool more = true;
     while (more && !stop_.load(std::memory_order_relaxed)) {
       // The lock is given up between rounds, so posting and polling threads can get in.
@@ -402,7 +401,7 @@ void Engine::run() {
     int n = 0;
     bool slept = false;     // the events below came from the sleep, not from the spin
     bool in_inbox = false;  // a slot of the shared-memory wire was found filled
-    Clock::time_point spin_end = Clock::now() + spin;
+    Clock::time_point spin_end = Clock::now() + spin_;
     while (may_spin && !stop_.load(std::memory_order_relaxed) &&
            !kick_pending_.load(std::memory_order_seq_cst)) {
       if (inbox_ && inbox_->arrival()) {

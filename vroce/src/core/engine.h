@@ -202,6 +202,10 @@ class Engine {
   // Kicks from threads that found the engine busy.
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> kick_pending_{false};
+  // How long the progress thread spins after activity (VROCE_SPIN_US, or the default for the
+  // CPUs this process may use; 0: it does not spin). Read once, here: it also decides whether
+  // posting threads wait for the engine (below).
+  const std::chrono::microseconds spin_;
   // Where the progress thread spins (spare CPUs), a posting thread that finds the engine taken
   // waits up to kKickWait for it (wait_for_engine) rather than leave its QP on the list, and the
   // progress thread lets such a waiter in before it takes the engine for another round
@@ -210,7 +214,6 @@ class Engine {
   // over through the list, the reply waited for that thread's next round, about 1 us more per
   // hop on 16 cores (docs/benchmarks.md, "A posting thread waits for the engine"). Without
   // spare CPUs (no spin) a holder may be off the CPU, and waiting would only burn the slice.
-  const bool kick_waits_;
   static constexpr std::chrono::nanoseconds kKickWait{2000};
   std::atomic<int> kick_waiting_{0};  // posting threads in wait_for_engine
   // The progress thread sleeps with no port counter publication pending (VROCE_SYSFS_ROOT).
