@@ -216,6 +216,32 @@ TEST_CASE("where GPU copies are made", "[config]") {
   }
 }
 
+TEST_CASE("whether small GPU copies go to the copy helper's kernel, and up to which size",
+          "[config]") {
+  CHECK(vroce::parse_gpu_copy_kernel("auto") == vroce::GpuCopyKernel::Auto);
+  CHECK(vroce::parse_gpu_copy_kernel(" on ") == vroce::GpuCopyKernel::On);
+  CHECK(vroce::parse_gpu_copy_kernel("off") == vroce::GpuCopyKernel::Off);
+  for (const char* bad : {"1", "yes", "", "AUTO", "mps"}) {
+    INFO(bad);
+    const std::string error = failure_of(vroce::parse_gpu_copy_kernel(bad));
+    CHECK(contains(error, "auto"));
+    CHECK(contains(error, "MPS"));
+  }
+  CHECK(vroce::parse_gpu_copy_kernel_max("0") == 0U);
+  CHECK(vroce::parse_gpu_copy_kernel_max(" 4096 ") == 4096U);
+  CHECK(vroce::parse_gpu_copy_kernel_max("1048576") == 1048576U);
+  for (const char* bad : {"1048577", "-1", "4k", "", "4096 bytes"}) {
+    INFO(bad);
+    CHECK(contains(failure_of(vroce::parse_gpu_copy_kernel_max(bad)), "1048576"));
+  }
+  std::vector<std::string> errors;
+  const Config bad = parse({{"VROCE_GPU_COPY_KERNEL_MAX", "2M"}}, &errors);
+  CHECK(bad.gpu_copy_kernel_max == 4096U);
+  REQUIRE(errors.size() == 1);
+  CHECK(contains(errors[0], "VROCE_GPU_COPY_KERNEL_MAX=\"2M\" is invalid"));
+  CHECK(contains(errors[0], "keeping 4096"));
+}
+
 TEST_CASE("which wire packets take to the devices of this host", "[config]") {
   CHECK(vroce::parse_wire("udp") == false);
   CHECK(vroce::parse_wire(" shm ") == true);
@@ -274,6 +300,8 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(config.gso);
   CHECK_FALSE(config.shm_wire);  // UDP unless asked
   CHECK(config.gpu_copies_by_helper);
+  CHECK(config.gpu_copy_kernel == vroce::GpuCopyKernel::Auto);
+  CHECK(config.gpu_copy_kernel_max == 4096U);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -290,10 +318,14 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_GSO", "0"},
                          {"VROCE_WIRE", "shm"},
                          {"VROCE_IDENTITY", "connectx7"},
-                         {"VROCE_GPU_COPIES", "in-process"}},
+                         {"VROCE_GPU_COPIES", "in-process"},
+                         {"VROCE_GPU_COPY_KERNEL", "on"},
+                         {"VROCE_GPU_COPY_KERNEL_MAX", "0"}},
                         &errors);
   CHECK(errors.empty());
   CHECK_FALSE(config.gpu_copies_by_helper);
+  CHECK(config.gpu_copy_kernel == vroce::GpuCopyKernel::On);
+  CHECK(config.gpu_copy_kernel_max == 0U);
   REQUIRE(config.devices.size() == 1);
   CHECK(config.devices[0].name == "a");
   CHECK(config.port_speed_gbps == 800);

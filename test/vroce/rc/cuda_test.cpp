@@ -501,4 +501,160 @@ TEST_CASE("without its copy helper, registering CUDA memory fails and names the 
   Buffer host(a.pd, 4096, IBV_ACCESS_LOCAL_WRITE);  // host memory registers as before
   CHECK(host.mr != nullptr);
 }
+
+// The helper's copy kernel (gpu/copy_kernel_mailbox.h), which the stand-in driver runs as a
+// thread of the helper.
+namespace {
+
+// WRITEs `size` bytes from device memory at src + src_offset to dst + dst_offset and checks every
+// byte that landed. Returns how many of vroce's copies for it the kernel made.
+uint64_t kernel_copies_of_write(ConnectedPair& p, const DeviceMemory& src, ibv_mr* src_mr,
+                                size_t src_offset, const DeviceMemory& dst, ibv_mr* dst_mr,
+                                size_t dst_offset, size_t size, uint64_t seed) {
+  const std::string before = stats_json();
+  REQUIRE(post(p.ea, IBV_WR_RDMA_WRITE,
+               ibv_sge{src.ptr + src_offset, static_cast<uint32_t>(size), src_mr->lkey},
+               dst.ptr + dst_offset, dst_mr->rkey) == 0);
+  REQUIRE(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
+  std::vector<uint8_t> landed(dst.size);
+  REQUIRE(cuMemcpyDtoH_v2(landed.data(), dst.ptr, dst.size) == 0);
+  INFO(size << " bytes from offset " << src_offset << " to offset " << dst_offset);
+  CHECK(find_mismatch(landed.data() + dst_offset, size, seed, src_offset) == -1);
+  return stat(stats_json(), "cuda_copies_by_kernel") - stat(before, "cuda_copies_by_kernel");
+}
+
+struct KernelPair {
+  static constexpr size_t kSize = 64 * 1024;
+  ConnectedPair p;
+  DeviceMemory da{kSize};
+  DeviceMemory db{kSize};
+  ibv_mr* ma = nullptr;
+  ibv_mr* mb = nullptr;
+  explicit KernelPair(uint64_t seed) {
+    da.fill(seed);
+    ma = ibv_reg_mr(p.a.pd, da.addr(), kSize, kRemote);
+    mb = ibv_reg_mr(p.b.pd, db.addr(), kSize, kRemote);
+    REQUIRE(ma != nullptr);
+    REQUIRE(mb != nullptr);
+  }
+  ~KernelPair() {
+    ibv_dereg_mr(ma);
+    ibv_dereg_mr(mb);
+  }
+  uint64_t write(size_t src_offset, size_t dst_offset, size_t size, uint64_t seed) {
+    return kernel_copies_of_write(p, da, ma, src_offset, db, mb, dst_offset, size, seed);
+  }
+  // Small WRITEs until one has a copy made by the kernel (the first small copy goes through the
+  // helper's thread, which starts the kernel after it); false if none within the hang bound.
+  bool until_kernel_copies(uint64_t seed) {
+    const auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (write(0, 0, 8, seed) > 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("under MPS, small copies go to the helper's copy kernel, and every byte lands",
+          "[cuda]") {
+  setenv("FAKE_CUDA_MPS", "1", 1);  // read by the helper's stand-in driver
+  constexpr uint64_t kSeed = 60;
+  KernelPair k(kSeed);
+  REQUIRE(k.until_kernel_copies(kSeed));
+  // Inside the request line (up to 72 bytes), through the staging buffer (up to
+  // VROCE_GPU_COPY_KERNEL_MAX, 4096), above it (the copy engine); at odd offsets on either side.
+  uint64_t by_kernel = 0;
+  const std::string before = stats_json();
+  for (size_t size : {1UL, 8UL, 12UL, 13UL, 72UL, 73UL, 1000UL, 4096UL, 4097UL, 20000UL}) {
+    by_kernel += k.write(0, 0, size, kSeed);
+    by_kernel += k.write(3, 0, size, kSeed);
+    by_kernel += k.write(0, 5, size, kSeed);
+  }
+  const CopyCount all = copies_since(before);
+  INFO(by_kernel << " of " << all.to_device + all.from_device << " copies made by the kernel");
+  // Both copies of each WRITE up to 4096 bytes (8 sizes, 3 WRITEs each) went to the kernel:
+  // it runs for as long as copies keep coming.
+  CHECK(by_kernel >= 2 * 8 * 3);
+  CHECK(by_kernel < all.to_device + all.from_device);  // the larger ones did not
+
+  // A registration while the kernel runs: the helper stops it to open the memory (the driver's
+  // IPC calls would wait for it forever), and the next small copies start it again.
+  DeviceMemory dc(4096);
+  ibv_mr* mc = ibv_reg_mr(k.p.b.pd, dc.addr(), 4096, kRemote);
+  REQUIRE(mc != nullptr);
+  kernel_copies_of_write(k.p, k.da, k.ma, 0, dc, mc, 0, 64, kSeed);
+  CHECK(k.until_kernel_copies(kSeed));
+  CHECK(ibv_dereg_mr(mc) == 0);
+  // The close stopped it too: the WRITE's first copy goes through the helper's thread (its second
+  // may find the kernel started again).
+  CHECK(k.write(0, 7, 40, kSeed) < 2);
+}
+
+// (vroce reads its environment once per process, so each setting is a test case of its own.)
+TEST_CASE("without MPS the copy kernel stays off", "[cuda]") {
+  unsetenv("FAKE_CUDA_MPS");
+  constexpr uint64_t kSeed = 61;
+  KernelPair k(kSeed);
+  uint64_t by_kernel = 0;
+  for (int i = 0; i < 20; ++i) {
+    by_kernel += k.write(0, 0, 8, kSeed);
+  }
+  CHECK(by_kernel == 0);
+}
+
+TEST_CASE("VROCE_GPU_COPY_KERNEL=on starts the copy kernel without MPS", "[cuda]") {
+  unsetenv("FAKE_CUDA_MPS");
+  setenv("VROCE_GPU_COPY_KERNEL", "on", 1);
+  constexpr uint64_t kSeed = 63;
+  KernelPair k(kSeed);
+  CHECK(k.until_kernel_copies(kSeed));
+}
+
+TEST_CASE("an idle copy kernel is stopped, and the next small copy starts it again", "[cuda]") {
+  setenv("FAKE_CUDA_MPS", "1", 1);
+  constexpr uint64_t kSeed = 62;
+  KernelPair k(kSeed);
+  REQUIRE(k.until_kernel_copies(kSeed));
+  // The helper stops a kernel that had no request for 20 ms; a WRITE after a pause then goes
+  // through the helper's thread (none of its copies by the kernel) and starts it again.
+  bool stopped = false;
+  const auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
+  while (!stopped && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+    stopped = k.write(0, 0, 8, kSeed) == 0;
+  }
+  CHECK(stopped);
+  CHECK(k.until_kernel_copies(kSeed));
+}
+
+TEST_CASE("a copy kernel that faults fails its copy loudly, and the QP with it", "[cuda]") {
+  setenv("FAKE_CUDA_MPS", "1", 1);
+  setenv("FAKE_CUDA_KERNEL_FAULT", "1", 1);  // the kernel faults at its first request
+  constexpr uint64_t kSeed = 64;
+  KernelPair k(kSeed);
+  StderrCapture log;
+  // The first WRITE's copies go through the helper's thread, which starts the kernel; a later
+  // one is handed to it and never answered: the helper sees the kernel end with an error, and the
+  // copy fails as a DMA error does, moving the QP to the error state.
+  ibv_wc wc{};
+  const auto deadline = std::chrono::steady_clock::now() + roce::test::kHangBound;
+  do {
+    REQUIRE(post(k.p.ea, IBV_WR_RDMA_WRITE, ibv_sge{k.da.ptr, 8, k.ma->lkey}, k.db.ptr,
+                 k.mb->rkey) == 0);
+    wc = one(k.p.ea.send_cq);
+  } while (wc.status == IBV_WC_SUCCESS && std::chrono::steady_clock::now() < deadline);
+  CHECK(wc.status != IBV_WC_SUCCESS);
+  const std::string text = log.text();
+  INFO("vroce's log: " << text);
+  CHECK(text.find("the copy kernel of the helper (pid " + std::to_string(copy_helper_pid()) +
+                  ") ended with CUresult 719") != std::string::npos);
+  errno = 0;
+  DeviceMemory more(4096);
+  CHECK(ibv_reg_mr(k.p.a.pd, more.addr(), 4096, kRemote) == nullptr);  // the helper is failed
+  CHECK(errno == EIO);
+}
 #endif  // ROCE_TEST_HELPER_COPIES

@@ -40,6 +40,8 @@ struct FaultSpec {
   }
 };
 
+enum class GpuCopyKernel : uint32_t { Off = 0, Auto = 1, On = 2 };
+
 struct Config {
   std::vector<DeviceSpec> devices;  // VROCE_DEVICES; default when unset: vroce0..vroce7 on
                                     // 127.0.0.11..127.0.0.18 (loopback, one address each)
@@ -64,6 +66,14 @@ struct Config {
   // an application thread that holds the driver's lock while it waits for the GPU can deadlock
   // it (gpu/driver_lock_hazard.h).
   bool gpu_copies_by_helper = true;
+  // VROCE_GPU_COPY_KERNEL: whether the copy helper hands copies of up to
+  // VROCE_GPU_COPY_KERNEL_MAX bytes to a kernel it keeps running on the GPU while copies come
+  // (vroce/copier/copy_kernel.cu): about 3 us per copy on an H200 where the copy engine takes 6,
+  // plus the hand-off to the helper's thread. "auto" (default): only where the GPU is shared
+  // through MPS, since without MPS a kernel that polls takes turns with the application's
+  // kernels; "on": always; "off": never.
+  GpuCopyKernel gpu_copy_kernel = GpuCopyKernel::Auto;
+  uint32_t gpu_copy_kernel_max = 4096;
   // VROCE_SPIN_US: how long an engine's progress thread keeps polling (yielding the CPU between
   // polls) after its last work before it sleeps on the socket, so that a program that spins on
   // memory sees an RDMA WRITE land within microseconds, as it would from a NIC, while an idle

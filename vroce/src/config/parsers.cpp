@@ -303,6 +303,35 @@ Result<bool> parse_gpu_copies(const std::string& text) {
       quoted(text));
 }
 
+Result<GpuCopyKernel> parse_gpu_copy_kernel(const std::string& text) {
+  std::string_view value = trim(text);
+  if (value == "auto") {
+    return GpuCopyKernel::Auto;
+  }
+  if (value == "on") {
+    return GpuCopyKernel::On;
+  }
+  if (value == "off") {
+    return GpuCopyKernel::Off;
+  }
+  return failure(
+      "accepted values are auto (the copy kernel where the GPU is shared through MPS), on and "
+      "off, got " +
+      quoted(text));
+}
+
+Result<uint32_t> parse_gpu_copy_kernel_max(const std::string& text) {
+  std::string_view value = trim(text);
+  uint32_t bytes = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bytes);
+  if (!value.empty() && ec == std::errc() && end == value.data() + value.size() &&
+      bytes <= (1U << 20)) {
+    return bytes;
+  }
+  return failure("a size in bytes from 0 to 1048576 (the copy helper's staging buffer), got " +
+                 quoted(text));
+}
+
 Result<bool> parse_wire(const std::string& text) {
   std::string_view value = trim(text);
   if (value == "udp") {
@@ -406,6 +435,10 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](uint32_t v) { config.gpu_stall_warn_ms = v; });
   apply("VROCE_GPU_COPIES", "helper", parse_gpu_copies,
         [&](bool v) { config.gpu_copies_by_helper = v; });
+  apply("VROCE_GPU_COPY_KERNEL", "auto", parse_gpu_copy_kernel,
+        [&](GpuCopyKernel v) { config.gpu_copy_kernel = v; });
+  apply("VROCE_GPU_COPY_KERNEL_MAX", "4096", parse_gpu_copy_kernel_max,
+        [&](uint32_t v) { config.gpu_copy_kernel_max = v; });
   apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
         [&](uint32_t v) { config.spin_us = v; });
   apply("VROCE_GSO", "1", parse_gso, [&](bool v) { config.gso = v; });

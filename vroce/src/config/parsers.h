@@ -30,6 +30,10 @@ Result<bool> parse_wire(const std::string& text);
 Result<bool> parse_identity(const std::string& text);
 // "helper" -> true, "in-process" -> false (VROCE_GPU_COPIES).
 Result<bool> parse_gpu_copies(const std::string& text);
+// "auto", "on", "off" (VROCE_GPU_COPY_KERNEL).
+Result<GpuCopyKernel> parse_gpu_copy_kernel(const std::string& text);
+// Bytes, 0 to 1 MiB (VROCE_GPU_COPY_KERNEL_MAX).
+Result<uint32_t> parse_gpu_copy_kernel_max(const std::string& text);
 Result<std::string> parse_path(const std::string& text);
 // "off" -> {false, 0}; "0x30000002" (hex, 0x optional) -> {true, options}.
 struct EceSetting {

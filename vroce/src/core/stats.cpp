@@ -144,6 +144,7 @@ std::string stats_json() {
   append_value(out, "cuda_copies_to_device", s.cuda_copies_to_device.get());
   append_value(out, "cuda_copies_from_device", s.cuda_copies_from_device.get());
   append_value(out, "cuda_copy_bytes", s.cuda_copy_bytes.get());
+  append_value(out, "cuda_copies_by_kernel", s.cuda_copies_by_kernel.get());
   append_value(out, "implied_naks", s.implied_naks.get());
   append_group(out, "naks_sent", s.naks_sent, kNakNames);
   append_group(out, "naks_received", s.naks_received, kNakNames);
@@ -196,6 +197,7 @@ void stats_reset() noexcept {
   s.cuda_copies_to_device.reset();
   s.cuda_copies_from_device.reset();
   s.cuda_copy_bytes.reset();
+  s.cuda_copies_by_kernel.reset();
   s.implied_naks.reset();
   for (auto& c : s.naks_sent)
     c.reset();

@@ -97,6 +97,7 @@ struct Stats {
   Counter cuda_copies_to_device;   // driver copies into CUDA memory (each with its synchronisation)
   Counter cuda_copies_from_device;  // driver copies out of CUDA memory
   Counter cuda_copy_bytes;          // bytes those copies moved
+  Counter cuda_copies_by_kernel;    // of those, made by the copy helper's kernel
   Counter implied_naks;             // READ responses or ACKs that revealed lost responses
   Counter naks_sent[static_cast<size_t>(NakKind::kCount)];
   Counter naks_received[static_cast<size_t>(NakKind::kCount)];

@@ -15,6 +15,12 @@
 // on it with a futex; a side that sleeps says so first in its `*_asleep` word, so the other makes
 // the futex-wake system call only when someone sleeps (both use sequentially consistent order, so
 // at least one of "I sleep" and "I posted" is seen by the other).
+//
+// Small copies may skip the helper's CPU thread: where its copy kernel runs (gpu/
+// copy_kernel_mailbox.h), the client writes the request into the kernel's mailbox and polls
+// for the answer. `kernel_gate` decides who may touch the mailbox: the client takes it for one
+// copy, the helper takes it to stop an idle kernel, and a client that finds it taken, or no
+// kernel running, makes its copy the usual way and asks for the kernel (`want_kernel`).
 #pragma once
 
 #include <time.h>
@@ -23,13 +29,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gpu/copy_kernel_mailbox.h"
 #include "gpu/cuda_api.h"
 #include "util/shared_futex.h"
 
 namespace vroce::gpu::copier {
 
 inline constexpr uint32_t kMagic = 0x76676331;  // "vgc1"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 // Bytes one request moves at most; larger copies are made in pieces of this size.
 inline constexpr size_t kStagingBytes = size_t{1} << 20;
 // The file descriptors the helper finds its channel on (the client dup2()s them there).
@@ -58,10 +65,21 @@ struct alignas(4096) Channel {
   uint64_t length = 0;  // <= kStagingBytes
   // The answer: a CUresult (kSuccess, or what the driver returned).
   int32_t status = 0;
+  // The copy kernel. Set by the client at start: 0 never, 1 where the GPU is shared through
+  // MPS, 2 always (VROCE_GPU_COPY_KERNEL).
+  uint32_t kernel_mode = 0;
+  // Set by the client with a copy request: start the kernel after this copy.
+  uint32_t want_kernel = 0;
+  std::atomic<uint32_t> kernel_gate{0};     // 0 free, 1 the client posts, 2 the helper stops it
+  std::atomic<uint32_t> kernel_running{0};  // set by the helper while its kernel runs
+  std::atomic<int32_t> kernel_failed{0};    // the CUresult the kernel ended with, if it failed
+  int32_t kernel_device = -1;               // the device the kernel runs on
+  KernelMailbox kernel;
   alignas(4096) uint8_t staging[kStagingBytes];
 };
-static_assert(std::atomic<uint32_t>::is_always_lock_free,
-              "the futex words are shared between processes");
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<int32_t>::is_always_lock_free,
+              "the futex and gate words are shared between processes");
 
 // Control messages, one datagram each way per request.
 enum class ControlOp : uint32_t {
@@ -80,7 +98,8 @@ struct ControlRequest {
 struct ControlReply {
   int32_t status = 0;  // a CUresult; or -errno for a failure outside the driver
   uint32_t region = 0;
-  char detail[240] = {};  // what failed, for the client's log line
+  uint64_t device_address = 0;  // Open: where the allocation lies in the helper's context
+  char detail[240] = {};        // what failed, for the client's log line
 };
 
 // The first datagram the helper sends: whether it is ready to copy, and if not, why.

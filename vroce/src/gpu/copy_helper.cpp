@@ -2,6 +2,7 @@
 #include "gpu/copy_helper.h"
 
 #include <dlfcn.h>
+#include <emmintrin.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "core/stats.h"
 #include "gpu/copier_protocol.h"
 #include "gpu/cuda_driver.h"
 #include "util/log.h"
@@ -42,9 +44,41 @@ constexpr int kHelloTimeoutMs = 120'000;
 
 struct Attached {
   uint64_t size = 0;
-  uint32_t region = 0;  // the helper's id
-  uint32_t users = 0;   // attach() calls not yet undone
+  uint64_t device_address = 0;  // where the helper's context sees the allocation
+  int ordinal = -1;             // its device
+  uint32_t region = 0;          // the helper's id
+  uint32_t users = 0;           // attach() calls not yet undone
 };
+
+// How long a copy waits for the kernel's answer by spinning before it sleeps between looks (the
+// kernel answers within microseconds unless its GPU is busy with other contexts' work).
+constexpr uint64_t kKernelSpinNs = 200'000;
+constexpr timespec kKernelNap{0, 20'000};
+
+uint64_t monotonic_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// One 16-byte chunk of a mailbox line, written or read in one access (gpu/copy_kernel_mailbox.h).
+struct Chunk {
+  uint32_t words[copier::kChunkWords];
+};
+
+void store_chunk(copier::MailboxLine& line, uint32_t index, const Chunk& chunk) {
+  _mm_store_si128(reinterpret_cast<__m128i*>(&line.words[size_t{index} * copier::kChunkWords]),
+                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk.words)));
+}
+
+Chunk load_chunk(const copier::MailboxLine& line, uint32_t index) {
+  Chunk chunk;
+  asm volatile("" ::: "memory");  // a fresh read on every call: the GPU writes the line
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(chunk.words),
+                   _mm_load_si128(reinterpret_cast<const __m128i*>(
+                       &line.words[size_t{index} * copier::kChunkWords])));
+  return chunk;
+}
 
 // The copier beside the library (or executable) this code is linked into.
 std::string copier_path() {
@@ -69,6 +103,13 @@ class Client {
   int copy(copier::Op op, uint64_t addr, uint8_t* host, size_t length);
 
  private:
+  // Hands one copy to the helper's kernel if it runs on the region's device. False: it does not,
+  // or the helper is stopping it; the copy then goes through the helper's thread.
+  bool kernel_copy(copier::Op op, const Attached& region, uint64_t offset, uint8_t* host,
+                   size_t length, int* rc);
+  // Waits for the kernel's answer to request `sequence`; false when the kernel or the helper
+  // failed first.
+  bool wait_for_kernel(uint32_t sequence, uint32_t chunks);
   int start();  // needs mutex_
   int fail_helper(const std::string& why);
   bool helper_alive();
@@ -84,7 +125,9 @@ class Client {
   Channel* channel_ = nullptr;
   uint32_t finished_seen_ = 0;
   uint64_t spin_ns_ = 0;
-  std::string failure_;  // set once the helper cannot be used; every later call fails
+  size_t kernel_max_ = 0;         // copies up to this size may go to the kernel (0: none)
+  uint32_t kernel_sequence_ = 0;  // the last request posted to the kernel
+  std::string failure_;           // set once the helper cannot be used; every later call fails
   std::map<uint64_t, Attached> regions_;  // allocation start -> what the helper opened
 };
 
@@ -144,6 +187,8 @@ int Client::start() {
   auto* channel = new (shared) Channel;
   channel->helper_spin_us = spin_after_activity_us();  // both sides spin alike
   spin_ns_ = uint64_t{channel->helper_spin_us} * 1000;
+  channel->kernel_mode = static_cast<uint32_t>(config().gpu_copy_kernel);
+  kernel_max_ = config().gpu_copy_kernel == GpuCopyKernel::Off ? 0 : config().gpu_copy_kernel_max;
 
   // The child's descriptors 3 and 4, from copies above them so that dup2 never meets itself
   // (which would leave close-on-exec set).
@@ -323,7 +368,8 @@ int Client::attach(uint64_t addr, const DeviceAllocation& allocation) {
     return EFAULT;
   }
   try {
-    regions_[base] = Attached{size, reply.region, 1};
+    regions_[base] =
+        Attached{size, reply.device_address, allocation.device_ordinal, reply.region, 1};
   } catch (...) {
     return ENOMEM;  // the helper keeps the region open; harmless
   }
@@ -346,6 +392,109 @@ void Client::detach(uint64_t addr, size_t length) {
   }
 }
 
+bool Client::wait_for_kernel(uint32_t sequence, uint32_t chunks) {
+  const copier::MailboxLine& reply = channel_->kernel.reply;
+  const uint64_t started = monotonic_ns();
+  uint64_t next_check = started + kKernelSpinNs;
+  bool reported = false;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      bool answered = true;
+      for (uint32_t c = 0; c < chunks && answered; ++c) {
+        answered = load_chunk(reply, c).words[0] == sequence;
+      }
+      if (answered) {
+        if (reported) {
+          VROCE_LOG(Warn, "the copy reported unanswered by vroce's copy kernel has completed");
+        }
+        return true;
+      }
+      __builtin_ia32_pause();
+    }
+    const uint64_t now = monotonic_ns();
+    if (now < next_check) {
+      continue;
+    }
+    if (int32_t failed = channel_->kernel_failed.load(std::memory_order_seq_cst); failed != 0) {
+      fail_helper("the copy kernel of the helper (pid " + std::to_string(helper_) +
+                  ") ended with CUresult " + std::to_string(failed));
+      return false;
+    }
+    if (!helper_alive()) {
+      return false;
+    }
+    const uint64_t waited = now - started;
+    if (!reported && waited > uint64_t{config().gpu_stall_warn_ms} * 1'000'000) {
+      reported = true;
+      VROCE_LOG(Error,
+                "a copy handed to vroce's copy kernel (helper pid %d) has been unanswered for "
+                "%.1f s: the GPU is not running the kernel (a hung GPU, or one busy with other "
+                "contexts' work: VROCE_GPU_COPY_KERNEL=auto uses the kernel only under MPS)",
+                static_cast<int>(helper_), static_cast<double>(waited) / 1e9);
+    }
+    ::nanosleep(&kKernelNap, nullptr);
+    next_check = monotonic_ns() + kKernelSpinNs / 4;
+  }
+}
+
+bool Client::kernel_copy(copier::Op op, const Attached& region, uint64_t offset, uint8_t* host,
+                         size_t length, int* rc) {
+  uint32_t free_gate = 0;
+  if (!channel_->kernel_gate.compare_exchange_strong(free_gate, 1, std::memory_order_seq_cst)) {
+    return false;
+  }
+  if (channel_->kernel_running.load(std::memory_order_seq_cst) == 0 ||
+      channel_->kernel_device != region.ordinal) {
+    channel_->kernel_gate.store(0, std::memory_order_seq_cst);
+    return false;
+  }
+  const uint32_t sequence = ++kernel_sequence_;
+  const uint32_t kop =
+      op == copier::Op::ToDevice ? copier::kKernelToDevice : copier::kKernelFromDevice;
+  const auto bytes = static_cast<uint32_t>(length);
+  const bool inline_data = bytes <= copier::kInlineBytes;
+  if (op == copier::Op::ToDevice && !inline_data) {
+    std::memcpy(channel_->staging, host, length);
+  }
+  const uint64_t address = region.device_address + offset;
+  Chunk line[copier::kLineChunks] = {};
+  for (Chunk& chunk : line) {
+    chunk.words[0] = sequence;
+  }
+  line[0].words[1] = kop;
+  line[0].words[2] = bytes;
+  line[1].words[1] = static_cast<uint32_t>(address);
+  line[1].words[2] = static_cast<uint32_t>(address >> 32);
+  if (op == copier::Op::ToDevice && inline_data) {
+    for (uint32_t k = 0; k < bytes; k += copier::kDataBytesPerChunk) {
+      std::memcpy(&line[copier::kFirstDataChunk + k / copier::kDataBytesPerChunk].words[1],
+                  host + k, std::min(copier::kDataBytesPerChunk, bytes - k));
+    }
+  }
+  asm volatile("" ::: "memory");  // the staging bytes before the request (x86 keeps the order)
+  for (uint32_t c = 0; c < copier::kLineChunks; ++c) {
+    store_chunk(channel_->kernel.request, c, line[c]);
+  }
+  const bool answered = wait_for_kernel(sequence, copier::reply_chunks(kop, bytes));
+  if (answered && op == copier::Op::FromDevice) {
+    if (inline_data) {
+      for (uint32_t k = 0; k < bytes; k += copier::kDataBytesPerChunk) {
+        const Chunk chunk = load_chunk(channel_->kernel.reply,
+                                       copier::kFirstDataChunk + k / copier::kDataBytesPerChunk);
+        std::memcpy(host + k, &chunk.words[1], std::min(copier::kDataBytesPerChunk, bytes - k));
+      }
+    } else {
+      std::memcpy(host, channel_->staging, length);
+    }
+  }
+  channel_->kernel_gate.store(0, std::memory_order_seq_cst);
+  if (answered) {
+    stats().cuda_copies_by_kernel.add();
+  }
+  *rc = answered ? 0 : EIO;
+  return true;
+}
+
 int Client::copy(copier::Op op, uint64_t addr, uint8_t* host, size_t length) {
   std::lock_guard lock(mutex_);
   if (channel_ == nullptr || !failure_.empty() || owner_ != ::getpid()) {
@@ -357,6 +506,14 @@ int Client::copy(copier::Op op, uint64_t addr, uint8_t* host, size_t length) {
               static_cast<unsigned long long>(addr), length);
     return EFAULT;
   }
+  const bool small = kernel_max_ > 0 && length <= kernel_max_;
+  if (small) {
+    int rc = 0;
+    if (kernel_copy(op, it->second, addr - it->first, host, length, &rc)) {
+      return rc;
+    }
+  }
+  channel_->want_kernel = small ? 1 : 0;  // the helper starts the kernel after this copy
   for (size_t done = 0; done < length;) {
     const size_t piece = std::min(length - done, copier::kStagingBytes);
     channel_->op = op;

@@ -16,10 +16,19 @@ struct CUctx_st;
 using CUcontext = CUctx_st*;
 struct CUstream_st;
 using CUstream = CUstream_st*;
+struct CUmod_st;
+using CUmodule = CUmod_st*;
+struct CUfunc_st;
+using CUfunction = CUfunc_st*;
 
 inline constexpr CUresult kSuccess = 0;
 inline constexpr CUresult kErrorInvalidValue = 1;
 inline constexpr CUresult kErrorNoDevice = 100;
+inline constexpr CUresult kErrorNotReady = 600;  // cuStreamQuery: work still running
+
+// CUdevice_attribute: whether contexts on the device are clients of one MPS server, and so run
+// their kernels side by side instead of in turns.
+inline constexpr int kDeviceAttributeMpsEnabled = 133;
 
 // CUpointer_attribute values.
 inline constexpr int kPointerAttributeContext = 1;
@@ -45,6 +54,7 @@ inline constexpr unsigned int kIpcMemLazyEnablePeerAccess = 0x1;
 
 // cuMemHostRegister flags.
 inline constexpr unsigned int kMemHostRegisterPortable = 0x1;
+inline constexpr unsigned int kMemHostRegisterDeviceMap = 0x2;
 
 using cuInit_t = CUresult (*)(unsigned int flags);
 using cuGetErrorName_t = CUresult (*)(CUresult error, const char** name);
@@ -71,5 +81,17 @@ using cuIpcGetMemHandle_t = CUresult (*)(CUipcMemHandle* handle, CUdeviceptr ptr
 using cuIpcOpenMemHandle_t = CUresult (*)(CUdeviceptr* ptr, CUipcMemHandle handle,
                                           unsigned int flags);
 using cuIpcCloseMemHandle_t = CUresult (*)(CUdeviceptr ptr);
+// The copy helper's kernel (vroce/copier/copy_kernel.cu).
+using cuDeviceGetAttribute_t = CUresult (*)(int* value, int attribute, CUdevice device);
+using cuMemHostGetDevicePointer_t = CUresult (*)(CUdeviceptr* device, void* host,
+                                                 unsigned int flags);
+using cuModuleLoadData_t = CUresult (*)(CUmodule* module, const void* image);
+using cuModuleGetFunction_t = CUresult (*)(CUfunction* function, CUmodule module, const char* name);
+using cuLaunchKernel_t = CUresult (*)(CUfunction function, unsigned int grid_x, unsigned int grid_y,
+                                      unsigned int grid_z, unsigned int block_x,
+                                      unsigned int block_y, unsigned int block_z,
+                                      unsigned int shared_bytes, CUstream stream, void** params,
+                                      void** extra);
+using cuStreamQuery_t = CUresult (*)(CUstream stream);
 
 }  // namespace vroce::gpu::cuda

@@ -25,6 +25,12 @@ bool bind_symbol(void* library, const char* name, Fn* target, std::string* reaso
   return true;
 }
 
+// The same for an entry point that only an optional feature needs: left nullptr when absent.
+template <typename Fn>
+void bind_optional(void* library, const char* name, Fn* target) {
+  *target = reinterpret_cast<Fn>(dlsym(library, name));
+}
+
 Loaded load() {
   Loaded loaded;
   // Never dlclose'd: other threads may be inside the driver at process exit.
@@ -57,6 +63,13 @@ Loaded load() {
       !bind_symbol(library, "cuMemHostRegister_v2", &d.mem_host_register, &loaded.reason)) {
     return loaded;
   }
+  bind_optional(library, "cuDeviceGetAttribute", &d.device_get_attribute);
+  // cuda.h maps cuMemHostGetDevicePointer to its _v2 entry point.
+  bind_optional(library, "cuMemHostGetDevicePointer_v2", &d.mem_host_get_device_pointer);
+  bind_optional(library, "cuModuleLoadData", &d.module_load_data);
+  bind_optional(library, "cuModuleGetFunction", &d.module_get_function);
+  bind_optional(library, "cuLaunchKernel", &d.launch_kernel);
+  bind_optional(library, "cuStreamQuery", &d.stream_query);
   cuda::CUresult rc = init(0);
   if (rc != cuda::kSuccess) {
     loaded.reason = "cuInit failed with " + d.error_text(rc) + ": all memory is host memory";

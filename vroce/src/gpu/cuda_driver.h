@@ -27,6 +27,20 @@ struct CudaDriver {
   cuda::cuIpcOpenMemHandle_t ipc_open_mem_handle = nullptr;
   cuda::cuIpcCloseMemHandle_t ipc_close_mem_handle = nullptr;
   cuda::cuMemHostRegister_t mem_host_register = nullptr;
+  // For the copy helper's kernel only; nullptr where the driver lacks them (the helper then
+  // makes every copy with the copy engine).
+  cuda::cuDeviceGetAttribute_t device_get_attribute = nullptr;
+  cuda::cuMemHostGetDevicePointer_t mem_host_get_device_pointer = nullptr;
+  cuda::cuModuleLoadData_t module_load_data = nullptr;
+  cuda::cuModuleGetFunction_t module_get_function = nullptr;
+  cuda::cuLaunchKernel_t launch_kernel = nullptr;
+  cuda::cuStreamQuery_t stream_query = nullptr;
+
+  bool can_run_kernels() const {
+    return device_get_attribute != nullptr && mem_host_get_device_pointer != nullptr &&
+           module_load_data != nullptr && module_get_function != nullptr &&
+           launch_kernel != nullptr && stream_query != nullptr;
+  }
 
   // "CUDA_ERROR_INVALID_VALUE (1)" and the like, for log lines.
   std::string error_text(cuda::CUresult result) const;

@@ -5,22 +5,32 @@
 // that must reach it through cuMemcpyHtoD/DtoH is counted. CUDA IPC works between processes that
 // load this library: a handle names the exporting process's memfd and the allocation's place in
 // it, and the opening process maps that part of the memfd (through /proc/PID/fd), again as a
-// PROT_NONE "device" view and a writable one for its copies. Test code only; never installed.
+// PROT_NONE "device" view and a writable one for its copies. The copy helper's kernel
+// (vroce/copier/copy_kernel.cu) runs here as a thread that serves the same mailbox the same way
+// (gpu/copy_kernel_mailbox.h); FAKE_CUDA_MPS=1 makes the device report that it is shared through
+// MPS, and FAKE_CUDA_KERNEL_FAULT=1 makes that kernel fault at its first request, as a kernel
+// that touches a bad address ends. Test code only; never installed.
 #include "fake_cuda.h"
 
+#include <emmintrin.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+
+#include "gpu/copy_kernel_mailbox.h"
 
 #define FAKE_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -44,6 +54,24 @@ struct FakeContext {
 struct FakeStream {
   FakeContext* context = nullptr;
   unsigned int flags = 0;
+  std::thread kernel;  // a launched kernel, until the stream is synchronised
+  std::atomic<bool> kernel_done{true};
+  std::atomic<bool> kernel_faulted{false};
+  FakeStream() = default;
+  FakeStream(const FakeStream&) = delete;
+  FakeStream& operator=(const FakeStream&) = delete;
+  ~FakeStream() {
+    if (kernel.joinable()) {  // a kernel that ended (stopped or faulted) but was never waited for
+      kernel.join();
+    }
+  }
+};
+
+struct FakeModule {
+  int unused = 0;
+};
+struct FakeFunction {
+  int unused = 0;
 };
 
 namespace {
@@ -108,6 +136,17 @@ struct Driver {
     }
     --it;
     return addr - it->first <= it->second && length <= it->second - (addr - it->first);
+  }
+
+  // A real driver's cuIpcOpenMemHandle and cuIpcCloseMemHandle wait for the context's work,
+  // which a kernel that polls never finishes: here they fail loudly instead of hanging.
+  bool kernel_running() const {
+    for (const auto& [stream, owned] : streams) {
+      if (!owned->kernel_done) {
+        return true;
+      }
+    }
+    return false;
   }
 
   uint8_t* writable(uint64_t addr) {
@@ -222,7 +261,9 @@ FAKE_CUDA_EXPORT CUresult cuStreamCreate(FakeStream** stream, unsigned int flags
   if (current != &d.context) {
     return kInvalidValue;
   }
-  auto owned = std::make_unique<FakeStream>(FakeStream{current, flags});
+  auto owned = std::make_unique<FakeStream>();
+  owned->context = current;
+  owned->flags = flags;
   *stream = owned.get();
   d.streams.emplace(owned.get(), std::move(owned));
   return kSuccess;
@@ -255,8 +296,16 @@ FAKE_CUDA_EXPORT CUresult cuStreamSynchronize(FakeStream* stream) {
     }
   }
   Driver& d = driver();
-  std::lock_guard lock(d.mutex);
-  return d.streams.count(stream) == 1 ? kSuccess : kInvalidValue;
+  {
+    std::lock_guard lock(d.mutex);
+    if (d.streams.count(stream) != 1) {
+      return kInvalidValue;
+    }
+  }
+  if (stream->kernel.joinable()) {
+    stream->kernel.join();  // the kernel ends when the helper sets its stop word
+  }
+  return kSuccess;
 }
 
 // Async copies complete at once here; a real driver completes them by cuStreamSynchronize.
@@ -346,6 +395,12 @@ FAKE_CUDA_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* ptr, IpcHandle hand
   if (handle.magic != kIpcMagic || handle.pid == getpid() || current != &d.context) {
     return kInvalidValue;  // as the real driver, no opening in the exporting process
   }
+  if (d.kernel_running()) {
+    std::fprintf(stderr,
+                 "fake libcuda: cuIpcOpenMemHandle with a kernel running would wait for "
+                 "it forever\n");
+    return 999;
+  }
   std::string path = "/proc/" + std::to_string(handle.pid) + "/fd/" + std::to_string(handle.fd);
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
@@ -373,6 +428,12 @@ FAKE_CUDA_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr ptr) {
   if (it == d.opened.end()) {
     return kInvalidValue;
   }
+  if (d.kernel_running()) {
+    std::fprintf(stderr,
+                 "fake libcuda: cuIpcCloseMemHandle with a kernel running would wait for "
+                 "it forever\n");
+    return 999;
+  }
   munmap(it->second.device, it->second.size);
   munmap(it->second.host, it->second.size);
   d.opened.erase(it);
@@ -388,6 +449,166 @@ FAKE_CUDA_EXPORT CUresult cuMemHostRegister_v2(void* ptr, size_t bytes, unsigned
   }
   d.pinned[reinterpret_cast<uint64_t>(ptr)] = bytes;
   return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, int device) {
+  if (value == nullptr || device != 0 || attribute != 133) {  // only MPS_ENABLED is asked
+    return kInvalidValue;
+  }
+  const char* mps = std::getenv("FAKE_CUDA_MPS");
+  *value = mps != nullptr && std::string(mps) == "1" ? 1 : 0;
+  return kSuccess;
+}
+
+// Page-locked host memory is mapped at the same address for the device (unified addressing).
+FAKE_CUDA_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* device, void* host,
+                                                       unsigned int flags) {
+  if (device == nullptr || flags != 0 || !driver().is_pinned(host, 1)) {
+    return kInvalidValue;
+  }
+  *device = reinterpret_cast<CUdeviceptr>(host);
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuModuleLoadData(FakeModule** module, const void* image) {
+  static FakeModule loaded;
+  if (module == nullptr || image == nullptr || current != &driver().context) {
+    return kInvalidValue;
+  }
+  *module = &loaded;
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuModuleGetFunction(FakeFunction** function, FakeModule* module,
+                                              const char* name) {
+  static FakeFunction copy_kernel;
+  if (function == nullptr || module == nullptr || std::string(name) != "vroce_copy_kernel") {
+    return 500;  // CUDA_ERROR_NOT_FOUND
+  }
+  *function = &copy_kernel;
+  return kSuccess;
+}
+
+namespace {
+
+using namespace vroce::gpu::copier;
+
+struct Chunk {
+  uint32_t words[kChunkWords];
+};
+
+Chunk load_chunk(const MailboxLine& line, uint32_t index) {
+  Chunk chunk;
+  asm volatile("" ::: "memory");
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(chunk.words),
+                   _mm_load_si128(reinterpret_cast<const __m128i*>(&line.words[index * 4])));
+  return chunk;
+}
+
+void store_chunk(MailboxLine& line, uint32_t index, const Chunk& chunk) {
+  _mm_store_si128(reinterpret_cast<__m128i*>(&line.words[index * 4]),
+                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk.words)));
+}
+
+// The copy kernel, as a thread: polls the request line, copies through the writable view of the
+// "device" memory, answers in the reply line. It naps between empty polls, where the GPU's
+// kernel spins, so that it leaves the test machine's CPUs to the test.
+// Returns false when it faulted.
+bool run_copy_kernel(KernelMailbox* box, uint8_t* staging, uint32_t seen) {
+  Driver& d = driver();
+  const char* fault = std::getenv("FAKE_CUDA_KERNEL_FAULT");
+  const bool faults = fault != nullptr && std::string(fault) == "1";
+  for (;;) {
+    const uint32_t want = seen + 1;
+    Chunk request[kLineChunks];
+    bool complete = true;
+    for (uint32_t c = 0; c < kLineChunks; ++c) {
+      request[c] = load_chunk(box->request, c);
+      complete = complete && request[c].words[0] == want;
+    }
+    if (!complete) {
+      if (std::atomic_ref<uint32_t>(box->stop).load(std::memory_order_acquire) != 0) {
+        return true;
+      }
+      usleep(20);
+      continue;
+    }
+    if (faults) {
+      return false;  // no answer, and the stream reports the fault
+    }
+    seen = want;
+    const uint32_t op = request[0].words[1];
+    const uint32_t length = request[0].words[2];
+    const uint64_t address = uint64_t{request[1].words[1]} | (uint64_t{request[1].words[2]} << 32);
+    Chunk reply[kLineChunks] = {};
+    for (Chunk& chunk : reply) {
+      chunk.words[0] = seen;
+    }
+    {
+      std::lock_guard lock(d.mutex);
+      if (d.find(address, length) == d.allocations.end()) {
+        std::fprintf(stderr, "fake copy kernel: 0x%llx (+%u) is not device memory\n",
+                     static_cast<unsigned long long>(address), length);
+        std::abort();  // a real kernel faults
+      }
+      uint8_t* device = d.writable(address);
+      for (uint32_t k = 0; k < length; ++k) {
+        uint8_t* slot =
+            length <= kInlineBytes
+                ? reinterpret_cast<uint8_t*>(
+                      &(op == kKernelToDevice ? request
+                                              : reply)[kFirstDataChunk + k / kDataBytesPerChunk]
+                           .words[1]) +
+                      k % kDataBytesPerChunk
+                : staging + k;
+        if (op == kKernelToDevice) {
+          device[k] = *slot;
+        } else {
+          *slot = device[k];
+        }
+      }
+    }
+    for (uint32_t c = 0; c < reply_chunks(op, length); ++c) {
+      store_chunk(box->reply, c, reply[c]);
+    }
+  }
+}
+
+}  // namespace
+
+FAKE_CUDA_EXPORT CUresult cuLaunchKernel(FakeFunction* function, unsigned int grid_x,
+                                         unsigned int grid_y, unsigned int grid_z,
+                                         unsigned int block_x, unsigned int, unsigned int,
+                                         unsigned int, FakeStream* stream, void** params,
+                                         void** extra) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (function == nullptr || grid_x != 1 || grid_y != 1 || grid_z != 1 || block_x == 0 ||
+      params == nullptr || extra != nullptr || d.streams.count(stream) == 0 ||
+      stream->kernel.joinable() || current != stream->context) {
+    return kInvalidValue;
+  }
+  auto* box = reinterpret_cast<KernelMailbox*>(*static_cast<CUdeviceptr*>(params[0]));
+  auto* staging = reinterpret_cast<uint8_t*>(*static_cast<CUdeviceptr*>(params[1]));
+  const uint32_t seen = *static_cast<uint32_t*>(params[2]);
+  stream->kernel_done = false;
+  stream->kernel = std::thread([stream, box, staging, seen] {
+    stream->kernel_faulted = !run_copy_kernel(box, staging, seen);
+    stream->kernel_done = true;
+  });
+  return kSuccess;
+}
+
+FAKE_CUDA_EXPORT CUresult cuStreamQuery(FakeStream* stream) {
+  Driver& d = driver();
+  std::lock_guard lock(d.mutex);
+  if (d.streams.count(stream) == 0) {
+    return kInvalidValue;
+  }
+  if (!stream->kernel_done) {
+    return 600;  // CUDA_ERROR_NOT_READY
+  }
+  return stream->kernel_faulted ? 719 : kSuccess;  // CUDA_ERROR_LAUNCH_FAILED
 }
 
 // For the tests: how many copies (and bytes) went through the driver.

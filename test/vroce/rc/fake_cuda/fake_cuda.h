@@ -7,6 +7,8 @@
 
 struct FakeContext;
 struct FakeStream;
+struct FakeModule;
+struct FakeFunction;
 
 // What a CUDA IPC handle holds here, in the 64 bytes of CUipcMemHandle: the exporting process,
 // its arena's memfd and where the allocation lies in it.
@@ -42,6 +44,15 @@ int cuIpcGetMemHandle(void* handle, unsigned long long ptr);
 int cuIpcOpenMemHandle_v2(unsigned long long* ptr, FakeIpcHandle handle, unsigned int flags);
 int cuIpcCloseMemHandle(unsigned long long ptr);
 int cuMemHostRegister_v2(void* ptr, size_t bytes, unsigned int flags);
+int cuDeviceGetAttribute(int* value, int attribute, int device);
+int cuMemHostGetDevicePointer_v2(unsigned long long* device, void* host, unsigned int flags);
+int cuModuleLoadData(FakeModule** module, const void* image);
+int cuModuleGetFunction(FakeFunction** function, FakeModule* module, const char* name);
+int cuLaunchKernel(FakeFunction* function, unsigned int grid_x, unsigned int grid_y,
+                   unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                   unsigned int block_z, unsigned int shared_bytes, FakeStream* stream,
+                   void** params, void** extra);
+int cuStreamQuery(FakeStream* stream);
 unsigned long long fake_cuda_copies();
 // Copies on a non-blocking stream whose host side is page-locked (cuMemAllocHost): the only
 // kind vroce may make. A subset of fake_cuda_copies().
