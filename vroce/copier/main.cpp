@@ -258,7 +258,9 @@ bool Copier::prepare_kernel(int ordinal, std::string* why) {
     return false;
   }
   if (copier::kCopyKernelImage_size == 0) {
-    *why = "this vroce-gpu-copier was built without it (nvcc was not found at build time)";
+    *why =
+        "this vroce-gpu-copier was built without it (no nvcc at build time, or "
+        "ROCE_COPY_KERNEL=OFF)";
     return false;
   }
   if (!driver_.can_run_kernels()) {

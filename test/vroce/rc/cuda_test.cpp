@@ -559,6 +559,7 @@ struct KernelPair {
 
 }  // namespace
 
+#if ROCE_TEST_COPY_KERNEL_BUILT
 TEST_CASE("under MPS, small copies go to the helper's copy kernel, and every byte lands",
           "[cuda]") {
   setenv("FAKE_CUDA_MPS", "1", 1);  // read by the helper's stand-in driver
@@ -657,4 +658,19 @@ TEST_CASE("a copy kernel that faults fails its copy loudly, and the QP with it",
   CHECK(ibv_reg_mr(k.p.a.pd, more.addr(), 4096, kRemote) == nullptr);  // the helper is failed
   CHECK(errno == EIO);
 }
+#else   // a helper built where nvcc was missing
+TEST_CASE("a copy helper built without its copy kernel says so, and copies as before", "[cuda]") {
+  setenv("FAKE_CUDA_MPS", "1", 1);
+  setenv("VROCE_LOG", "info", 1);
+  StderrCapture log;  // before the helper starts, so that its log lands here too
+  constexpr uint64_t kSeed = 65;
+  KernelPair k(kSeed);
+  uint64_t by_kernel = 0;
+  for (int i = 0; i < 20; ++i) {
+    by_kernel += k.write(0, 0, 8, kSeed);
+  }
+  CHECK(by_kernel == 0);
+  CHECK(log.text().find("vroce-gpu-copier was built without it") != std::string::npos);
+}
+#endif  // ROCE_TEST_COPY_KERNEL_BUILT
 #endif  // ROCE_TEST_HELPER_COPIES
