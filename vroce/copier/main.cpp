@@ -75,8 +75,8 @@ class Copier {
   // While the kernel runs, between requests: stops it once idle, and notices one that failed.
   void watch_kernel();
   bool kernel_running() const { return channel_.kernel_running.load(std::memory_order_relaxed); }
-  // Before the helper exits: a kernel left running when its process ends is torn down by the
-  // driver, which an MPS server takes as a fault of its client.
+  // Before the helper exits: the kernel ends as it does when idle, rather than being torn down
+  // with the process by the driver (or, under MPS, by the MPS server).
   void end() {
     if (kernel_running()) {
       stop_kernel(true);
