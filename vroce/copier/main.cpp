@@ -15,7 +15,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -46,12 +45,6 @@ constexpr uint64_t kKernelWatchNs = 1'000'000;
 // A kernel with no request for this long is stopped; the next small copy starts it again.
 constexpr uint64_t kKernelIdleNs = 20'000'000;
 constexpr unsigned kKernelThreads = 256;
-
-uint64_t now_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(t.tv_nsec);
-}
 
 struct Device {
   cuda::CUcontext context = nullptr;
@@ -91,6 +84,12 @@ class Copier {
   // The device's context (its primary context, retained for the life of the helper) made current
   // on this thread, with a non-blocking stream; the staging buffer is page-locked on first use.
   cuda::CUresult use_device(int ordinal, Device** device, std::string* what);
+  // use_device() for a caller that needs only the context current.
+  cuda::CUresult make_current(int ordinal) {
+    Device* device = nullptr;
+    std::string what;
+    return use_device(ordinal, &device, &what);
+  }
   copier::ControlReply open(const copier::ControlRequest& request);
 
   const CudaDriver& driver_;
@@ -216,9 +215,7 @@ void Copier::serve_control(int socket) {
     reply = open(request);
   } else if (request.op == copier::ControlOp::Close) {
     if (auto it = regions_.find(request.region); it != regions_.end()) {
-      Device* device = nullptr;
-      std::string what;
-      if (use_device(it->second.ordinal, &device, &what) == cuda::kSuccess) {
+      if (make_current(it->second.ordinal) == cuda::kSuccess) {
         driver_.ipc_close_mem_handle(it->second.base);
       }
       regions_.erase(it);
@@ -253,7 +250,7 @@ cuda::CUresult Copier::copy() {
 }
 
 bool Copier::prepare_kernel(int ordinal, std::string* why) {
-  if (channel_.kernel_mode == 0) {
+  if (channel_.kernel_mode == GpuCopyKernel::Off) {
     *why = "VROCE_GPU_COPY_KERNEL=off";
     return false;
   }
@@ -274,7 +271,7 @@ bool Copier::prepare_kernel(int ordinal, std::string* why) {
     *why = channel_unmapped_;
     return false;
   }
-  if (rc == cuda::kSuccess && channel_.kernel_mode == 1) {
+  if (rc == cuda::kSuccess && channel_.kernel_mode == GpuCopyKernel::Auto) {
     cuda::CUdevice handle = 0;
     int mps = 0;
     what = "cuDeviceGetAttribute";
@@ -334,12 +331,10 @@ void Copier::start_kernel() {
     }
     kernel_state_ = KernelState::Loaded;
   }
-  Device* device = nullptr;
-  std::string what;
   uint32_t seen = request_sequence(channel_.kernel);
   std::atomic_ref<uint32_t>(channel_.kernel.stop).store(0, std::memory_order_release);
   void* params[] = {&mailbox_on_device_, &staging_on_device_, &seen};
-  cuda::CUresult rc = use_device(ordinal, &device, &what);
+  cuda::CUresult rc = make_current(ordinal);
   if (rc == cuda::kSuccess) {
     rc = driver_.launch_kernel(function_, 1, 1, 1, kKernelThreads, 1, 1, 0, kernel_stream_, params,
                                nullptr);
@@ -353,7 +348,7 @@ void Copier::start_kernel() {
     return;
   }
   watched_sequence_ = seen;
-  idle_since_ns_ = now_ns();
+  idle_since_ns_ = copier::monotonic_ns();
   channel_.kernel_device = ordinal;
   channel_.kernel_running.store(1, std::memory_order_seq_cst);
 }
@@ -365,9 +360,7 @@ void Copier::stop_kernel(bool client_gone) {
     return;  // the client is in a copy; the next watch tries again
   }
   std::atomic_ref<uint32_t>(channel_.kernel.stop).store(1, std::memory_order_release);
-  Device* device = nullptr;
-  std::string what;
-  cuda::CUresult rc = use_device(kernel_ordinal_, &device, &what);
+  cuda::CUresult rc = make_current(kernel_ordinal_);
   if (rc == cuda::kSuccess) {
     rc = driver_.stream_synchronize(kernel_stream_);
   }
@@ -382,9 +375,7 @@ void Copier::watch_kernel() {
   if (!kernel_running()) {
     return;
   }
-  Device* device = nullptr;
-  std::string what;
-  cuda::CUresult rc = use_device(kernel_ordinal_, &device, &what);
+  cuda::CUresult rc = make_current(kernel_ordinal_);
   if (rc == cuda::kSuccess) {
     rc = driver_.stream_query(kernel_stream_);
   }
@@ -399,7 +390,7 @@ void Copier::watch_kernel() {
     return;
   }
   const uint32_t sequence = request_sequence(channel_.kernel);
-  const uint64_t now = now_ns();
+  const uint64_t now = copier::monotonic_ns();
   if (sequence != watched_sequence_) {
     watched_sequence_ = sequence;
     idle_since_ns_ = now;
@@ -469,18 +460,18 @@ int main(int argc, char**) {
       return 0;  // the application is gone
     }
     seen = now;
+    bool start_kernel = false;
     if (channel.op == copier::Op::Control) {
       copier.serve_control(socket);
       channel.status = 0;
     } else {
-      const bool want_kernel = channel.want_kernel != 0;
+      start_kernel = channel.want_kernel != 0;  // read before the answer frees the channel
       channel.status = copier.copy();
-      copier::advance_and_wake(channel.finished, channel.client_asleep);
-      if (want_kernel && channel.status == cuda::kSuccess) {
-        copier.start_kernel();  // after the answer: the client need not wait for the launch
-      }
-      continue;
+      start_kernel = start_kernel && channel.status == cuda::kSuccess;
     }
     copier::advance_and_wake(channel.finished, channel.client_asleep);
+    if (start_kernel) {
+      copier.start_kernel();  // after the answer: the client need not wait for the launch
+    }
   }
 }

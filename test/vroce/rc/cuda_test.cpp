@@ -544,6 +544,14 @@ struct KernelPair {
   uint64_t write(size_t src_offset, size_t dst_offset, size_t size, uint64_t seed) {
     return kernel_copies_of_write(p, da, ma, src_offset, db, mb, dst_offset, size, seed);
   }
+  // Kernel copies of `writes` small WRITEs.
+  uint64_t kernel_copies_of_small_writes(int writes, uint64_t seed) {
+    uint64_t by_kernel = 0;
+    for (int i = 0; i < writes; ++i) {
+      by_kernel += write(0, 0, 8, seed);
+    }
+    return by_kernel;
+  }
   // Small WRITEs until one has a copy made by the kernel (the first small copy goes through the
   // helper's thread, which starts the kernel after it); false if none within the hang bound.
   bool until_kernel_copies(uint64_t seed) {
@@ -600,11 +608,7 @@ TEST_CASE("without MPS the copy kernel stays off", "[cuda]") {
   unsetenv("FAKE_CUDA_MPS");
   constexpr uint64_t kSeed = 61;
   KernelPair k(kSeed);
-  uint64_t by_kernel = 0;
-  for (int i = 0; i < 20; ++i) {
-    by_kernel += k.write(0, 0, 8, kSeed);
-  }
-  CHECK(by_kernel == 0);
+  CHECK(k.kernel_copies_of_small_writes(20, kSeed) == 0);
 }
 
 TEST_CASE("VROCE_GPU_COPY_KERNEL=on starts the copy kernel without MPS", "[cuda]") {
@@ -665,11 +669,7 @@ TEST_CASE("a copy helper built without its copy kernel says so, and copies as be
   StderrCapture log;  // before the helper starts, so that its log lands here too
   constexpr uint64_t kSeed = 65;
   KernelPair k(kSeed);
-  uint64_t by_kernel = 0;
-  for (int i = 0; i < 20; ++i) {
-    by_kernel += k.write(0, 0, 8, kSeed);
-  }
-  CHECK(by_kernel == 0);
+  CHECK(k.kernel_copies_of_small_writes(20, kSeed) == 0);
   CHECK(log.text().find("vroce-gpu-copier was built without it") != std::string::npos);
 }
 #endif  // ROCE_TEST_COPY_KERNEL_BUILT

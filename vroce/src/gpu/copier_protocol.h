@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "config/config.h"
 #include "gpu/copy_kernel_mailbox.h"
 #include "gpu/cuda_api.h"
 #include "util/shared_futex.h"
@@ -65,9 +66,8 @@ struct alignas(4096) Channel {
   uint64_t length = 0;  // <= kStagingBytes
   // The answer: a CUresult (kSuccess, or what the driver returned).
   int32_t status = 0;
-  // The copy kernel. Set by the client at start: 0 never, 1 where the GPU is shared through
-  // MPS, 2 always (VROCE_GPU_COPY_KERNEL).
-  uint32_t kernel_mode = 0;
+  // The copy kernel: whether it may run (VROCE_GPU_COPY_KERNEL), set by the client at start.
+  GpuCopyKernel kernel_mode = GpuCopyKernel::Off;
   // Set by the client with a copy request: start the kernel after this copy.
   uint32_t want_kernel = 0;
   std::atomic<uint32_t> kernel_gate{0};     // 0 free, 1 the client posts, 2 the helper stops it
@@ -109,6 +109,13 @@ struct Hello {
   char detail[240] = {};
 };
 
+// CLOCK_MONOTONIC in nanoseconds: the spins and the idle watch of both sides.
+inline uint64_t monotonic_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(t.tv_nsec);
+}
+
 // Waits until `word` differs from `seen` and returns its new value. Spins for spin_ns first,
 // then sleeps on the futex (announced in `asleep`) in slices of slice_ns; after each slice that
 // ends with the word unchanged, keep_waiting() decides whether to go on (false: the other side is
@@ -121,8 +128,7 @@ uint32_t wait_for_change(std::atomic<uint32_t>& word, std::atomic<uint32_t>& asl
     return now;
   }
   if (spin_ns > 0) {
-    timespec start{};
-    ::clock_gettime(CLOCK_MONOTONIC, &start);
+    const uint64_t start = monotonic_ns();
     for (;;) {
       for (int i = 0; i < 64; ++i) {
         __builtin_ia32_pause();
@@ -130,11 +136,7 @@ uint32_t wait_for_change(std::atomic<uint32_t>& word, std::atomic<uint32_t>& asl
           return now;
         }
       }
-      timespec t{};
-      ::clock_gettime(CLOCK_MONOTONIC, &t);
-      auto elapsed = static_cast<uint64_t>(t.tv_sec - start.tv_sec) * 1000000000 +
-                     static_cast<uint64_t>(t.tv_nsec) - static_cast<uint64_t>(start.tv_nsec);
-      if (elapsed >= spin_ns) {
+      if (monotonic_ns() - start >= spin_ns) {
         break;
       }
     }

@@ -2,7 +2,6 @@
 #include "gpu/copy_helper.h"
 
 #include <dlfcn.h>
-#include <emmintrin.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,6 +34,10 @@ namespace vroce::gpu::helper {
 namespace {
 
 using copier::Channel;
+using copier::Chunk;
+using copier::load_chunk;
+using copier::monotonic_ns;
+using copier::store_chunk;
 
 // How long the client sleeps between checks that the helper is still there.
 constexpr uint64_t kLivenessSliceNs = 100'000'000;
@@ -54,31 +57,6 @@ struct Attached {
 // kernel answers within microseconds unless its GPU is busy with other contexts' work).
 constexpr uint64_t kKernelSpinNs = 200'000;
 constexpr timespec kKernelNap{0, 20'000};
-
-uint64_t monotonic_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(t.tv_nsec);
-}
-
-// One 16-byte chunk of a mailbox line, written or read in one access (gpu/copy_kernel_mailbox.h).
-struct Chunk {
-  uint32_t words[copier::kChunkWords];
-};
-
-void store_chunk(copier::MailboxLine& line, uint32_t index, const Chunk& chunk) {
-  _mm_store_si128(reinterpret_cast<__m128i*>(&line.words[size_t{index} * copier::kChunkWords]),
-                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk.words)));
-}
-
-Chunk load_chunk(const copier::MailboxLine& line, uint32_t index) {
-  Chunk chunk;
-  asm volatile("" ::: "memory");  // a fresh read on every call: the GPU writes the line
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(chunk.words),
-                   _mm_load_si128(reinterpret_cast<const __m128i*>(
-                       &line.words[size_t{index} * copier::kChunkWords])));
-  return chunk;
-}
 
 // The copier beside the library (or executable) this code is linked into.
 std::string copier_path() {
@@ -187,7 +165,7 @@ int Client::start() {
   auto* channel = new (shared) Channel;
   channel->helper_spin_us = spin_after_activity_us();  // both sides spin alike
   spin_ns_ = uint64_t{channel->helper_spin_us} * 1000;
-  channel->kernel_mode = static_cast<uint32_t>(config().gpu_copy_kernel);
+  channel->kernel_mode = config().gpu_copy_kernel;
   kernel_max_ = config().gpu_copy_kernel == GpuCopyKernel::Off ? 0 : config().gpu_copy_kernel_max;
 
   // The child's descriptors 3 and 4, from copies above them so that dup2 never meets itself

@@ -12,10 +12,15 @@
 // never half old, half new; a line may be, which is what the number in every chunk detects.
 // Measured on an H200: about 3 us per 8-byte copy either way (docs/benchmarks.md).
 //
-// Shared by host code and by the CUDA kernel, so plain integers only.
+// Shared by host code and by the CUDA kernel, so plain integers only, and the CPU's side of the
+// chunk accesses apart from nvcc's view.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#ifndef __CUDACC__
+#include <emmintrin.h>
+#endif
 
 namespace vroce::gpu::copier {
 
@@ -51,5 +56,26 @@ constexpr uint32_t reply_chunks(uint32_t op, uint32_t length) {
              ? kFirstDataChunk + (length + kDataBytesPerChunk - 1) / kDataBytesPerChunk
              : 1;
 }
+
+#ifndef __CUDACC__
+// The CPU's side: one chunk, written or read with one 16-byte access.
+struct Chunk {
+  uint32_t words[kChunkWords];
+};
+
+inline void store_chunk(MailboxLine& line, uint32_t index, const Chunk& chunk) {
+  _mm_store_si128(reinterpret_cast<__m128i*>(&line.words[size_t{index} * kChunkWords]),
+                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk.words)));
+}
+
+inline Chunk load_chunk(const MailboxLine& line, uint32_t index) {
+  Chunk chunk;
+  asm volatile("" ::: "memory");  // a fresh read on every call: the other side writes the line
+  _mm_storeu_si128(
+      reinterpret_cast<__m128i*>(chunk.words),
+      _mm_load_si128(reinterpret_cast<const __m128i*>(&line.words[size_t{index} * kChunkWords])));
+  return chunk;
+}
+#endif
 
 }  // namespace vroce::gpu::copier

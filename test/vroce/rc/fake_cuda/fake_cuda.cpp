@@ -12,7 +12,6 @@
 // that touches a bad address ends. Test code only; never installed.
 #include "fake_cuda.h"
 
-#include <emmintrin.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -492,23 +491,6 @@ FAKE_CUDA_EXPORT CUresult cuModuleGetFunction(FakeFunction** function, FakeModul
 namespace {
 
 using namespace vroce::gpu::copier;
-
-struct Chunk {
-  uint32_t words[kChunkWords];
-};
-
-Chunk load_chunk(const MailboxLine& line, uint32_t index) {
-  Chunk chunk;
-  asm volatile("" ::: "memory");
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(chunk.words),
-                   _mm_load_si128(reinterpret_cast<const __m128i*>(&line.words[index * 4])));
-  return chunk;
-}
-
-void store_chunk(MailboxLine& line, uint32_t index, const Chunk& chunk) {
-  _mm_store_si128(reinterpret_cast<__m128i*>(&line.words[index * 4]),
-                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(chunk.words)));
-}
 
 // The copy kernel, as a thread: polls the request line, copies through the writable view of the
 // "device" memory, answers in the reply line. It naps between empty polls, where the GPU's
