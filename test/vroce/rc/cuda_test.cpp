@@ -657,6 +657,7 @@ TEST_CASE("a copy kernel that faults fails its copy loudly, and the QP with it",
   INFO("vroce's log: " << text);
   CHECK(text.find("the copy kernel of the helper (pid " + std::to_string(copy_helper_pid()) +
                   ") ended with CUresult 719") != std::string::npos);
+  CHECK(text.find("VROCE_GPU_COPY_KERNEL=off") != std::string::npos);
   errno = 0;
   DeviceMemory more(4096);
   CHECK(ibv_reg_mr(k.p.a.pd, more.addr(), 4096, kRemote) == nullptr);  // the helper is failed

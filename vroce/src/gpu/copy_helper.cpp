@@ -395,7 +395,8 @@ bool Client::wait_for_kernel(uint32_t sequence, uint32_t chunks) {
     }
     if (int32_t failed = channel_->kernel_failed.load(std::memory_order_seq_cst); failed != 0) {
       fail_helper("the copy kernel of the helper (pid " + std::to_string(helper_) +
-                  ") ended with CUresult " + std::to_string(failed));
+                  ") ended with CUresult " + std::to_string(failed) +
+                  " (VROCE_GPU_COPY_KERNEL=off keeps the helper's copies off the kernel)");
       return false;
     }
     if (!helper_alive()) {
