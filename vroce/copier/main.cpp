@@ -9,8 +9,8 @@
 //
 // Small copies can skip this process's thread: asked to (and under MPS, by default), it starts
 // its copy kernel (copy_kernel.cu) on the GPU, which takes requests straight from the channel's
-// mailbox (gpu/copy_kernel_mailbox.h), and stops it again after kKernelIdleNs without one, so
-// that an idle application has no kernel of vroce's polling on its GPU.
+// mailbox (gpu/copy_kernel_mailbox.h), and stops it again after VROCE_GPU_COPY_KERNEL_IDLE_MS
+// without one, so that an idle application has no kernel of vroce's polling on its GPU.
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -42,8 +42,6 @@ using namespace vroce::gpu;
 constexpr uint64_t kParentCheckNs = 100'000'000;
 // While the kernel runs, the thread wakes this often to see whether it is idle or has failed.
 constexpr uint64_t kKernelWatchNs = 1'000'000;
-// A kernel with no request for this long is stopped; the next small copy starts it again.
-constexpr uint64_t kKernelIdleNs = 20'000'000;
 constexpr unsigned kKernelThreads = 256;
 
 struct Device {
@@ -394,7 +392,7 @@ void Copier::watch_kernel() {
   if (sequence != watched_sequence_) {
     watched_sequence_ = sequence;
     idle_since_ns_ = now;
-  } else if (now - idle_since_ns_ >= kKernelIdleNs) {
+  } else if (now - idle_since_ns_ >= uint64_t{channel_.kernel_idle_ms} * 1'000'000) {
     stop_kernel(false);
   }
 }

@@ -240,6 +240,12 @@ TEST_CASE("whether small GPU copies go to the copy helper's kernel, and up to wh
   REQUIRE(errors.size() == 1);
   CHECK(contains(errors[0], "VROCE_GPU_COPY_KERNEL_MAX=\"2M\" is invalid"));
   CHECK(contains(errors[0], "keeping 4096"));
+  CHECK(vroce::parse_gpu_copy_kernel_idle_ms("1") == 1U);
+  CHECK(vroce::parse_gpu_copy_kernel_idle_ms(" 3600000 ") == 3600000U);
+  for (const char* rejected : {"0", "3600001", "20ms", ""}) {
+    INFO(rejected);
+    CHECK(contains(failure_of(vroce::parse_gpu_copy_kernel_idle_ms(rejected)), "3600000"));
+  }
 }
 
 TEST_CASE("which wire packets take to the devices of this host", "[config]") {
@@ -302,6 +308,7 @@ TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   CHECK(config.gpu_copies_by_helper);
   CHECK(config.gpu_copy_kernel == vroce::GpuCopyKernel::Auto);
   CHECK(config.gpu_copy_kernel_max == 4096U);
+  CHECK(config.gpu_copy_kernel_idle_ms == 20U);
 }
 
 TEST_CASE("parse_config: every variable read", "[config]") {
@@ -320,12 +327,14 @@ TEST_CASE("parse_config: every variable read", "[config]") {
                          {"VROCE_IDENTITY", "connectx7"},
                          {"VROCE_GPU_COPIES", "in-process"},
                          {"VROCE_GPU_COPY_KERNEL", "on"},
-                         {"VROCE_GPU_COPY_KERNEL_MAX", "0"}},
+                         {"VROCE_GPU_COPY_KERNEL_MAX", "0"},
+                         {"VROCE_GPU_COPY_KERNEL_IDLE_MS", "250"}},
                         &errors);
   CHECK(errors.empty());
   CHECK_FALSE(config.gpu_copies_by_helper);
   CHECK(config.gpu_copy_kernel == vroce::GpuCopyKernel::On);
   CHECK(config.gpu_copy_kernel_max == 0U);
+  CHECK(config.gpu_copy_kernel_idle_ms == 250U);
   REQUIRE(config.devices.size() == 1);
   CHECK(config.devices[0].name == "a");
   CHECK(config.port_speed_gbps == 800);

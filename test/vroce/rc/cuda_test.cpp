@@ -571,6 +571,9 @@ struct KernelPair {
 TEST_CASE("under MPS, small copies go to the helper's copy kernel, and every byte lands",
           "[cuda]") {
   setenv("FAKE_CUDA_MPS", "1", 1);  // read by the helper's stand-in driver
+  // The kernel stays up between these WRITEs however slowly a loaded machine runs them: only a
+  // registration stops it here.
+  setenv("VROCE_GPU_COPY_KERNEL_IDLE_MS", "600000", 1);
   constexpr uint64_t kSeed = 60;
   KernelPair k(kSeed);
   REQUIRE(k.until_kernel_copies(kSeed));

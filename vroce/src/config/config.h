@@ -74,6 +74,10 @@ struct Config {
   // kernels; "on": always; "off": never.
   GpuCopyKernel gpu_copy_kernel = GpuCopyKernel::Auto;
   uint32_t gpu_copy_kernel_max = 4096;
+  // VROCE_GPU_COPY_KERNEL_IDLE_MS: the helper stops a kernel that had no request for this long
+  // (the next small copy starts it again), so that an idle application has no kernel of vroce's
+  // polling on its GPU.
+  uint32_t gpu_copy_kernel_idle_ms = 20;
   // VROCE_SPIN_US: how long an engine's progress thread keeps polling (yielding the CPU between
   // polls) after its last work before it sleeps on the socket, so that a program that spins on
   // memory sees an RDMA WRITE land within microseconds, as it would from a NIC, while an idle

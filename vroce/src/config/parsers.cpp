@@ -321,14 +321,20 @@ Result<GpuCopyKernel> parse_gpu_copy_kernel(const std::string& text) {
 }
 
 Result<uint32_t> parse_gpu_copy_kernel_max(const std::string& text) {
-  std::string_view value = trim(text);
-  uint32_t bytes = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bytes);
-  if (!value.empty() && ec == std::errc() && end == value.data() + value.size() &&
-      bytes <= (1U << 20)) {
-    return bytes;
+  auto value = parse_unsigned<uint32_t>(trim(text));
+  if (value && *value <= (1U << 20)) {
+    return *value;
   }
   return failure("a size in bytes from 0 to 1048576 (the copy helper's staging buffer), got " +
+                 quoted(text));
+}
+
+Result<uint32_t> parse_gpu_copy_kernel_idle_ms(const std::string& text) {
+  auto value = parse_unsigned<uint32_t>(trim(text));
+  if (value && *value >= 1 && *value <= 3'600'000) {
+    return *value;
+  }
+  return failure("the copy kernel's idle time is in milliseconds, from 1 to 3600000, got " +
                  quoted(text));
 }
 
@@ -439,6 +445,8 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
         [&](GpuCopyKernel v) { config.gpu_copy_kernel = v; });
   apply("VROCE_GPU_COPY_KERNEL_MAX", "4096", parse_gpu_copy_kernel_max,
         [&](uint32_t v) { config.gpu_copy_kernel_max = v; });
+  apply("VROCE_GPU_COPY_KERNEL_IDLE_MS", "20", parse_gpu_copy_kernel_idle_ms,
+        [&](uint32_t v) { config.gpu_copy_kernel_idle_ms = v; });
   apply("VROCE_SPIN_US", "the automatic choice", parse_spin_us,
         [&](uint32_t v) { config.spin_us = v; });
   apply("VROCE_GSO", "1", parse_gso, [&](bool v) { config.gso = v; });

@@ -34,6 +34,8 @@ Result<bool> parse_gpu_copies(const std::string& text);
 Result<GpuCopyKernel> parse_gpu_copy_kernel(const std::string& text);
 // Bytes, 0 to 1 MiB (VROCE_GPU_COPY_KERNEL_MAX).
 Result<uint32_t> parse_gpu_copy_kernel_max(const std::string& text);
+// Milliseconds, 1 to 3600000 (VROCE_GPU_COPY_KERNEL_IDLE_MS).
+Result<uint32_t> parse_gpu_copy_kernel_idle_ms(const std::string& text);
 Result<std::string> parse_path(const std::string& text);
 // "off" -> {false, 0}; "0x30000002" (hex, 0x optional) -> {true, options}.
 struct EceSetting {

@@ -68,6 +68,7 @@ struct alignas(4096) Channel {
   int32_t status = 0;
   // The copy kernel: whether it may run (VROCE_GPU_COPY_KERNEL), set by the client at start.
   GpuCopyKernel kernel_mode = GpuCopyKernel::Off;
+  uint32_t kernel_idle_ms = 0;  // VROCE_GPU_COPY_KERNEL_IDLE_MS, set by the client at start
   // Set by the client with a copy request: start the kernel after this copy.
   uint32_t want_kernel = 0;
   std::atomic<uint32_t> kernel_gate{0};     // 0 free, 1 the client posts, 2 the helper stops it

@@ -166,6 +166,7 @@ int Client::start() {
   channel->helper_spin_us = spin_after_activity_us();  // both sides spin alike
   spin_ns_ = uint64_t{channel->helper_spin_us} * 1000;
   channel->kernel_mode = config().gpu_copy_kernel;
+  channel->kernel_idle_ms = config().gpu_copy_kernel_idle_ms;
   kernel_max_ = config().gpu_copy_kernel == GpuCopyKernel::Off ? 0 : config().gpu_copy_kernel_max;
 
   // The child's descriptors 3 and 4, from copies above them so that dup2 never meets itself
