@@ -23,10 +23,13 @@ inline void clear(void** out) noexcept {
   }
 }
 
-// Logs an argument error and returns ncclInvalidArgument.
+// Logs an argument error and returns ncclInvalidArgument. Cold and out of line: the data path's
+// adapters check their arguments on every call, and a formatting call inlined there would cost
+// each of them a stack frame.
 template <typename... Args>
-ncclResult_t invalid_argument(const char* entry, fmt::format_string<Args...> format,
-                              Args&&... args) noexcept {
+[[gnu::cold, gnu::noinline]] ncclResult_t invalid_argument(const char* entry,
+                                                           fmt::format_string<Args...> format,
+                                                           Args&&... args) noexcept {
   try {
     ROCE_WARN(NCCL_NET, "{}: invalid argument: {}", entry,
               fmt::format(format, std::forward<Args>(args)...));

@@ -57,6 +57,14 @@ class CommStats {
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
     return --until_sample_ == 0;
   }
+  // The next count() will not choose its request for sampling: a caller that knows this may
+  // count it without looking at count()'s answer.
+  bool next_count_samples() const noexcept {
+#if defined(ROCE_TELEMETRY_BASELINE)
+    return false;
+#endif
+    return until_sample_ == 1;
+  }
   // The latency of the request count() chose, posted and done at these now_ticks() values.
   void sample(uint64_t posted, uint64_t done) noexcept {
     until_sample_ = sample_every_;

@@ -51,6 +51,14 @@ class ConnectionTelemetry {
     }
   }
 
+  // completed() of the next request would only count it: it is not sampled and no stall is
+  // open. The data path's completion loops then take it without a call (completed_quietly).
+  bool next_completion_quiet() const noexcept {
+    return !stats_.next_count_samples() && !stall_.reported();
+  }
+  // completed() for a request next_completion_quiet() said yes to.
+  void completed_quietly(uint64_t bytes) noexcept { stats_.count(bytes); }
+
  private:
   // completed() for a sampled request, or while a reported stall is open.
   [[gnu::noinline]] void completed_rarely(bool sampled, uint64_t posted,

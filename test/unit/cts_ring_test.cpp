@@ -86,3 +86,27 @@ TEST_CASE("the sender sees a slot as ready only when all n entries carry the seq
     CHECK(check_cts_slot(slot.data(), 5, &n) == CtsSlotState::Corrupt);
   }
 }
+
+TEST_CASE("the copies of a ready slot's entries carry what the sender uses", "[cts]") {
+  SECTION("an entry of a multi-receive: every field") {
+    auto slot = filled_slot(3, 12);
+    const CtsEntry e = roce::read_cts_entry(&slot[2]);
+    CHECK(e.addr == 0x1200u);
+    CHECK(e.size == 192u);
+    CHECK(e.rkey == 0xabc2u);
+    CHECK(e.tag == 102);
+    CHECK(e.request == 7);
+    CHECK(e.count == 3);
+    CHECK(e.seq == 12);
+  }
+  SECTION("the entry of a single receive: its buffer and tag, and the count and sequence known") {
+    auto slot = filled_slot(1, 13);
+    const CtsEntry e = roce::read_single_cts_entry(slot.data(), 13);
+    CHECK(e.addr == 0x1000u);
+    CHECK(e.size == 64u);
+    CHECK(e.rkey == 0xabc0u);
+    CHECK(e.tag == 100);
+    CHECK(e.count == 1);
+    CHECK(e.seq == 13);
+  }
+}

@@ -32,8 +32,11 @@ inline ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* 
   if (comm == nullptr) [[unlikely]] {
     return not_a_comm("isend", "send comm", handle);
   }
-  return static_cast<SendComm*>(comm)->isend(data, size, tag, static_cast<MrHandle*>(mhandle),
-                                             phandle, request);
+  auto* send = static_cast<SendComm*>(comm);
+  if (!send->may_match()) {
+    return send->wait_for_cts();  // the peer has not received yet: NCCL calls again
+  }
+  return send->isend(data, size, tag, static_cast<MrHandle*>(mhandle), phandle, request);
 }
 
 // Size: NCCL's element type for the sizes array (int up to v8, size_t from v9).

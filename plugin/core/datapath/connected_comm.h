@@ -44,20 +44,24 @@ class ConnectedComm : public Comm {
  protected:
   ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> device, ConnectionSetup setup);
 
-  // test()'s step for a request not yet Done: ncclSuccess (the request may be Done now), or the
-  // comm's failure, counted in its telemetry.
-  template <typename Request, typename Progress>
-  [[gnu::always_inline]] ncclResult_t advance(const Request& request, Progress progress) noexcept {
+  // test()'s step for a request not yet Done: one poll, `handle(got)` (the side's on_completions)
+  // for what it found, and the health check while the request is still not Done. ncclSuccess
+  // (the request may be Done now), or the comm's failure, counted in its telemetry. A poll that
+  // found nothing changed no request, so only one that found something looks at it again.
+  template <typename Request, typename Handle>
+  [[gnu::always_inline]] ncclResult_t advance(const Request& request, Handle handle) noexcept {
     if (failed()) [[unlikely]] {
       return count_failure(failure());
     }
-    if (ncclResult_t r = progress(); r != ncclSuccess) [[unlikely]] {
-      return count_failure(r);
+    if (const int got = poll_cq(); got != 0) {
+      if (ncclResult_t r = handle(got); r != ncclSuccess) [[unlikely]] {
+        return count_failure(r);
+      }
+      if (request.state == RequestState::Done) {
+        return ncclSuccess;
+      }
     }
-    if (request.state != RequestState::Done) {
-      return check_health();
-    }
-    return ncclSuccess;
+    return check_health();
   }
 
   // One poll of the CQ: up to kPollBatch completions into wcs_; their count (0 for most polls),

@@ -94,16 +94,26 @@ enum class CtsSlotState {
   Corrupt,   // entry 0 carries the expected sequence but an impossible count: a broken peer
 };
 
+// The sequence an entry carries, read with acquire ordering, so that the other fields read
+// afterwards are at least as new. The builtin rather than std::atomic_ref: the load must stay
+// inside this (uninstrumented under TSan) function; it is the same acquire load.
+ROCE_READS_NIC_MEMORY inline uint64_t cts_entry_seq(const CtsEntry& e) noexcept {
+  return __atomic_load_n(&e.seq, __ATOMIC_ACQUIRE);
+}
+
+// Whether the receiver has begun the slot of the irecv with sequence `expected_seq`: its first
+// entry carries the sequence (check_cts_slot's first look, alone).
+ROCE_READS_NIC_MEMORY inline bool cts_slot_begun(const CtsEntry* slot,
+                                                 uint64_t expected_seq) noexcept {
+  return cts_entry_seq(slot[0]) == expected_seq;
+}
+
 // The sender's side: checks the slot for the irecv with sequence `expected_seq`. Reads the
 // sequences with acquire ordering, so the other fields read afterwards are at least as new.
 ROCE_READS_NIC_MEMORY inline CtsSlotState check_cts_slot(const CtsEntry* slot,
                                                          uint64_t expected_seq,
                                                          int* count) noexcept {
-  // The builtin rather than std::atomic_ref: the load must stay inside this (uninstrumented
-  // under TSan) function; it is the same acquire load.
-  auto seq_of = [](const CtsEntry& e)
-                    ROCE_READS_NIC_MEMORY { return __atomic_load_n(&e.seq, __ATOMIC_ACQUIRE); };
-  if (seq_of(slot[0]) != expected_seq) {
+  if (!cts_slot_begun(slot, expected_seq)) {
     return CtsSlotState::NotReady;
   }
   int n = slot[0].count;
@@ -111,7 +121,7 @@ ROCE_READS_NIC_MEMORY inline CtsSlotState check_cts_slot(const CtsEntry* slot,
     return CtsSlotState::Corrupt;
   }
   for (int i = 1; i < n; ++i) {
-    if (seq_of(slot[i]) != expected_seq) {
+    if (cts_entry_seq(slot[i]) != expected_seq) {
       return CtsSlotState::NotReady;
     }
   }
@@ -132,6 +142,23 @@ ROCE_READS_NIC_MEMORY inline CtsEntry read_cts_entry(const CtsEntry* entry) noex
   }
   CtsEntry copy;
   std::memcpy(&copy, words, sizeof copy);  // not through a uint64_t*: that would break aliasing
+  return copy;
+}
+
+// The entry of a Ready slot of one receive (count 1), for the send matched to it: only what
+// that send uses (buffer address, size, rkey, tag) is read from the ring, each field once through
+// a volatile view; count and seq are what check_cts_slot found, request is unused for one
+// receive. Fewer loads than read_cts_entry, and the fields can stay in registers.
+ROCE_READS_NIC_MEMORY inline CtsEntry read_single_cts_entry(const CtsEntry* entry,
+                                                            uint64_t seq) noexcept {
+  const volatile CtsEntry& from = *entry;
+  CtsEntry copy;
+  copy.addr = from.addr;
+  copy.size = from.size;
+  copy.rkey = from.rkey;
+  copy.tag = from.tag;
+  copy.count = 1;
+  copy.seq = seq;
   return copy;
 }
 

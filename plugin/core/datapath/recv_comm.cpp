@@ -107,21 +107,35 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   // One pass over the buffers: each is checked, staged as its CTS entry and remembered as posted.
   // Nothing is posted before every buffer has passed, so a bad one only gives the slot back.
   CtsEntry* staged = cts_staging_ + size_t{*index} * kMaxRecvs;
-  for (int i = 0; i < n; ++i) {
+  const auto stage = [&](int i) noexcept -> bool {
     const auto addr = reinterpret_cast<uintptr_t>(data[i]);
     const auto size = static_cast<uint32_t>(sizes[i]);
     uint32_t rkey = 0;
     if (size > 0) {
       const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
       if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
-        requests_.give_back(*index);
-        return uncovered_buffer(i, addr, size);
+        return false;
       }
       rkey = mh->rkey;
     }
     fill_cts_entry(staged[i], CtsBuffer{addr, size, rkey, tags[i]}, next_seq_, *index,
                    static_cast<uint8_t>(n));
     r.posted[static_cast<size_t>(i)] = size;
+    return true;
+  };
+  // A receive of one buffer (NCCL's common case) without the loop, which costs it registers.
+  const int refused = n == 1 ? (stage(0) ? -1 : 0) : [&] {
+    for (int i = 0; i < n; ++i) {
+      if (!stage(i)) {
+        return i;
+      }
+    }
+    return -1;
+  }();
+  if (refused >= 0) [[unlikely]] {
+    requests_.give_back(*index);
+    return uncovered_buffer(refused, reinterpret_cast<uintptr_t>(data[refused]),
+                            static_cast<uint32_t>(sizes[refused]));
   }
 
   // The receive that the sender's immediate consumes is already posted (kPrePostedRecvs per QP):
@@ -346,10 +360,39 @@ void RecvComm::check_stall() noexcept {
 }
 
 ncclResult_t RecvComm::on_completions(int got) noexcept {
+  for (int k = 0; k < got; ++k) {
+    const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    const uint8_t q = wr_id_qp(wc.wr_id);
+    if (wc.status != IBV_WC_SUCCESS || !wr_id_is(wc.wr_id, WrKind::Recv) || q >= nqps_ ||
+        recvs_to_repost_[q] + 1 == kRecvRepostBatch) [[unlikely]] {
+      return handle_completions(k, got);
+    }
+    const uint64_t seq = next_recv_seq_[q];
+    const uint16_t index = request_of_seq_[seq & (kCtsRingSlots - 1)];
+    if (!requests_.in_use(index)) [[unlikely]] {
+      return handle_completions(k, got);  // reports it
+    }
+    RecvRequest& r = requests_[index];
+    const uint32_t size = wc.imm_data;
+    if (r.seq != seq || r.count != 1 || r.remaining_qps != 1 || size > r.posted[0] || r.profiled ||
+        !telemetry_.next_completion_quiet()) [[unlikely]] {
+      return handle_completions(k, got);
+    }
+    next_recv_seq_[q] = seq + recv_seq_step_;
+    ++recvs_to_repost_[q];
+    r.received[0] = static_cast<int32_t>(size);
+    r.remaining_qps = 0;
+    r.state = RequestState::Done;
+    telemetry_.completed_quietly(size);
+  }
   if (got < 0) [[unlikely]] {
     return fail_poll(got);
   }
-  for (int k = 0; k < got; ++k) {
+  return ncclSuccess;
+}
+
+ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
+  for (int k = first; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
       return fail_completion(wc);
@@ -400,7 +443,7 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
 
 ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcept {
   if (request.state != RequestState::Done) {
-    if (ncclResult_t r = advance(request, [this] { return progress(); });
+    if (ncclResult_t r = advance(request, [this](int got) { return on_completions(got); });
         r != ncclSuccess || request.state != RequestState::Done) {
       return r;
     }
@@ -418,7 +461,7 @@ ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcep
 
 ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
   if (request.state != RequestState::Done) {
-    if (ncclResult_t r = advance(request, [this] { return progress(); });
+    if (ncclResult_t r = advance(request, [this](int got) { return on_completions(got); });
         r != ncclSuccess || request.state != RequestState::Done) {
       return r;
     }

@@ -54,7 +54,13 @@ class RecvComm final : public ConnectedComm {
   ncclResult_t progress() noexcept {
     return poll_then([this](int got) { return on_completions(got); });
   }
+  // The got completions in wcs_. Most are the immediate of a message for a receive of one
+  // buffer, unprofiled, whose telemetry only counts it, with no batch of receives due to be
+  // posted again: those are taken in a loop that calls nothing, so that it saves no registers;
+  // the first other one hands it and the rest to handle_completions (a tail call), which takes
+  // every kind and reports every error.
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
+  [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
   // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;

@@ -30,6 +30,8 @@ struct RequestHeader {
 // signaled completions carry its index, and it lists the members to complete with it.
 struct SendRequest : RequestHeader {
   uint32_t size = 0;
+  // The buffer, kept only where the work requests are built from the request after isend
+  // (multi-receives, split messages, adaptive routing; SendComm::set_buffer).
   uint32_t lkey = 0;
   uint64_t addr = 0;
   bool host_memory = true;    // may be posted inline (the CPU reads it at post time)

@@ -25,6 +25,10 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
     credits_[static_cast<size_t>(q)] = SendQueueCredits(qp.capabilities().max_send_wr - 1, 1);
     max_inline_ = std::min(max_inline_, qp.capabilities().max_inline_data);
   }
+  // What the work request of a send matched to a single receive never changes.
+  single_wr_.sg_list = &single_sge_;
+  single_wr_.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  single_wr_.next = nullptr;
   for (uint16_t i = 0; i < requests_.capacity(); ++i) {
     SendRequest& r = requests_[i];
     r.kind = RequestKind::Send;
@@ -45,17 +49,11 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     return failure();
   }
   if (!pending_.loaded()) {
-    const CtsEntry* slot = ring_entries_ + size_t{cts_slot_of(next_seq_)} * kMaxRecvs;
+    const CtsEntry* slot = next_slot();
     int count = 0;
     switch (check_cts_slot(slot, next_seq_, &count)) {
       case CtsSlotState::NotReady:
-        // Nothing to match yet; NCCL calls again. As in net_ib, no CQ poll here: the peer's
-        // clear-to-send arrives by RDMA WRITE without this process doing anything, and finished
-        // sends are retired by test(). A cheap moment to notice a dead device or QP.
-        if (cts_wait_since_ == 0) {
-          cts_wait_since_ = telemetry::now_ticks();
-        }
-        return check_health();
+        return wait_for_cts();
       case CtsSlotState::Corrupt:
         return fail(ncclRemoteError,
                     "clear-to-send slot {} from {} is malformed (count {}); the peer is not a "
@@ -65,7 +63,7 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
         if (count == 1 && single_qp_messages_) [[likely]] {
           // NCCL's common case: a receive of one buffer, carried by one QP. The entry is matched
           // and posted at once, without the multi-receive bookkeeping.
-          const CtsEntry entry = read_cts_entry(slot);
+          const CtsEntry entry = read_single_cts_entry(slot, next_seq_);
           if (entry.tag == tag) [[likely]] {
             return isend_single(entry, data, size, mh, phandle, request);
           }
@@ -84,12 +82,26 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
       res != ncclSuccess || r == nullptr) {
     return res;
   }
+  set_buffer(*r, data, mh);
   pending_.match(i, r->index, r->size);
   *request = static_cast<RequestHeader*>(r);
   if (pending_.complete()) {
     return post_group();
   }
   return ncclSuccess;
+}
+
+ncclResult_t SendComm::wait_for_cts() noexcept {
+  if (failed()) [[unlikely]] {
+    return failure();
+  }
+  // Nothing to match yet; NCCL calls again. As in net_ib, no CQ poll here: the peer's
+  // clear-to-send arrives by RDMA WRITE without this process doing anything, and finished sends
+  // are retired by test(). A cheap moment to notice a dead device or QP.
+  if (cts_wait_since_ == 0) {
+    cts_wait_since_ = telemetry::now_ticks();
+  }
+  return check_health();
 }
 
 ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size,
@@ -131,11 +143,14 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
   }
   r.state = RequestState::Pending;
   r.size = static_cast<uint32_t>(size);
-  r.addr = addr;
-  r.lkey = size > 0 ? mh->lkey : 0;
-  r.host_memory = size == 0 || !mh->gpu_memory();
   *out = &r;
   return ncclSuccess;
+}
+
+void SendComm::set_buffer(SendRequest& r, const void* data, const MrHandle* mh) noexcept {
+  r.addr = reinterpret_cast<uintptr_t>(data);
+  r.lkey = r.size > 0 ? mh->lkey : 0;
+  r.host_memory = r.size == 0 || !mh->gpu_memory();
 }
 
 ncclResult_t SendComm::uncovered_buffer(uintptr_t addr, size_t size, const MrHandle& mh) noexcept {
@@ -159,14 +174,44 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
   r->group_count = 1;
   r->remaining_qps = 1;
   r->members[0] = r->index;
-  const int w = add_single_wrs(*r, entry, Chunk{0, r->size}, q, credits);
-  if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
-    return res;  // the comm has failed; *request stays cleared
+  const ibv_send_wr* posted = nullptr;
+  if (size <= ar_threshold_) [[likely]] {
+    // One signaled WRITE WITH IMMEDIATE from the preset work request: only what differs from
+    // one message to the next is written. The request keeps no buffer (set_buffer): nothing
+    // after the post reads it.
+    single_sge_.addr = reinterpret_cast<uintptr_t>(data);
+    single_sge_.length = r->size;
+    if (size > 0) {
+      single_sge_.lkey = mh->lkey;
+      single_wr_.num_sge = 1;
+      single_wr_.send_flags =
+          IBV_SEND_SIGNALED | (!mh->gpu_memory() && size <= max_inline_ ? IBV_SEND_INLINE : 0);
+    } else {
+      single_wr_.num_sge = 0;
+      single_wr_.send_flags = IBV_SEND_SIGNALED;
+    }
+    single_wr_.wr.rdma.remote_addr = entry.addr;
+    single_wr_.wr.rdma.rkey = entry.rkey;
+    single_wr_.imm_data = r->size;
+    const uint32_t pos = credits.post();
+    credits.signaled_at(pos);
+    single_wr_.wr_id = pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), r->index, pos);
+    if (ncclResult_t res = post(q, &single_wr_); res != ncclSuccess) [[unlikely]] {
+      return res;  // the comm has failed; *request stays cleared
+    }
+    posted = &single_wr_;
+  } else {
+    set_buffer(*r, data, mh);
+    const int w = add_single_wrs(*r, entry, Chunk{0, r->size}, q, credits);
+    if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
+      return res;
+    }
+    posted = &wrs_[static_cast<size_t>(w - 1)];
   }
   *request = static_cast<RequestHeader*>(r);
   if (profiling_) [[unlikely]] {
-    r->event.start(device().index(), wrs_[static_cast<size_t>(w - 1)].wr_id,
-                   IBV_WR_RDMA_WRITE_WITH_IMM, qp_ptrs_[static_cast<size_t>(q)]->qp_num(), r->size);
+    r->event.start(device().index(), posted->wr_id, IBV_WR_RDMA_WRITE_WITH_IMM,
+                   qp_ptrs_[static_cast<size_t>(q)]->qp_num(), r->size);
   }
   ++next_seq_;
   return ncclSuccess;
@@ -217,8 +262,12 @@ ncclResult_t SendComm::post_wrs(int q, int w, SendQueueCredits& credits) noexcep
   ibv_send_wr& last = wrs_[static_cast<size_t>(w - 1)];
   last.send_flags |= IBV_SEND_SIGNALED;
   credits.signaled_at(static_cast<uint32_t>(last.wr_id >> 32));
+  return post(q, &wrs_[0]);
+}
+
+ncclResult_t SendComm::post(int q, ibv_send_wr* wrs) noexcept {
   ibv_send_wr* bad = nullptr;
-  if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(&wrs_[0], &bad); rc != 0) [[unlikely]] {
+  if (int rc = qp_ptrs_[static_cast<size_t>(q)]->post_send(wrs, &bad); rc != 0) [[unlikely]] {
     return fail(ncclSystemError, "ibv_post_send on qp 0x{:x} failed: {}; to {}",
                 qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc), peer_);
   }
@@ -312,10 +361,32 @@ void SendComm::complete_group(SendRequest& lead) noexcept {
 }
 
 ncclResult_t SendComm::on_completions(int got) noexcept {
+  for (int k = 0; k < got; ++k) {
+    const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
+    const uint8_t qp = wr_id_qp(wc.wr_id);
+    const uint16_t index = wr_id_index(wc.wr_id);
+    if (wc.status != IBV_WC_SUCCESS || !wr_id_is(wc.wr_id, WrKind::SendGroup) || qp >= nqps_ ||
+        !requests_.in_use(index)) [[unlikely]] {
+      return handle_completions(k, got);  // reports it
+    }
+    SendRequest& lead = requests_[index];
+    if (lead.remaining_qps != 1 || lead.group_count != 1 || lead.event.handle != nullptr ||
+        !telemetry_.next_completion_quiet()) [[unlikely]] {
+      return handle_completions(k, got);
+    }
+    credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
+    lead.remaining_qps = 0;
+    lead.state = RequestState::Done;
+    telemetry_.completed_quietly(lead.size);
+  }
   if (got < 0) [[unlikely]] {
     return fail_poll(got);
   }
-  for (int k = 0; k < got; ++k) {
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::handle_completions(int first, int got) noexcept {
+  for (int k = first; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
       return fail_completion(wc);
@@ -369,7 +440,7 @@ void SendComm::check_completion_stall() noexcept {
 
 ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept {
   if (request.state != RequestState::Done) {
-    if (ncclResult_t r = advance(request, [this] { return progress(); });
+    if (ncclResult_t r = advance(request, [this](int got) { return on_completions(got); });
         r != ncclSuccess || request.state != RequestState::Done) {
       return r;
     }

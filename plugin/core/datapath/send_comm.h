@@ -39,19 +39,38 @@ class SendComm final : public ConnectedComm {
                      void** request) noexcept;
   ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
 
+  // Whether isend may find something to match: a multi-receive being matched, or the receiver's
+  // clear-to-send for the next message begun. Inline in the adapters: while the peer has not
+  // received yet, NCCL's proxy calls isend again and again, and those calls then cost no call
+  // into isend and its frame, only wait_for_cts().
+  bool may_match() const noexcept {
+    return pending_.loaded() || cts_slot_begun(next_slot(), next_seq_);
+  }
+  // isend's answer when it has nothing to match: the comm's failure, or ncclSuccess with no
+  // request (NCCL calls again), the wait recorded for telemetry and the comm's health checked.
+  [[gnu::noinline]] ncclResult_t wait_for_cts() noexcept;
+
   // For logs and tests: the largest payload posted inline (the QPs' granted max_inline_data; 0:
   // inlining is off).
   uint32_t max_inline() const noexcept { return max_inline_; }
 
  private:
+  // The clear-to-send slot of the next message (sequence next_seq_) in the ring.
+  const CtsEntry* next_slot() const noexcept {
+    return ring_entries_ + size_t{cts_slot_of(next_seq_)} * kMaxRecvs;
+  }
   // The checks and the request of an isend matched to `entry`, whose message the QPs [q_begin,
   // q_end) carry (qps_of_message(), computed once by the caller): *out is the request taken
-  // (still to be posted), or nullptr with ncclSuccess when it cannot be posted now (no
-  // send-queue room or no free request: NCCL retries).
+  // (still to be posted; its buffer not yet set: set_buffer), or nullptr with ncclSuccess when it
+  // cannot be posted now (no send-queue room or no free request: NCCL retries).
   [[gnu::always_inline]] inline ncclResult_t start_send(const CtsEntry& entry, void* data,
                                                         size_t size, const MrHandle* mh,
                                                         void* phandle, int q_begin, int q_end,
                                                         SendRequest** out) noexcept;
+  // The buffer of a request start_send took, for the paths that build its work requests later
+  // from the request (multi-receives, split messages, adaptive routing).
+  [[gnu::always_inline]] inline void set_buffer(SendRequest& r, const void* data,
+                                                const MrHandle* mh) noexcept;
   // An isend matched to a receive of one buffer carried by one QP (every message on one QP:
   // single_qp_messages_): posted at once.
   ncclResult_t isend_single(const CtsEntry& entry, void* data, size_t size, const MrHandle* mh,
@@ -70,6 +89,8 @@ class SendComm final : public ConnectedComm {
   // Signals the last of the w work requests built and posts them on QP q.
   [[gnu::always_inline]] inline ncclResult_t post_wrs(int q, int w,
                                                       SendQueueCredits& credits) noexcept;
+  // Posts the chain `wrs` on QP q; a failure fails the comm.
+  [[gnu::always_inline]] inline ncclResult_t post(int q, ibv_send_wr* wrs) noexcept;
   [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(uintptr_t addr, size_t size,
                                                              const MrHandle& mh) noexcept;
   // The QPs [first, last) that carry the message of sequence next_seq_: all of them when
@@ -85,7 +106,12 @@ class SendComm final : public ConnectedComm {
   ncclResult_t progress() noexcept {
     return poll_then([this](int got) { return on_completions(got); });
   }
+  // The got completions in wcs_. Most are the one signaled completion of a send matched to a
+  // single receive, unprofiled, whose telemetry only counts it: those are taken in a loop that
+  // calls nothing, so that it saves no registers; the first other one hands it and the rest to
+  // handle_completions (a tail call), which takes every kind and reports every error.
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
+  [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
   // The stall checks of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
   // Inline (defined in send_comm.cpp, used by progress() only): a call of its own would cost
@@ -116,6 +142,9 @@ class SendComm final : public ConnectedComm {
   std::array<SendQueueCredits, kMaxQpsPerConnection> credits_{};
   std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
   std::array<ibv_sge, kMaxRecvs + 1> sges_{};
+  // isend_single's one WRITE WITH IMMEDIATE: its constant fields are set once.
+  ibv_send_wr single_wr_{};
+  ibv_sge single_sge_{};
   uint64_t cts_wait_since_ = 0;  // an isend found no clear-to-send since then; 0: none
 
   // Cold: the buffers the QPs' work requests point into (the destructor destroys the QPs first).

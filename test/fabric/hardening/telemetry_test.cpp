@@ -241,3 +241,93 @@ TEST_CASE("the statistics file holds every comm's counters, as JSON lines and Pr
   std::remove((path + ".prom").c_str());
   unsetenv("NCCL_ROCE_STATS_FILE");
 }
+
+TEST_CASE("every completed message is counted, and one in NCCL_ROCE_STATS_SAMPLE is timed",
+          "[hardening][telemetry][vroce]") {
+  // The completion loops take most completions without the telemetry's call; this checks that
+  // nothing is lost between that path and the one that samples: windows of eight receives and
+  // eight sends, so that a poll finds several completions, and sampled ones among them.
+  const std::string pattern = "/tmp/roce-telemetry-count-test.%p.jsonl";
+  const std::string path = "/tmp/roce-telemetry-count-test." + std::to_string(getpid()) + ".jsonl";
+  std::remove(path.c_str());
+  std::remove((path + ".prom").c_str());
+  setenv("NCCL_ROCE_STATS_FILE", pattern.c_str(), 1);
+  setenv("NCCL_ROCE_STATS", "1", 1);
+  setenv("NCCL_ROCE_STATS_SAMPLE", "5", 1);
+  use_test_devices({"tlg", "tlh"});
+  constexpr int kWindows = 15;
+  constexpr int kWindow = 8;
+  constexpr int kMessages = kWindows * kWindow;
+  constexpr size_t kBytes = 8;
+  {
+    PluginDriver plugin(plugin_path_from_env(), Api::V11);
+    REQUIRE(plugin.init() == ncclSuccess);
+    const auto pairs =
+        open_pairs(plugin, require_device(plugin, "tlg"), require_device(plugin, "tlh"), 1);
+    std::vector<char> out(kWindow * kBytes, 'x');
+    std::vector<char> in(kWindow * kBytes, 0);
+    void* smh = nullptr;
+    void* rmh = nullptr;
+    REQUIRE(plugin.reg_mr(pairs[0].send, out.data(), out.size(), NCCL_PTR_HOST, &smh) ==
+            ncclSuccess);
+    REQUIRE(plugin.reg_mr(pairs[0].recv, in.data(), in.size(), NCCL_PTR_HOST, &rmh) == ncclSuccess);
+    std::vector<int> sizes(kWindow, 0);
+    for (int w = 0; w < kWindows; ++w) {
+      std::vector<Outstanding> requests;
+      for (int i = 0; i < kWindow; ++i) {
+        void* data[1] = {in.data() + static_cast<size_t>(i) * kBytes};
+        const size_t lengths[1] = {kBytes};
+        const int tags[1] = {3};
+        void* mhs[1] = {rmh};
+        void* request = nullptr;
+        REQUIRE(plugin.irecv(pairs[0].recv, 1, data, lengths, tags, mhs, &request) == ncclSuccess);
+        REQUIRE(request != nullptr);
+        requests.push_back({request, &sizes[static_cast<size_t>(i)]});
+      }
+      for (int i = 0; i < kWindow; ++i) {
+        void* request = nullptr;
+        const auto give_up = Clock::now() + kGiveUp;
+        while (request == nullptr && Clock::now() < give_up) {
+          char* data = out.data() + static_cast<size_t>(i) * kBytes;
+          REQUIRE(plugin.isend(pairs[0].send, data, kBytes, 3, smh, &request) == ncclSuccess);
+        }
+        REQUIRE(request != nullptr);
+        requests.push_back({request});
+      }
+      test_until_done(plugin, requests);
+      for (const auto& r : requests) {
+        REQUIRE(r.done == 1);
+      }
+      CHECK(std::all_of(sizes.begin(), sizes.end(), [](int s) { return s == int{kBytes}; }));
+    }
+    CHECK(plugin.dereg_mr(pairs[0].recv, rmh) == ncclSuccess);
+    CHECK(plugin.dereg_mr(pairs[0].send, smh) == ncclSuccess);
+    CHECK(plugin.close_send(pairs[0].send) == ncclSuccess);
+    CHECK(plugin.close_recv(pairs[0].recv) == ncclSuccess);
+    REQUIRE(plugin.finalize() == ncclSuccess);
+  }
+  const std::string lines = read_text_file(path);
+  INFO(lines.substr(0, 2000));
+  // Sampled: the first request, then one in five: 1, 6, ..., 116.
+  const int sampled = 1 + (kMessages - 1) / 5;
+  const std::string messages = "\"messages\":" + std::to_string(kMessages) + ",";
+  const std::string bytes = "\"bytes\":" + std::to_string(kMessages * kBytes) + ",";
+  const std::string timed = "\"completion_us\":{\"count\":" + std::to_string(sampled) + ",";
+  int closed = 0;
+  std::istringstream stream(lines);
+  for (std::string line; std::getline(stream, line);) {
+    if (line.find("\"closed\":true") == std::string::npos) {
+      continue;
+    }
+    ++closed;
+    INFO(line);
+    CHECK(line.find(messages) != std::string::npos);
+    CHECK(line.find(bytes) != std::string::npos);
+    CHECK(line.find(timed) != std::string::npos);
+  }
+  CHECK(closed == 2);  // the send comm and the recv comm
+  std::remove(path.c_str());
+  std::remove((path + ".prom").c_str());
+  unsetenv("NCCL_ROCE_STATS_FILE");
+  unsetenv("NCCL_ROCE_STATS_SAMPLE");
+}
