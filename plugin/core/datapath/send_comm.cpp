@@ -108,10 +108,7 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
                                   const MrHandle* mh, void* phandle, int q_begin, int q_end,
                                   SendRequest** out) noexcept {
   if (size > entry.size) [[unlikely]] {
-    return fail(ncclInvalidUsage,
-                "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send "
-                "may not be larger than its receive",
-                size, entry.tag, entry.size, peer_);
+    return larger_than_receive(size, entry.tag, entry.size);
   }
   const auto addr = reinterpret_cast<uintptr_t>(data);
   if (size > 0) {
@@ -151,6 +148,13 @@ void SendComm::set_buffer(SendRequest& r, const void* data, const MrHandle* mh) 
   r.addr = reinterpret_cast<uintptr_t>(data);
   r.lkey = r.size > 0 ? mh->lkey : 0;
   r.host_memory = r.size == 0 || !mh->gpu_memory();
+}
+
+ncclResult_t SendComm::larger_than_receive(size_t size, int tag, uint32_t receive_size) noexcept {
+  return fail(ncclInvalidUsage,
+              "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send may "
+              "not be larger than its receive",
+              size, tag, receive_size, peer_);
 }
 
 ncclResult_t SendComm::uncovered_buffer(uintptr_t addr, size_t size, const MrHandle& mh) noexcept {
