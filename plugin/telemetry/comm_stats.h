@@ -57,8 +57,8 @@ class CommStats {
     bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
     return --until_sample_ == 0;
   }
-  // The next count() will not choose its request for sampling: a caller that knows this may
-  // count it without looking at count()'s answer.
+  // Whether the next count() will choose its request for sampling. A caller that knows it will
+  // not may count that request without looking at count()'s answer.
   bool next_count_samples() const noexcept {
 #if defined(ROCE_TELEMETRY_BASELINE)
     return false;

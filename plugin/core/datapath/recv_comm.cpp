@@ -124,14 +124,14 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     return true;
   };
   // A receive of one buffer (NCCL's common case) without the loop, which costs it registers.
-  const int refused = n == 1 ? (stage(0) ? -1 : 0) : [&] {
-    for (int i = 0; i < n; ++i) {
-      if (!stage(i)) {
-        return i;
-      }
+  int refused = -1;
+  if (n == 1) {
+    refused = stage(0) ? -1 : 0;
+  } else {
+    for (int i = 0; i < n && refused < 0; ++i) {
+      refused = stage(i) ? -1 : i;
     }
-    return -1;
-  }();
+  }
   if (refused >= 0) [[unlikely]] {
     requests_.give_back(*index);
     return uncovered_buffer(refused, reinterpret_cast<uintptr_t>(data[refused]),
@@ -367,18 +367,17 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
         recvs_to_repost_[q] + 1 == kRecvRepostBatch) [[unlikely]] {
       return handle_completions(k, got);
     }
-    const uint64_t seq = next_recv_seq_[q];
-    const uint16_t index = request_of_seq_[seq & (kCtsRingSlots - 1)];
-    if (!requests_.in_use(index)) [[unlikely]] {
+    const uint16_t index = request_due(q);
+    if (index == kNoRequest) [[unlikely]] {
       return handle_completions(k, got);  // reports it
     }
     RecvRequest& r = requests_[index];
     const uint32_t size = wc.imm_data;
-    if (r.seq != seq || r.count != 1 || r.remaining_qps != 1 || size > r.posted[0] || r.profiled ||
+    if (r.count != 1 || r.remaining_qps != 1 || size > r.posted[0] || r.profiled ||
         !telemetry_.next_completion_quiet()) [[unlikely]] {
       return handle_completions(k, got);
     }
-    next_recv_seq_[q] = seq + recv_seq_step_;
+    next_recv_seq_[q] += recv_seq_step_;
     ++recvs_to_repost_[q];
     r.received[0] = static_cast<int32_t>(size);
     r.remaining_qps = 0;
@@ -405,12 +404,11 @@ ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
       if (q >= nqps_) [[unlikely]] {
         return fail_unexpected_wr_id(wc);
       }
-      const uint64_t seq = next_recv_seq_[q];
-      const uint16_t index = request_of_seq_[seq & (kCtsRingSlots - 1)];
-      if (!requests_.in_use(index) || requests_[index].seq != seq) [[unlikely]] {
-        return fail_unmatched_receive(wc, seq);
+      const uint16_t index = request_due(q);
+      if (index == kNoRequest) [[unlikely]] {
+        return fail_unmatched_receive(wc, next_recv_seq_[q]);
       }
-      next_recv_seq_[q] = seq + recv_seq_step_;
+      next_recv_seq_[q] += recv_seq_step_;
       if (++recvs_to_repost_[q] == kRecvRepostBatch) [[unlikely]] {
         if (ncclResult_t r = repost_receives(q); r != ncclSuccess) {
           return r;

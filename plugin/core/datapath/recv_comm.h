@@ -11,6 +11,7 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,15 @@ class RecvComm final : public ConnectedComm {
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
   // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
+  // The request whose message data QP q delivers next (a QP's receives complete in the order
+  // of the messages it carries), or kNoRequest when no irecv in flight has that sequence. Both
+  // completion loops find their request with it.
+  static constexpr uint16_t kNoRequest = UINT16_MAX;
+  uint16_t request_due(uint8_t q) const noexcept {
+    const uint64_t seq = next_recv_seq_[q];
+    const uint16_t index = request_of_seq_[seq & (kCtsRingSlots - 1)];
+    return requests_.in_use(index) && requests_[index].seq == seq ? index : kNoRequest;
+  }
   ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
   // The last immediate of `r` is in, carrying `bytes` in all: done, and its telemetry. Inline
   // (defined in recv_comm.cpp, used by on_receive only).

@@ -188,8 +188,7 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
     if (size > 0) {
       single_sge_.lkey = mh->lkey;
       single_wr_.num_sge = 1;
-      single_wr_.send_flags =
-          IBV_SEND_SIGNALED | (!mh->gpu_memory() && size <= max_inline_ ? IBV_SEND_INLINE : 0);
+      single_wr_.send_flags = IBV_SEND_SIGNALED | inline_flag(!mh->gpu_memory(), size);
     } else {
       single_wr_.num_sge = 0;
       single_wr_.send_flags = IBV_SEND_SIGNALED;
@@ -232,7 +231,7 @@ void SendComm::add_wr(int w, ibv_wr_opcode opcode, uint64_t local, uint32_t leng
   wr.sg_list = &sge;
   wr.num_sge = length > 0 ? 1 : 0;
   wr.opcode = opcode;
-  wr.send_flags = may_inline && length > 0 && length <= max_inline_ ? IBV_SEND_INLINE : 0;
+  wr.send_flags = inline_flag(may_inline, length);
   wr.wr.rdma.remote_addr = remote;
   wr.wr.rdma.rkey = rkey;
   wr.wr_id = pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), lead, credits.post());
@@ -367,13 +366,11 @@ void SendComm::complete_group(SendRequest& lead) noexcept {
 ncclResult_t SendComm::on_completions(int got) noexcept {
   for (int k = 0; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
-    const uint8_t qp = wr_id_qp(wc.wr_id);
-    const uint16_t index = wr_id_index(wc.wr_id);
-    if (wc.status != IBV_WC_SUCCESS || !wr_id_is(wc.wr_id, WrKind::SendGroup) || qp >= nqps_ ||
-        !requests_.in_use(index)) [[unlikely]] {
+    if (wc.status != IBV_WC_SUCCESS || !names_send_group(wc.wr_id)) [[unlikely]] {
       return handle_completions(k, got);  // reports it
     }
-    SendRequest& lead = requests_[index];
+    const uint8_t qp = wr_id_qp(wc.wr_id);
+    SendRequest& lead = requests_[wr_id_index(wc.wr_id)];
     if (lead.remaining_qps != 1 || lead.group_count != 1 || lead.event.handle != nullptr ||
         !telemetry_.next_completion_quiet()) [[unlikely]] {
       return handle_completions(k, got);
@@ -396,14 +393,11 @@ ncclResult_t SendComm::handle_completions(int first, int got) noexcept {
       return fail_completion(wc);
     }
     // Only signaled WRITE WITH IMMEDIATEs complete here; anything else is a bug or corruption.
-    const uint8_t qp = wr_id_qp(wc.wr_id);
-    const uint16_t index = wr_id_index(wc.wr_id);
-    if (!wr_id_is(wc.wr_id, WrKind::SendGroup) || qp >= nqps_ || !requests_.in_use(index))
-        [[unlikely]] {
+    if (!names_send_group(wc.wr_id)) [[unlikely]] {
       return fail_unexpected_wr_id(wc);
     }
-    credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
-    SendRequest& lead = requests_[index];
+    credits_[wr_id_qp(wc.wr_id)].retire(wr_id_sq_pos(wc.wr_id));
+    SendRequest& lead = requests_[wr_id_index(wc.wr_id)];
     if (--lead.remaining_qps == 0) {
       complete_group(lead);
     }

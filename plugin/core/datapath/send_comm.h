@@ -23,6 +23,7 @@
 #include "core/datapath/send_comm_setup.h"
 #include "core/datapath/send_queue_credits.h"
 #include "core/datapath/size_split.h"
+#include "core/datapath/wr_id.h"
 #include "core/memory/mr_handle.h"
 #include "core/memory/registered_buffer.h"
 #include "telemetry/connection_telemetry.h"
@@ -105,6 +106,17 @@ class SendComm final : public ConnectedComm {
     }
     const int q = qp_of_message(next_seq_, nqps_);
     return {q, q + 1};
+  }
+  // IBV_SEND_INLINE for a payload of `length` bytes that the QPs may copy into the work request
+  // (host memory, 1 to max_inline_ bytes), else 0.
+  unsigned inline_flag(bool host_memory, uint64_t length) const noexcept {
+    return host_memory && length > 0 && length <= max_inline_ ? unsigned{IBV_SEND_INLINE} : 0U;
+  }
+  // Whether a completion's wr_id names a send group of this comm: a SendGroup wr_id, of one of
+  // its QPs, whose request is in use. Both completion loops take only those.
+  bool names_send_group(uint64_t wr_id) const noexcept {
+    return wr_id_is(wr_id, WrKind::SendGroup) && wr_id_qp(wr_id) < nqps_ &&
+           requests_.in_use(wr_id_index(wr_id));
   }
   // Polls the CQ and handles what it finds (connected_comm.h's poll_then).
   ncclResult_t progress() noexcept {
