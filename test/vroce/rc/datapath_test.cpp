@@ -524,6 +524,50 @@ TEST_CASE(
   CHECK(find_mismatch(qdst.data, 64, 9) == -1);
 }
 
+TEST_CASE(
+    "a WRITE WITH IMMEDIATE that finds no receive is RNR NAKed, then lands whole once one is "
+    "posted, in one packet or several",
+    "[datapath][errors]") {
+  QpOptions infinite;
+  infinite.rnr_retry = 7;
+  QpOptions ob;
+  ob.min_rnr_timer = 1;  // 0.01 ms
+  Pair p(infinite, ob);
+  // 64 bytes: one ONLY packet, whose retry must not read as a new message inside one the RNR
+  // left begun. 10000 bytes: FIRST, MIDDLEs, then the LAST is refused and sent again.
+  uint32_t imm = 40;
+  for (size_t size : {size_t{64}, size_t{10000}}) {
+    CAPTURE(size);
+    Buffer src(p.a.pd, size, kRemote);
+    Buffer dst(p.b.pd, size, kRemote);
+    fill_pattern(src.data, size, size);
+    std::memset(dst.data, 0, dst.size);
+    const std::string before = stats_json();
+    REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE_WITH_IMM, imm, {src.sge(0, size)}, IBV_SEND_SIGNALED,
+                      dst.addr(), dst.mr->rkey, imm) == 0);
+    std::this_thread::sleep_for(50ms);
+    post_recv(p.eb, imm, {});
+    ibv_wc s = one(p.ea.send_cq);
+    CHECK(s.status == IBV_WC_SUCCESS);
+    ibv_wc r = one(p.eb.recv_cq);
+    CHECK(r.status == IBV_WC_SUCCESS);
+    CHECK(r.opcode == IBV_WC_RECV_RDMA_WITH_IMM);
+    CHECK(r.byte_len == size);
+    CHECK(ntohl(r.imm_data) == imm);
+    CHECK(find_mismatch(dst.data, size, size) == -1);
+    CHECK(stat(stats_json(), "rnr_naks_sent") > stat(before, "rnr_naks_sent"));
+    ++imm;
+  }
+  // The QP is still usable: one more WRITE WITH IMMEDIATE, its receive posted first.
+  Buffer src(p.a.pd, 8, kRemote);
+  Buffer dst(p.b.pd, 8, kRemote);
+  post_recv(p.eb, 50, {});
+  REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE_WITH_IMM, 50, {src.sge(0, 8)}, IBV_SEND_SIGNALED,
+                    dst.addr(), dst.mr->rkey, 50) == 0);
+  CHECK(one(p.ea.send_cq).status == IBV_WC_SUCCESS);
+  CHECK(one(p.eb.recv_cq).status == IBV_WC_SUCCESS);
+}
+
 TEST_CASE("a bad lkey completes with LOC_PROT_ERR and flushes the rest", "[datapath][errors]") {
   Pair p;
   Buffer src(p.a.pd, 64, kRemote);

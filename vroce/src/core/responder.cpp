@@ -159,6 +159,14 @@ bool execute_write(Engine& engine, Qp& qp, const wire::PacketView& packet) {
   Responder& s = qp.tp.resp;
   const wire::OpcodeTraits& t = *packet.traits;
   const wire::Bth& bth = packet.headers.bth;
+  const bool ends = t.ends_message();
+  // The immediate of a WRITE WITH IMMEDIATE needs a receive WQE. Without one, RNR NAK before
+  // anything of the packet is taken: the requester sends the same packet again, and an ONLY
+  // packet must then find no message begun (else the retry reads as a new message inside one).
+  if (ends && t.consumes_rwqe && !recv_wqe_available(qp)) {
+    owe_rnr(qp, bth.psn);
+    return false;
+  }
   uint32_t access = qp.attrs.qp_access_flags;
   if (t.starts_message()) {
     if ((access & IBV_ACCESS_REMOTE_WRITE) == 0) {
@@ -188,14 +196,9 @@ bool execute_write(Engine& engine, Qp& qp, const wire::PacketView& packet) {
               "RDMA WRITE packets carry more bytes than its RETH announced");
     return false;
   }
-  bool ends = t.ends_message();
   if (ends && s.offset + packet.payload.size() != s.write_length) {
     fatal_nak(engine, qp, bth.psn, wire::NakCode::InvalidRequest, IBV_EVENT_QP_REQ_ERR,
               "RDMA WRITE ended before the length its RETH announced");
-    return false;
-  }
-  if (ends && t.consumes_rwqe && !recv_wqe_available(qp)) {
-    owe_rnr(qp, bth.psn);
     return false;
   }
   KeyError error = place_remote(qp.device->keys(), qp.pd, s.write_rkey, s.write_va + s.offset,
