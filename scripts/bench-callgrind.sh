@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Counts the CPU instructions the plugin executes per message, with callgrind, collecting only
-# the plugin's own code: the self cost of every function in libnccl-net-roce.so (libc, libibverbs
-# and vroce excluded), inside roce-bench's timed region only. roce-bench zeroes callgrind's
-# counters when its timed iterations begin and dumps them when they end (client requests), so
-# connection setup, registration, warm-up and verification are not in the figure.
+# the plugin's own code: the self cost of every function in libnccl-net-roce.so, or in the
+# --plugin file (libc, libibverbs and vroce excluded), inside roce-bench's timed region only.
+# roce-bench zeroes callgrind's counters when its timed iterations begin and dumps them when they
+# end (client requests), so connection setup, registration, warm-up and verification are not in
+# the figure.
 #
 # Two ranks run in roce-bench's cluster mode, each under callgrind on its own vroce device.
 # roce-bench sleeps between polls that find nothing (--poll-sleep-us), so idle polling does not
@@ -14,15 +15,20 @@
 #
 # usage: scripts/bench-callgrind.sh [--build DIR] [--api vN] [--size BYTES] [--messages N]
 #                                   [--modes pingpong,bw] [--sleep-us N] [--keep DIR]
+#                                   [--plugin PATH] [--vroce-sysfs]
 #   --sleep-us N   pause between polls that find nothing (default 200)
 #   --keep DIR     keep the callgrind files (callgrind_annotate DIR/*.out.1 shows the hot spots)
+#   --plugin PATH  count another ncclNet plugin's own code instead (its .so file's instructions),
+#                  such as net_ib built as nccl-rdma-sharp-plugins' libnccl-net.so
+#   --vroce-sysfs  give each rank vroce's sysfs as /sys/class (roce-bench --vroce-sysfs; root):
+#                  net_ib reads /sys/class/infiniband itself
 # Environment: ROCE_CG_ADDRESSES="127.0.5.240,127.0.5.241" (the two vroce device addresses);
 # ROCE_BENCH, ROCE_PLUGIN, ROCE_VROCE_LIB override the files taken from the build folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,21p' "$0" >&2
+  sed -n '2,26p' "$0" >&2
   exit 2
 }
 
@@ -33,6 +39,8 @@ messages=1000
 modes=pingpong,bw
 sleep_us=200
 keep=""
+plugin_option=""
+sysfs=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -42,6 +50,8 @@ while [[ $# -gt 0 ]]; do
     --modes) modes=$2; shift 2 ;;
     --sleep-us) sleep_us=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --plugin) plugin_option=$2; shift 2 ;;
+    --vroce-sysfs) sysfs=(--vroce-sysfs); shift ;;
     -h | --help) usage ;;
     *) echo "bench-callgrind: unknown argument '$1'" >&2; usage ;;
   esac
@@ -56,7 +66,7 @@ if [[ -z $build ]]; then
   done
 fi
 bench=${ROCE_BENCH:-${build:-build/release}/bin/roce-bench}
-plugin=${ROCE_PLUGIN:-${build:-build/release}/lib/libnccl-net-roce.so}
+plugin=${plugin_option:-${ROCE_PLUGIN:-${build:-build/release}/lib/libnccl-net-roce.so}}
 vroce=${ROCE_VROCE_LIB:-${build:-build/release}/vroce/lib/libibverbs.so.1}
 for f in "$bench" "$plugin" "$vroce"; do
   if [[ ! -e $f ]]; then
@@ -66,6 +76,9 @@ for f in "$bench" "$plugin" "$vroce"; do
   fi
 done
 command -v valgrind >/dev/null || { echo "bench-callgrind: valgrind is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+
+# The object whose instructions are counted: the plugin's file as the ranks load it.
+object=$(basename "$(realpath "$plugin")")
 
 IFS=, read -r addr0 addr1 <<<"${ROCE_CG_ADDRESSES:-127.0.5.240,127.0.5.241}"
 work=$(mktemp -d /tmp/rb-callgrind.XXXXXX)
@@ -91,12 +104,16 @@ run() {
   local mode=$1 port
   port=$(free_port)
   local common=(-m "$mode" -b "$size" -e "$size" -n "$messages" -w 10 --api "$api"
-    --poll-sleep-us "$sleep_us" --timeout 600 --nranks 2 --rendezvous "$addr0:$port")
+    --poll-sleep-us "$sleep_us" --timeout 600 --nranks 2 --rendezvous "$addr0:$port"
+    "${sysfs[@]+"${sysfs[@]}"}")
   pids=()
   for rank in 0 1; do
     local addr=$addr0
     [[ $rank == 1 ]] && addr=$addr1
+    # Ours loads NCCL_IBVERBS_LIB; a plugin linked to libibverbs.so.1 (net_ib) finds vroce's
+    # through LD_LIBRARY_PATH.
     VROCE_DEVICES="cg$rank=$addr" NCCL_IB_HCA="=cg$rank" NCCL_IBVERBS_LIB="$(realpath "$vroce")" \
+      LD_LIBRARY_PATH="$(dirname "$(realpath "$vroce")")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       valgrind --tool=callgrind --callgrind-out-file="$work/$mode.rank$rank.out" \
       "$bench" "${common[@]}" --rank "$rank" --plugin "$(realpath "$plugin")" \
       --json="$work/$mode.json" >"$work/$mode.rank$rank.log" 2>&1 &
@@ -131,13 +148,13 @@ for mode in "${mode_list[@]}"; do
   run "$mode"
 done
 
-python3 - "$work" "$messages" "${mode_list[@]}" <<'PY'
+python3 - "$work" "$messages" "$object" "${mode_list[@]}" <<'PY'
 import json, subprocess, sys
-work, n, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+work, n, obj, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 tool = "scripts/callgrind-object-ir.py"
 
 def plugin_ir(mode, rank):
-    out = subprocess.run([sys.executable, tool, "--json", "--top", "5", "libnccl-net-roce.so",
+    out = subprocess.run([sys.executable, tool, "--json", "--top", "5", obj,
                           f"{work}/{mode}.rank{rank}.out.1"],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)[0]

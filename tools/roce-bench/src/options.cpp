@@ -578,9 +578,10 @@ Ranks:
                      No vroce setup is applied (real NICs, NCCL_IB_HCA as set).
   --rendezvous HOST:PORT  (launcher) where rank 0 listens (default 127.0.0.1:0)
   --ibverbs PATH     libibverbs for the ranks (NCCL_IBVERBS_LIB; default: vroce of this build)
-  --vroce-sysfs      (launcher) each rank sees vroce's fake sysfs as /sys/class, in a private
-                     mount namespace (root; for plugins that read sysfs, like NCCL's IB
-                     transport built as a plugin); ignored in cluster mode
+  --vroce-sysfs      each rank sees vroce's fake sysfs as /sys/class, in a private mount
+                     namespace (root; for plugins that read sysfs, like NCCL's IB transport
+                     built as a plugin); a rank started with --rank writes its own tree, from
+                     VROCE_DEVICES and --ibverbs
 
 Tensor parallelism (--mode tp; --nranks, or --tp, is the TP degree):
   --model NAME       preset: llama3-8b, llama3-70b (default), llama3-405b, mixtral-8x7b,

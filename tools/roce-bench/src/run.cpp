@@ -13,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "allreduce.h"
@@ -34,6 +35,7 @@
 #include "report.h"
 #include "sweep.h"
 #include "tp_mode.h"
+#include "vroce_sysfs.h"
 
 #ifndef ROCE_BENCH_VERSION
 #define ROCE_BENCH_VERSION "0.0.0"
@@ -43,6 +45,16 @@ namespace roce::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The value of environment variable `name`, which a rank started by hand needs for --vroce-sysfs
+// (`what`: what it is, for the error).
+std::string required_env(const char* name, const char* what) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    throw UsageError(std::string("--vroce-sysfs with --rank needs ") + name + " (" + what + ")");
+  }
+  return value;
+}
 
 // --compare-raw alternates the two paths in this many blocks per size.
 constexpr int kCompareBlocks = 10;
@@ -188,6 +200,13 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   if (!options.ibverbs_path.empty()) {
     // The plugin loads libibverbs from NCCL_IBVERBS_LIB: make it the same library as --raw's.
     setenv("NCCL_IBVERBS_LIB", options.ibverbs_path.c_str(), 1);
+  }
+  // --vroce-sysfs: the launcher has already put the ranks it starts in their sysfs; a rank
+  // started by hand does it itself, while it is still single-threaded.
+  std::optional<OwnVroceSysfs> own_sysfs;
+  if (options.vroce_sysfs && std::getenv(kLaunchedEnv) == nullptr) {
+    own_sysfs.emplace(required_env("VROCE_DEVICES", "vroce's device for this rank"),
+                      required_env("NCCL_IBVERBS_LIB", "vroce's libibverbs: pass --ibverbs"));
   }
 
   int listen_fd = -1;

@@ -20,4 +20,19 @@ void write_vroce_sysfs(const std::string& root, const std::string& vroce_devices
 // /sys/class. Returns "" on success, else what failed and how to fix it.
 std::string enter_vroce_sysfs(const std::string& root);
 
+// A rank started by hand (cluster mode, --rank) has no launcher to do the above for it: this
+// writes the tree of the rank's own VROCE_DEVICES into a new temporary folder and enters it.
+// Construct it before anything starts a thread (a mount namespace is per thread group only
+// while there is one thread). Throws BenchError naming the cause; removes the folder when done.
+class OwnVroceSysfs {
+ public:
+  OwnVroceSysfs(const std::string& vroce_devices, const std::string& ibverbs_lib);
+  ~OwnVroceSysfs();
+  OwnVroceSysfs(const OwnVroceSysfs&) = delete;
+  OwnVroceSysfs& operator=(const OwnVroceSysfs&) = delete;
+
+ private:
+  std::string dir_;
+};
+
 }  // namespace roce::bench
