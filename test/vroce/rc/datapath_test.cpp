@@ -534,7 +534,7 @@ TEST_CASE(
   ob.min_rnr_timer = 1;  // 0.01 ms
   Pair p(infinite, ob);
   // 64 bytes: one ONLY packet, whose retry must not read as a new message inside one the RNR
-  // left begun. 10000 bytes: FIRST, MIDDLEs, then the LAST is refused and sent again.
+  // left begun. 10000 bytes: FIRST, MIDDLE, then the LAST is refused and sent again.
   uint32_t imm = 40;
   for (size_t size : {size_t{64}, size_t{10000}}) {
     CAPTURE(size);

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "errors.h"
@@ -43,6 +43,8 @@ std::vector<VroceDevice> device_list() {
   return *devices;
 }
 
+}  // namespace
+
 std::string vroce_library(const Options& options) {
   if (!options.ibverbs_path.empty()) {
     return options.ibverbs_path;
@@ -59,6 +61,8 @@ std::string vroce_library(const Options& options) {
   return path;
 }
 
+namespace {
+
 [[noreturn]] void exec_rank(const std::vector<std::string>& args, int rank, int nranks,
                             const std::string& address, int listen_fd, const RankEnvironment& env,
                             const std::string& sysfs_root, pid_t parent) {
@@ -73,7 +77,6 @@ std::string vroce_library(const Options& options) {
       std::fprintf(stderr, "roce-bench: rank %d: --vroce-sysfs: %s\n", rank, error.c_str());
       _exit(kExitFailure);
     }
-    unsetenv("VROCE_SYSFS_ROOT");  // the tree is written; the rank must not rewrite it
   }
   setenv("VROCE_DEVICES", env.vroce_devices.c_str(), 1);
   setenv("NCCL_IB_HCA", env.nccl_ib_hca.c_str(), 1);
@@ -154,17 +157,15 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
     envs.push_back(rank_environment(devices, r, options.nranks, library));
   }
   // --vroce-sysfs: one tree per rank (each rank's vroce lists only its own device).
-  std::string sysfs_dir;
+  // The folder goes when this returns, after the ranks (and their namespaces) are gone; the host
+  // never saw the mounts.
+  std::optional<VroceSysfsFolder> sysfs_folder;
   std::vector<std::string> sysfs_roots(static_cast<std::size_t>(options.nranks));
   if (options.vroce_sysfs) {
-    char dir[] = "/tmp/roce-bench-sysfs.XXXXXX";
-    if (mkdtemp(dir) == nullptr) {
-      throw BenchError(std::string("--vroce-sysfs: mkdtemp: ") + std::strerror(errno));
-    }
-    sysfs_dir = dir;
+    sysfs_folder.emplace();
     for (int r = 0; r < options.nranks; ++r) {
       auto& root = sysfs_roots[static_cast<std::size_t>(r)];
-      root = sysfs_dir + "/rank" + std::to_string(r);
+      root = sysfs_folder->path() + "/rank" + std::to_string(r);
       write_vroce_sysfs(root, envs[static_cast<std::size_t>(r)].vroce_devices, library);
     }
   }
@@ -258,11 +259,6 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
       }
       break;
     }
-  }
-  if (!sysfs_dir.empty()) {
-    // The ranks are gone and their namespaces with them; the host never saw the mounts.
-    std::error_code ignored;
-    std::filesystem::remove_all(sysfs_dir, ignored);
   }
   if (!json_mark.empty()) {
     if (access(json_mark.c_str(), F_OK) == 0) {

@@ -24,4 +24,8 @@ inline constexpr const char* kJsonMarkEnv = "ROCE_BENCH_JSON_WRITTEN";
 // Returns the exit status for the whole run.
 int launch_ranks(const Options& options, const std::vector<std::string>& args);
 
+// The libibverbs the ranks load: --ibverbs, else NCCL_IBVERBS_LIB, else vroce's beside this
+// program. Throws BenchError when there is none.
+std::string vroce_library(const Options& options);
+
 }  // namespace roce::bench

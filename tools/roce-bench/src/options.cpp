@@ -581,7 +581,7 @@ Ranks:
   --vroce-sysfs      each rank sees vroce's fake sysfs as /sys/class, in a private mount
                      namespace (root; for plugins that read sysfs, like NCCL's IB transport
                      built as a plugin); a rank started with --rank writes its own tree, from
-                     VROCE_DEVICES and --ibverbs
+                     VROCE_DEVICES
 
 Tensor parallelism (--mode tp; --nranks, or --tp, is the TP degree):
   --model NAME       preset: llama3-8b, llama3-70b (default), llama3-405b, mixtral-8x7b,

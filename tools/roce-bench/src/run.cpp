@@ -46,12 +46,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The value of environment variable `name`, which a rank started by hand needs for --vroce-sysfs
-// (`what`: what it is, for the error).
-std::string required_env(const char* name, const char* what) {
-  const char* value = std::getenv(name);
+// VROCE_DEVICES, which a rank started by hand needs for --vroce-sysfs: its own vroce device.
+std::string own_vroce_devices() {
+  const char* value = std::getenv("VROCE_DEVICES");
   if (value == nullptr || *value == '\0') {
-    throw UsageError(std::string("--vroce-sysfs with --rank needs ") + name + " (" + what + ")");
+    throw UsageError(
+        "--vroce-sysfs with --rank needs VROCE_DEVICES (vroce's device for this rank)");
   }
   return value;
 }
@@ -205,8 +205,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   // started by hand does it itself, while it is still single-threaded.
   std::optional<OwnVroceSysfs> own_sysfs;
   if (options.vroce_sysfs && std::getenv(kLaunchedEnv) == nullptr) {
-    own_sysfs.emplace(required_env("VROCE_DEVICES", "vroce's device for this rank"),
-                      required_env("NCCL_IBVERBS_LIB", "vroce's libibverbs: pass --ibverbs"));
+    own_sysfs.emplace(own_vroce_devices(), vroce_library(options));
   }
 
   int listen_fd = -1;

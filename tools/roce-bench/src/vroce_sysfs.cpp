@@ -81,32 +81,29 @@ std::string enter_vroce_sysfs(const std::string& root) {
     return std::string("mount -t overlay -o ") + options + " /sys/class: " + std::strerror(errno) +
            " (the kernel needs overlayfs)";
   }
+  unsetenv("VROCE_SYSFS_ROOT");
   return "";
 }
 
-OwnVroceSysfs::OwnVroceSysfs(const std::string& vroce_devices, const std::string& ibverbs_lib) {
+VroceSysfsFolder::VroceSysfsFolder() {
   char dir[] = "/tmp/roce-bench-sysfs.XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     throw BenchError(std::string("--vroce-sysfs: mkdtemp: ") + std::strerror(errno));
   }
-  dir_ = dir;
-  try {
-    const std::string root = dir_ + "/rank";
-    write_vroce_sysfs(root, vroce_devices, ibverbs_lib);
-    if (const std::string error = enter_vroce_sysfs(root); !error.empty()) {
-      throw BenchError("--vroce-sysfs: " + error);
-    }
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-    throw;
-  }
-  unsetenv("VROCE_SYSFS_ROOT");  // the tree is written; this rank's vroce must not rewrite it
+  path_ = dir;
 }
 
-OwnVroceSysfs::~OwnVroceSysfs() {
+VroceSysfsFolder::~VroceSysfsFolder() {
   std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
+  std::filesystem::remove_all(path_, ignored);
+}
+
+OwnVroceSysfs::OwnVroceSysfs(const std::string& vroce_devices, const std::string& ibverbs_lib) {
+  const std::string root = folder_.path() + "/rank";
+  write_vroce_sysfs(root, vroce_devices, ibverbs_lib);
+  if (const std::string error = enter_vroce_sysfs(root); !error.empty()) {
+    throw BenchError("--vroce-sysfs: " + error);
+  }
 }
 
 }  // namespace roce::bench

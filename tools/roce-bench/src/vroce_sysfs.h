@@ -16,23 +16,35 @@ namespace roce::bench {
 void write_vroce_sysfs(const std::string& root, const std::string& vroce_devices,
                        const std::string& ibverbs_lib);
 
-// In a freshly forked, single-threaded child: a private mount namespace with root/class over
-// /sys/class. Returns "" on success, else what failed and how to fix it.
+// In a single-threaded process (a freshly forked child, or a rank started by hand before it
+// starts a thread): a private mount namespace with root/class over /sys/class, and
+// VROCE_SYSFS_ROOT unset (the tree is written; the rank's vroce must not rewrite it). Returns ""
+// on success, else what failed and how to fix it.
 std::string enter_vroce_sysfs(const std::string& root);
 
-// A rank started by hand (cluster mode, --rank) has no launcher to do the above for it: this
-// writes the tree of the rank's own VROCE_DEVICES into a new temporary folder and enters it.
-// Construct it before anything starts a thread (a mount namespace is per thread group only
-// while there is one thread). Throws BenchError naming the cause; removes the folder when done.
+// A new temporary folder for the trees (/tmp/roce-bench-sysfs.XXXXXX), removed with everything
+// in it when this goes, on every way out. Throws BenchError when it cannot be made.
+class VroceSysfsFolder {
+ public:
+  VroceSysfsFolder();
+  ~VroceSysfsFolder();
+  VroceSysfsFolder(const VroceSysfsFolder&) = delete;
+  VroceSysfsFolder& operator=(const VroceSysfsFolder&) = delete;
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A rank started by hand (cluster mode, --rank) has no launcher to set up its tree: this writes
+// the tree of the rank's own VROCE_DEVICES into a new folder and enters it. Construct it before
+// anything starts a thread. Throws BenchError naming the cause; removes the folder when done.
 class OwnVroceSysfs {
  public:
   OwnVroceSysfs(const std::string& vroce_devices, const std::string& ibverbs_lib);
-  ~OwnVroceSysfs();
-  OwnVroceSysfs(const OwnVroceSysfs&) = delete;
-  OwnVroceSysfs& operator=(const OwnVroceSysfs&) = delete;
 
  private:
-  std::string dir_;
+  VroceSysfsFolder folder_;
 };
 
 }  // namespace roce::bench
