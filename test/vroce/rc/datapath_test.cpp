@@ -545,7 +545,14 @@ TEST_CASE(
     const std::string before = stats_json();
     REQUIRE(post_send(p.ea, IBV_WR_RDMA_WRITE_WITH_IMM, imm, {src.sge(0, size)}, IBV_SEND_SIGNALED,
                       dst.addr(), dst.mr->rkey, imm) == 0);
-    std::this_thread::sleep_for(50ms);
+    // The receive goes up only once the write has been refused at least once, however slow the
+    // machine: the retry after it is what this test is about.
+    const auto rnr_naks = [&] { return stat(stats_json(), "rnr_naks_sent"); };
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (rnr_naks() == stat(before, "rnr_naks_sent") &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
     post_recv(p.eb, imm, {});
     ibv_wc s = one(p.ea.send_cq);
     CHECK(s.status == IBV_WC_SUCCESS);
@@ -555,7 +562,7 @@ TEST_CASE(
     CHECK(r.byte_len == size);
     CHECK(ntohl(r.imm_data) == imm);
     CHECK(find_mismatch(dst.data, size, size) == -1);
-    CHECK(stat(stats_json(), "rnr_naks_sent") > stat(before, "rnr_naks_sent"));
+    CHECK(rnr_naks() > stat(before, "rnr_naks_sent"));
     ++imm;
   }
   // The QP is still usable: one more WRITE WITH IMMEDIATE, its receive posted first.
