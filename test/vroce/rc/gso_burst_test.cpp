@@ -1,7 +1,7 @@
 // How vroce's transmit batch becomes UDP GSO sends (core/gso_burst.h), without a socket: which
-// runs burst (one route, one length but the last, at most 8, over IPv4 consecutive PSNs of one
-// QP direction from a multiple of 8, never a CNP), and that segment j's ICRC is the one over an
-// IPv4 header carrying ID j, as the kernel sends it.
+// runs burst (one route, one length but the last, at most 8, never a CNP; the PSNs do not
+// matter), and that segment j's ICRC is the one over an IPv4 header carrying ID j, as the kernel
+// sends it.
 #include "core/gso_burst.h"
 
 #include <arpa/inet.h>
@@ -140,26 +140,27 @@ uint32_t icrc_over_header(const wire::FlowAddress& flow, const uint8_t* udp_payl
 
 }  // namespace
 
-TEST_CASE("an aligned run of one QP bursts by 8, each segment sealed for IPv4 ID PSN % 8",
-          "[gso]") {
+TEST_CASE("a run bursts by 8 wherever it starts, segment j sealed for IPv4 ID j", "[gso]") {
   const Route to = route_v4(0x7F00000C);
   Batch b;
-  for (uint32_t psn = 0xFFFFF8; psn != 0x00000A; psn = (psn + 1) & 0xFFFFFF) {
-    b.add(to, wire::Opcode::WriteMiddle, psn, 1024);  // across the 2^24 wrap
+  for (uint32_t psn = 0xFFFFF5; psn != 0x00000A; psn = (psn + 1) & 0xFFFFFF) {
+    b.add(to, wire::Opcode::WriteMiddle, psn, 1024);  // across the 2^24 wrap, from PSN % 8 = 5
   }
+  const auto unpatched = b.bytes;
   GsoBursts bursts;
   const auto out = b.form(bursts);
-  REQUIRE(shape(out) == std::vector<size_t>{8, 8, 2});
+  REQUIRE(shape(out) == std::vector<size_t>{8, 8, 5});
+  size_t index = 0;
   for (const OutDatagram& d : out) {
     CHECK(d.segment_size == 12 + 1024 + 4);
     CHECK(d.dst == &to.dst);
     CHECK(d.traffic_class == 106);
-    for (size_t j = 0; j < d.segment_count; ++j) {
+    for (size_t j = 0; j < d.segment_count; ++j, ++index) {
       const auto& seg = d.segments[j];
       const auto* p = static_cast<const uint8_t*>(seg.iov_base);
-      const uint32_t psn = wire::bth_psn(p);
-      CAPTURE(psn);
-      CHECK(psn % 8 == j);
+      CAPTURE(wire::bth_psn(p), j);
+      // Segment 0 leaves with ID 0, as a datagram alone: its ICRC as built.
+      CHECK((b.bytes[index] == unpatched[index]) == (j == 0));
       // Exact on the wire: the ICRC over the header the kernel gives segment j (ID j).
       CHECK(wire::icrc_stored(wire::ByteSpan(p, seg.iov_len)) ==
             icrc_over_header(to.flow, p, seg.iov_len, static_cast<uint16_t>(j)));
@@ -171,36 +172,40 @@ TEST_CASE("an aligned run of one QP bursts by 8, each segment sealed for IPv4 ID
   }
 }
 
-TEST_CASE("packets before the next multiple of 8 leave alone, with ID 0", "[gso]") {
+TEST_CASE("a message leaves in the same bursts from any initial PSN", "[gso]") {
+  // 64 KiB as 16 packets of 4096 bytes. The FIRST (with a RETH) is longer than a MIDDLE, so it
+  // takes one MIDDLE along as its shorter last segment; then 8 and 5 MIDDLEs; the LAST (with the
+  // immediate) is longer again and leaves alone. Four sends from every PSN: while bursts had to
+  // start at a multiple of 8, this took 4 to 9 depending on the QP's initial PSN.
   const Route to = route_v4(0x7F00000C);
-  Batch b;
-  for (uint32_t psn = 5; psn < 15; ++psn) {
-    b.add(to, wire::Opcode::WriteMiddle, psn, 256);
-  }
-  const auto unpatched = b.bytes;
   GsoBursts bursts;
-  const auto out = b.form(bursts);
-  CHECK(shape(out) == std::vector<size_t>{1, 1, 1, 7});
-  for (size_t i = 0; i < 3; ++i) {
-    CHECK(b.bytes[i] == unpatched[i]);
+  for (uint32_t first = 0x000100; first < 0x000108; ++first) {
+    CAPTURE(first);
+    Batch b;
+    b.add(to, wire::Opcode::WriteFirst, first, 4096);
+    for (uint32_t k = 1; k < 15; ++k) {
+      b.add(to, wire::Opcode::WriteMiddle, first + k, 4096);
+    }
+    b.add(to, wire::Opcode::WriteLastImm, first + 15, 4096);
+    CHECK(shape(b.form(bursts)) == std::vector<size_t>{2, 8, 5, 1});
   }
-  CHECK(b.bytes[3] == unpatched[3]);  // PSN 8: ID 0, the ICRC unchanged
-  CHECK(b.bytes[4] != unpatched[4]);  // PSN 9: ID 1
 }
 
 TEST_CASE("only the last packet of a burst may be shorter", "[gso]") {
   const Route to = route_v4(0x7F00000C);
   Batch b;
-  b.add(to, wire::Opcode::WriteFirst, 15, 1024);  // unaligned: alone (and 16 bytes of RETH longer)
-  b.add(to, wire::Opcode::WriteMiddle, 16, 1024);
+  b.add(to, wire::Opcode::WriteFirst, 15, 1024);   // 16 bytes of RETH longer than a MIDDLE
+  b.add(to, wire::Opcode::WriteMiddle, 16, 1024);  // shorter: the FIRST's burst ends with it
   b.add(to, wire::Opcode::WriteMiddle, 17, 1024);
-  b.add(to, wire::Opcode::WriteLast, 18, 100);  // ends the burst
+  b.add(to, wire::Opcode::WriteLast, 18, 100);  // shorter: ends the burst
   b.add(to, wire::Opcode::WriteFirst, 19, 1024);
   GsoBursts bursts;
   auto out = b.form(bursts);
-  CHECK(shape(out) == std::vector<size_t>{1, 3, 1});
+  CHECK(shape(out) == std::vector<size_t>{2, 2, 1});
+  CHECK(out[0].segment_size == 12 + 16 + 1024 + 4);
+  CHECK(datagrams_of(out[0])[1].second == 12 + 1024 + 4);
   CHECK(out[1].segment_size == 12 + 1024 + 4);
-  CHECK(datagrams_of(out[1])[2].second == 12 + 100 + 4);
+  CHECK(datagrams_of(out[1])[1].second == 12 + 100 + 4);
 
   Batch longer;  // a longer packet after the first does not join
   longer.add(to, wire::Opcode::WriteMiddle, 24, 256);
@@ -209,7 +214,7 @@ TEST_CASE("only the last packet of a burst may be shorter", "[gso]") {
   CHECK(shape(out) == std::vector<size_t>{1, 1});
 }
 
-TEST_CASE("another route, QP, direction, a PSN gap or a CNP ends a burst", "[gso]") {
+TEST_CASE("another route or a CNP ends a burst; another QP, direction or PSN does not", "[gso]") {
   const Route to = route_v4(0x7F00000C);
   const Route other = route_v4(0x7F00000D);
   GsoBursts bursts;
@@ -235,18 +240,22 @@ TEST_CASE("another route, QP, direction, a PSN gap or a CNP ends a burst", "[gso
        [](Batch& b, const Route& t, const Route&) {
          b.add(t, wire::Opcode::WriteMiddle, 9, 512, 0x42, 106, 3);
        }},
-      {"another QP",
+      {"a CNP",
        {1, 1},
+       [](Batch& b, const Route& t, const Route&) { b.add(t, wire::Opcode::Cnp, 0, 0); }},
+      // The ID is the segment's place in the burst, so packets of other QPs may share one.
+      {"another QP",
+       {2},
        [](Batch& b, const Route& t, const Route&) {
          b.add(t, wire::Opcode::WriteMiddle, 9, 512, 0x43);
        }},
       {"a response after a request",
-       {1, 1},
+       {2},
        [](Batch& b, const Route& t, const Route&) {
          b.add(t, wire::Opcode::ReadResponseMiddle, 9, 512);
        }},
       {"a PSN gap",
-       {1, 1},
+       {2},
        [](Batch& b, const Route& t, const Route&) {
          b.add(t, wire::Opcode::WriteMiddle, 10, 512);
        }},

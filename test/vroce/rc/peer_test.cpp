@@ -84,8 +84,8 @@ TEST_CASE("two processes: every opcode from 0 B to 64 MiB, data verified", "[pee
 namespace {
 
 // The opcodes scenario up to 4 MiB (RDMA WRITEs and READ responses of 4 MiB, SENDs of 64 KiB)
-// from a PSN that is not a multiple of 8 and crosses the 2^24 wrap: the first packets up to a
-// block boundary leave alone, the rest in GSO bursts whose segments carry IDs PSN % 8.
+// from a PSN that is not a multiple of 8 and crosses the 2^24 wrap, in GSO bursts whose
+// segments carry IDs 0..7 by their place in the burst, not by their PSN.
 PairResult opcodes_across_psn_wrap(const std::vector<std::string>& env,
                                    const std::vector<std::string>& responder_only = {}) {
   PairSpec spec;

@@ -1,6 +1,6 @@
 // The IPv4 ID of UDP GSO bursts (wire/icrc.h): the ID delta against a full ICRC computed over an
-// IPv4 header that carries the ID, for several lengths and IDs, and the receiver's two candidates
-// (ID 0, and ID PSN % 8 when that is not 0) in parse_packet.
+// IPv4 header that carries the ID, for several lengths and IDs, and the receiver's candidates
+// (IDs 0..7, a segment's place in its burst, whatever its PSN) in parse_packet.
 #include <catch2/catch.hpp>
 
 #include "pcap_writer.h"
@@ -82,34 +82,30 @@ TEST_CASE("icrc: the ID delta gives the ICRC over a header carrying that IPv4 ID
   }
 }
 
-TEST_CASE("icrc: segment j of a burst carries ID PSN % 8, also across the PSN wrap",
-          "[wire][icrc][gso]") {
-  CHECK(kBurstPsnBlock == 8);
-  CHECK(burst_ipv4_id(0) == 0);
-  CHECK(burst_ipv4_id(0x123457) == 7);
-  CHECK(burst_ipv4_id(0xFFFFF8) == 0);
-  CHECK(burst_ipv4_id(0xFFFFFF) == 7);
-  // 2^24 is a multiple of the block, so a block never straddles the wrap.
-  CHECK((std::uint32_t{1} << 24) % kBurstPsnBlock == 0);
-}
-
-TEST_CASE("parse: IPv4 accepts the ICRC for ID 0 or for ID PSN % 8, nothing else",
+TEST_CASE("parse: IPv4 accepts the ICRC for IDs 0 to 7 whatever the PSN, nothing else",
           "[wire][packet][gso]") {
+  CHECK(kMaxBurstSegments == 8);
   const FlowAddress flow = test::test_flow_v4();
-  for (const std::uint32_t first : {std::uint32_t{0x123450}, std::uint32_t{0xFFFFF8}}) {
-    for (std::uint32_t j = 0; j < kBurstPsnBlock; ++j) {
+  // A burst may start at any PSN, so the ID says nothing about the PSN: every PSN of a block,
+  // also across the 2^24 wrap, takes every ID below 8 and no other.
+  for (const std::uint32_t first : {std::uint32_t{0x123450}, std::uint32_t{0xFFFFFB}}) {
+    for (std::uint32_t j = 0; j < 8; ++j) {
       const std::uint32_t psn = (first + j) & 0xFFFFFF;
       CAPTURE(psn);
-      const auto plain = write_middle(flow, psn, 1024);
-      CHECK(parse_packet(plain, verify(flow)).ok());  // ID 0: always
-      for (std::uint16_t id = 1; id < 16; ++id) {
-        auto pkt = plain;
-        patch_for_id(pkt, id);
-        const bool expected = id == j;
-        CAPTURE(id);
-        CHECK(parse_packet(pkt, verify(flow)).ok() == expected);
-        if (!expected) {
-          CHECK(parse_packet(pkt, verify(flow)).error == ParseError::BadIcrc);
+      for (const std::size_t payload : {std::size_t{0}, std::size_t{1024}, std::size_t{4096}}) {
+        CAPTURE(payload);
+        const auto plain = write_middle(flow, psn, payload);
+        CHECK(parse_packet(plain, verify(flow)).ok());  // ID 0: a datagram sent alone
+        for (const int id_value : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 0x100, 0xFFFF}) {
+          auto pkt = plain;
+          const auto id = static_cast<std::uint16_t>(id_value);
+          patch_for_id(pkt, id);
+          const bool expected = id < kMaxBurstSegments;
+          CAPTURE(id);
+          CHECK(parse_packet(pkt, verify(flow)).ok() == expected);
+          if (!expected) {
+            CHECK(parse_packet(pkt, verify(flow)).error == ParseError::BadIcrc);
+          }
         }
       }
     }

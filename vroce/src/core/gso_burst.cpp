@@ -4,27 +4,19 @@
 #include <cstring>
 
 #include "wire/byte_order.h"
-#include "wire/headers.h"
 #include "wire/icrc.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
-#include "wire/psn.h"
 
 namespace vroce::transport {
 namespace {
 
 // A burst is one UDP datagram before the kernel splits it.
-static_assert(wire::kBurstPsnBlock * wire::kMaxPacketSize <= 65507);
+static_assert(wire::kMaxBurstSegments * wire::kMaxPacketSize <= 65507);
 
-// The BTH fields a burst is formed by (every packet the engine built has a BTH).
-uint32_t dest_qp_of(const TxPacket& p) noexcept {
-  return wire::bth_dest_qp(p.data);
-}
-uint32_t psn_of(const TxPacket& p) noexcept {
-  return wire::bth_psn(p.data);
-}
-const wire::OpcodeTraits& traits_of(const TxPacket& p) noexcept {
-  return wire::opcode_traits(p.data[0]);
+// CNPs never burst (every packet the engine built has a BTH).
+bool is_cnp(const TxPacket& p) noexcept {
+  return wire::opcode_traits(p.data[0]).kind == wire::OpKind::Cnp;
 }
 
 bool same_route(const TxPacket& a, const TxPacket& b) noexcept {
@@ -36,21 +28,15 @@ bool same_route(const TxPacket& a, const TxPacket& b) noexcept {
 
 size_t GsoBursts::burst_length(std::span<const TxPacket> packets, size_t first) const {
   const TxPacket& head = packets[first];
-  const bool ipv4 = head.dst->ss_family == AF_INET;
-  const wire::OpcodeTraits& traits = traits_of(head);
-  if (traits.kind == wire::OpKind::Cnp || (ipv4 && wire::burst_ipv4_id(psn_of(head)) != 0)) {
+  if (is_cnp(head)) {
     return 1;
   }
   size_t n = 1;
-  while (first + n < packets.size() && n < wire::kBurstPsnBlock) {
+  while (first + n < packets.size() && n < wire::kMaxBurstSegments) {
     const TxPacket& p = packets[first + n];
     // Only the last segment may be shorter than the first.
     if (packets[first + n - 1].length != head.length || p.length > head.length ||
-        !same_route(head, p) || traits_of(p).kind == wire::OpKind::Cnp) {
-      break;
-    }
-    if (ipv4 && (dest_qp_of(p) != dest_qp_of(head) || traits_of(p).direction != traits.direction ||
-                 psn_of(p) != wire::psn_add(psn_of(head), static_cast<int64_t>(n)))) {
+        !same_route(head, p) || is_cnp(p)) {
       break;
     }
     ++n;
@@ -73,10 +59,10 @@ size_t GsoBursts::form(std::span<const TxPacket> packets, bool bursts, OutDatagr
       const bool ipv4 = head.dst->ss_family == AF_INET;
       for (size_t j = 0; j < length; ++j) {
         const TxPacket& p = packets[i + j];
-        if (ipv4) {
-          // Segment j leaves with IPv4 ID j = PSN % 8: its ICRC must be the one for that ID.
+        if (ipv4 && j > 0) {
+          // Segment j leaves with IPv4 ID j: its ICRC must be the one for that ID.
           uint8_t* icrc = p.data + p.length - wire::kIcrcSize;
-          const uint16_t id = wire::burst_ipv4_id(psn_of(p));
+          const auto id = static_cast<uint16_t>(j);
           wire::store_le32(icrc, wire::load_le32(icrc) ^ wire::icrc_ipv4_id_delta(p.length, id));
         }
         iov_[i + j] = iovec{p.data, p.length};

@@ -1,15 +1,15 @@
 // Forms UDP GSO bursts out of the engine's transmit batch. The kernel's cost is per datagram, so
-// consecutive packets of one QP direction go out as one UDP_SEGMENT send of up to
-// wire::kBurstPsnBlock (8) datagrams when they:
+// consecutive packets go out as one UDP_SEGMENT send of up to wire::kMaxBurstSegments (8)
+// datagrams when they:
 //   - go to the same address with the same traffic class and hop limit,
 //   - are all of one length except the last, which may be shorter (what UDP GSO can carry),
-//   - and, over IPv4, carry consecutive PSNs of one QP direction (the same destination QP, all
-//     requests or all responses), the first a multiple of 8, none a CNP.
+//   - and none is a CNP.
 // The kernel (or the NIC) gives segment j of a GSO send IPv4 ID j, and the ICRC covers the ID, so
-// segment j's ICRC is patched here to the one for ID j = PSN % 8 (wire/icrc.h), which receivers
-// accept besides ID 0. IPv6 has no ID, so there any such run of equal lengths bursts, whatever
-// its PSNs. Everything else leaves as one datagram with ID 0, as without GSO. Used only without
-// fault injection (faults are decided per packet).
+// segment j's ICRC is patched here to the one for ID j (wire/icrc.h); receivers accept the ICRC
+// for any ID below 8. Where a burst starts does not depend on the PSNs, so a QP's initial PSN
+// does not change how its messages leave. IPv6 has no ID: its ICRCs stay as built. Everything
+// else leaves as one datagram with ID 0, as without GSO. Used only without fault injection
+// (faults are decided per packet).
 #pragma once
 
 #include <sys/socket.h>

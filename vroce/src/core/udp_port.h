@@ -1,5 +1,5 @@
 // The UDP socket of one emulated device: bound to the device's address and port 4791,
-// unconnected, DF set (IPv4 ID 0, or PSN % 8 inside a GSO burst: the ICRC is exact either way,
+// unconnected, DF set (IPv4 ID 0, or j for segment j of a GSO burst: the ICRC is exact either way,
 // see core/gso_burst.h), traffic class and hop limit per packet through cmsgs, the destination
 // address and traffic class of received packets through
 // IP_PKTINFO and IP_RECVTOS (IPv6: IPV6_RECVPKTINFO, IPV6_RECVTCLASS). Sends and

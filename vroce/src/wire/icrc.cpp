@@ -82,6 +82,18 @@ std::uint32_t icrc_ipv4_id_delta(std::size_t udp_payload_len, std::uint16_t id) 
   return delta;
 }
 
+bool icrc_matches_burst_id(std::size_t udp_payload_len, std::uint32_t computed,
+                           std::uint32_t stored) noexcept {
+  static_assert(kMaxBurstSegments == 8, "the IDs 1..7 are the combinations of three bits");
+  const std::uint32_t difference = computed ^ stored;
+  const std::uint32_t bit0 = cached_id_bit_delta(udp_payload_len, 0);
+  const std::uint32_t bit1 = cached_id_bit_delta(udp_payload_len, 1);
+  const std::uint32_t bit2 = cached_id_bit_delta(udp_payload_len, 2);
+  return difference == bit0 || difference == bit1 || difference == (bit0 ^ bit1) ||
+         difference == bit2 || difference == (bit2 ^ bit0) || difference == (bit2 ^ bit1) ||
+         difference == (bit2 ^ bit1 ^ bit0);
+}
+
 std::uint32_t icrc_begin(const FlowAddress& flow, std::size_t udp_payload_len) noexcept {
   std::array<std::uint8_t, kPseudoLrhSize + kIpv6HeaderSize + kUdpHeaderSize> buf;
   std::fill_n(buf.data(), kPseudoLrhSize, std::uint8_t{0xFF});

@@ -8,8 +8,8 @@
 // - captured: the real headers of a captured packet (pcap-icrc-check);
 // - socket path: headers reconstructed from a FlowAddress, for vroce, which sends on unconnected
 //   UDP sockets with DF set, so an IPv4 header has ID 0 and flags DF; a receiver knows the
-//   addresses, ports (recvmsg + IP_PKTINFO) and the length. The one exception is a segment of a
-//   UDP GSO burst, whose ID is its PSN modulo kBurstPsnBlock (below).
+//   addresses, ports (recvmsg + IP_PKTINFO) and the length. The one exception is segment j of a
+//   UDP GSO burst, whose ID is j, below kMaxBurstSegments (below).
 // Both use the incremental CRC, so headers and payload pieces need not be contiguous.
 #pragma once
 
@@ -86,17 +86,12 @@ inline std::uint32_t icrc_final(std::uint32_t state) noexcept {
 
 // ---- the IPv4 ID of UDP GSO bursts ---------------------------------------------------------
 
-// vroce may send consecutive packets as one UDP GSO send (core/gso_burst.h), whose segments the
-// kernel gives IPv4 IDs 0, 1, 2, ... (an unconnected socket with DF set starts at 0). The ICRC
-// covers the ID, and a receiver never sees the IP header, so a burst starts at a PSN that is a
-// multiple of kBurstPsnBlock and holds at most that many packets: segment j then carries ID
-// burst_ipv4_id(psn) = j, which the receiver can tell from the BTH alone. A power of two, so the
-// 24-bit PSN wrap falls on a block boundary.
-inline constexpr std::uint32_t kBurstPsnBlock = 8;
-
-constexpr std::uint16_t burst_ipv4_id(std::uint32_t psn) noexcept {
-  return static_cast<std::uint16_t>(psn % kBurstPsnBlock);
-}
+// vroce may send up to kMaxBurstSegments consecutive packets as one UDP GSO send
+// (core/gso_burst.h), whose segments the kernel gives IPv4 IDs 0, 1, 2, ... (an unconnected
+// socket with DF set starts at 0). The ICRC covers the ID, and a receiver never sees the IP
+// header, so it accepts the ICRC for any ID a burst can give a segment (icrc_matches_burst_id).
+// Eight full-MTU packets fit one UDP datagram.
+inline constexpr std::uint32_t kMaxBurstSegments = 8;
 
 // What XORed onto the socket-path ICRC (IPv4 ID 0) of a packet whose UDP payload is
 // udp_payload_len bytes gives its ICRC with IPv4 ID `id`, without reading the packet: CRC-32 is
@@ -104,6 +99,13 @@ constexpr std::uint16_t burst_ipv4_id(std::uint32_t psn) noexcept {
 // message of the same length that is zero except for the ID. 0 for ID 0. Cached per length in a
 // small lock-free table shared by all threads, so a length costs one computation per ID bit.
 std::uint32_t icrc_ipv4_id_delta(std::size_t udp_payload_len, std::uint16_t id) noexcept;
+
+// Whether `stored` is the ICRC of a packet of udp_payload_len bytes sent as segment 1 ..
+// kMaxBurstSegments - 1 of a burst (IPv4 ID 1..7), where `computed` is its ICRC for ID 0: one
+// XOR and up to seven compares against the cached deltas. A corrupted packet passes one of the
+// eight candidates with probability 2^-29 instead of 2^-32.
+bool icrc_matches_burst_id(std::size_t udp_payload_len, std::uint32_t computed,
+                           std::uint32_t stored) noexcept;
 
 // ---- whole packets -------------------------------------------------------------------------
 

@@ -131,7 +131,7 @@ struct PacketView {
 
 enum class IcrcPolicy : std::uint8_t {
   Verify,  // check against options.flow (every packet vroce receives); IPv4 accepts the ICRC
-           // for ID 0 and, when it is not 0, for ID burst_ipv4_id(PSN) (a GSO burst, icrc.h)
+           // for ID 0 and for IDs 1..7 (segments of a GSO burst, icrc.h)
   Skip,    // structure only: fuzzing, or an ICRC already checked over captured headers
 };
 

@@ -40,16 +40,12 @@ void decode_extension_headers(const OpcodeTraits& t, ByteSpan ext, PacketHeaders
   }
 }
 
-// A segment of a UDP GSO burst left with IPv4 ID burst_ipv4_id(PSN) (icrc.h), which the receiver
-// cannot see: for IPv4 that is the one other ICRC a packet may carry, and only when the ID is not
-// 0 (the socket path's own). `computed` is the ICRC for ID 0.
+// A segment of a UDP GSO burst left with IPv4 ID 1..7 (its place in the burst, icrc.h), which the
+// receiver cannot see: for IPv4 those are the other ICRCs a packet may carry. `computed` is the
+// ICRC for ID 0 (the socket path's own).
 bool burst_segment_icrc(const FlowAddress& flow, ByteSpan udp_payload, std::uint32_t computed,
                         std::uint32_t stored) noexcept {
-  if (flow.family != IpFamily::V4) {
-    return false;
-  }
-  const std::uint16_t id = burst_ipv4_id(bth_psn(udp_payload.data()));
-  return id != 0 && (computed ^ icrc_ipv4_id_delta(udp_payload.size(), id)) == stored;
+  return flow.family == IpFamily::V4 && icrc_matches_burst_id(udp_payload.size(), computed, stored);
 }
 
 }  // namespace
