@@ -28,6 +28,7 @@ def load_script():
 # A roce-bench that runs nothing: it writes the JSON report bench-vs-netib reads. Its times come
 # from STUB_TIMES (JSON: {"ours": {size: [per call]}, "net_ib": {...}}), one entry per call in the
 # order the calls come, so a test decides every round's figures; STUB_FAIL=1 makes a run fail.
+# Each call's arguments are appended, one JSON list per line, to STUB_ARGS.
 STUB = textwrap.dedent("""\
     #!/usr/bin/env python3
     import json, os, sys
@@ -35,6 +36,8 @@ STUB = textwrap.dedent("""\
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--json="))
     assert "--vroce-sysfs" in args, args
     who = "net_ib" if "--plugin" in args else "ours"
+    with open(os.environ["STUB_ARGS"], "a") as log:
+        log.write(json.dumps(args) + "\\n")
     state = os.environ["STUB_STATE"]
     calls = json.load(open(state)) if os.path.exists(state) else {"ours": 0, "net_ib": 0}
     n = calls[who]
@@ -97,13 +100,14 @@ class EndToEnd(unittest.TestCase):
         self.netib = self.dir / "libnccl-net.so"
         self.netib.write_bytes(b"")
 
-    def run_script(self, times, rounds, fail=False):
+    def run_script(self, times, rounds, fail=False, extra=()):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "STUB_TIMES": json.dumps(times),
-               "STUB_STATE": str(self.dir / "calls.json"), "STUB_FAIL": "1" if fail else "0"}
+               "STUB_STATE": str(self.dir / "calls.json"), "STUB_FAIL": "1" if fail else "0",
+               "STUB_ARGS": str(self.dir / "args.jsonl")}
         report = self.dir / "report.json"
         p = subprocess.run([sys.executable, str(SCRIPT), "--netib", str(self.netib), "--build",
                             str(self.dir / "build"), "--rounds", str(rounds), "--modes", "bw",
-                            "--json", str(report)],
+                            "--json", str(report), *extra],
                            env=env, capture_output=True, text=True, timeout=120)
         doc = json.loads(report.read_text()) if report.exists() else None
         return p, doc
@@ -129,6 +133,30 @@ class EndToEnd(unittest.TestCase):
         self.assertIn("# slower beyond the spread of the rounds: 1 of 2 cells; bw 8 B", p.stdout)
         row8 = next(l for l in p.stdout.splitlines() if l.startswith("bw") and l.split()[1] == "8")
         self.assertTrue(row8.endswith("slower"), row8)
+
+    def stub_calls(self):
+        return [json.loads(line) for line in (self.dir / "args.jsonl").read_text().splitlines()]
+
+    def test_sizes_and_iterations_reach_roce_bench(self):
+        times = {"ours": {"4096": [5.0, 5.0]}, "net_ib": {"4096": [5.0, 5.0]}}
+        p, _ = self.run_script(times, 2, extra=["--min-bytes", "4K", "--max-bytes", "256K",
+                                                "--iters", "1000"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("1000 iterations per cell", p.stdout)
+        calls = self.stub_calls()
+        self.assertEqual(len(calls), 4)  # two rounds, both plugins
+        for args in calls:
+            opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-")}
+            self.assertEqual((opt["-b"], opt["-e"], opt["-n"], opt["-w"]), ("4K", "256K", "1000", "100"))
+
+    def test_without_iters_roce_bench_chooses(self):
+        times = {"ours": {"8": [5.0]}, "net_ib": {"8": [5.0]}}
+        p, _ = self.run_script(times, 1)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for args in self.stub_calls():
+            self.assertNotIn("-n", args)
+            self.assertNotIn("-w", args)
+            self.assertEqual(args[args.index("-b") + 1], "8")
 
     def test_a_failed_run_is_exit_1_with_its_error(self):
         p, _ = self.run_script({"ours": {}, "net_ib": {}}, 1, fail=True)
