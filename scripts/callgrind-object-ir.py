@@ -5,7 +5,9 @@ Callgrind charges each cost line to the function (fn=) and object (ob=) it appea
 line that follows a calls= line is the inclusive cost of a call and is not the caller's own cost.
 Summing the self cost of every function whose object path ends with the given name gives the
 instructions executed in that object's code, whoever called it, excluding what it calls in other
-objects (libc, libibverbs/vroce). Used by scripts/bench-callgrind.sh.
+objects (libc, libibverbs/vroce). A cost line starts with one field per position named on the
+"positions:" line (line numbers by default; "instr line" with callgrind --dump-instr=yes, for
+per-instruction work), and the Ir count follows them. Used by scripts/bench-callgrind.sh.
 
 usage: callgrind-object-ir.py [--json] [--top N] OBJECT_NAME FILE...
 """
@@ -36,10 +38,16 @@ def object_ir(path, object_name):
     in_object, total = 0, 0
     per_function = {}
     events = None
+    positions = 1  # "positions: line", callgrind's default
     with open(path, encoding="utf-8", errors="replace") as f:
         for raw in f:
             line = raw.rstrip("\n")
             if not line:
+                continue
+            if line.startswith("positions:"):
+                positions = len(line.split()[1:])
+                if positions == 0:
+                    raise ValueError(f"{path}: a positions: line that names no position")
                 continue
             if line.startswith("events:"):
                 events = line.split()[1:]
@@ -52,9 +60,9 @@ def object_ir(path, object_name):
                     skip_next_cost = False
                     continue
                 fields = line.split()
-                if len(fields) < 2:
-                    continue
-                ir = int(fields[1])
+                if len(fields) <= positions:
+                    continue  # positions only: no event counted on this line
+                ir = int(fields[positions])
                 total += ir
                 if current_ob.endswith(object_name):
                     in_object += ir
