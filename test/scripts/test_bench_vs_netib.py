@@ -26,8 +26,9 @@ def load_script():
 
 
 # A roce-bench that runs nothing: it writes the JSON report bench-vs-netib reads. Its times come
-# from STUB_TIMES (JSON: {"ours": {size: [per call]}, "net_ib": {...}}), one entry per call in the
-# order the calls come, so a test decides every round's figures; STUB_FAIL=1 makes a run fail.
+# from STUB_TIMES (JSON: {"ours": {size: [per call]}, "net_ib": {...}, "control": {...}}), one entry
+# per call of that plugin in the order the calls come, so a test decides every round's figures;
+# "control" is this plugin loaded by path (--control). STUB_FAIL=1 makes a run fail.
 # Each call's arguments are appended, one JSON list per line, to STUB_ARGS.
 STUB = textwrap.dedent("""\
     #!/usr/bin/env python3
@@ -35,12 +36,15 @@ STUB = textwrap.dedent("""\
     args = sys.argv[1:]
     out = next(a.split("=", 1)[1] for a in args if a.startswith("--json="))
     assert "--vroce-sysfs" in args, args
-    who = "net_ib" if "--plugin" in args else "ours"
+    who = "ours"
+    if "--plugin" in args:
+        path = args[args.index("--plugin") + 1]
+        who = "control" if path.endswith("libnccl-net-roce.so") else "net_ib"
     with open(os.environ["STUB_ARGS"], "a") as log:
         log.write(json.dumps(args) + "\\n")
     state = os.environ["STUB_STATE"]
-    calls = json.load(open(state)) if os.path.exists(state) else {"ours": 0, "net_ib": 0}
-    n = calls[who]
+    calls = json.load(open(state)) if os.path.exists(state) else {}
+    n = calls.get(who, 0)
     calls[who] = n + 1
     json.dump(calls, open(state, "w"))
     if os.environ.get("STUB_FAIL") == "1":
@@ -86,6 +90,22 @@ class Statistics(unittest.TestCase):
     def test_no_rounds_give_no_verdict(self):
         self.assertEqual(self.m.paired_interval([], []), (None, None, None))
         self.assertEqual(self.m.verdict(None, None), "-")
+
+    def test_a_verdict_with_a_control_must_clear_it(self):
+        self.assertEqual(self.m.verdict(1.05, 1.08, (0.99, 1.04)), "slower")
+        self.assertEqual(self.m.verdict(1.02, 1.05, (0.99, 1.04)), "tie")
+        self.assertEqual(self.m.verdict(0.90, 0.95, (0.96, 1.02)), "faster")
+        self.assertEqual(self.m.verdict(0.90, 0.97, (0.96, 1.02)), "tie")
+        # A control wholly on one side still leaves 1.00 as the bound on the other.
+        self.assertEqual(self.m.verdict(1.01, 1.03, (0.95, 0.98)), "slower")
+        self.assertEqual(self.m.verdict(1.01, 1.03, (None, None)), "slower")
+
+    def test_three_runs_go_through_all_six_orders(self):
+        runs = ["a", "b", "c"]
+        orders = {tuple(self.m.round_order(runs, r)) for r in range(6)}
+        self.assertEqual(len(orders), 6)
+        self.assertEqual(self.m.round_order(["a", "b"], 0), ["a", "b"])
+        self.assertEqual(self.m.round_order(["a", "b"], 1), ["b", "a"])
 
 
 class EndToEnd(unittest.TestCase):
@@ -157,6 +177,60 @@ class EndToEnd(unittest.TestCase):
             self.assertNotIn("-n", args)
             self.assertNotIn("-w", args)
             self.assertEqual(args[args.index("-b") + 1], "8")
+
+    def who_ran(self):
+        """Each stub call's plugin, in call order: ours, net_ib or control."""
+        names = []
+        for args in self.stub_calls():
+            if "--plugin" not in args:
+                names.append("ours")
+            else:
+                path = args[args.index("--plugin") + 1]
+                names.append("control" if path.endswith("libnccl-net-roce.so") else "net_ib")
+        return names
+
+    def add_plugin_file(self):
+        lib = self.dir / "build" / "lib"
+        lib.mkdir(parents=True)
+        (lib / "libnccl-net-roce.so").write_bytes(b"")
+        return lib / "libnccl-net-roce.so"
+
+    def test_the_control_runs_this_plugin_again_in_every_order(self):
+        plugin = self.add_plugin_file()
+        times = {who: {"8": [5.0] * 6} for who in ("ours", "net_ib", "control")}
+        p, doc = self.run_script(times, 6, extra=["--control"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        names = self.who_ran()
+        rounds = [tuple(names[i:i + 3]) for i in range(0, len(names), 3)]
+        self.assertEqual(len(set(rounds)), 6, rounds)  # six rounds, six different orders
+        for args in self.stub_calls():
+            if "--plugin" in args and args[args.index("--plugin") + 1].endswith("roce.so"):
+                self.assertEqual(args[args.index("--plugin") + 1], str(plugin.resolve()))
+        self.assertEqual(doc[0]["control_rounds_us"], [5.0] * 6)
+        self.assertIn("control", p.stdout)
+
+    def test_a_gap_within_the_controls_spread_is_a_tie(self):
+        self.add_plugin_file()
+        rounds = 9
+        # ours is a steady 3% over net_ib in both cells; the control (ours again) reads 3-8% over
+        # ours at 8 B but agrees with it at 64 B, so only 64 B is a difference of the plugins.
+        times = {"ours": {"8": [10.3] * rounds, "64": [10.3] * rounds},
+                 "net_ib": {"8": [10.0] * rounds, "64": [10.0] * rounds},
+                 "control": {"8": [9.6, 9.7, 9.9, 9.5, 9.6, 9.8, 9.7, 9.5, 9.6],
+                             "64": [10.3, 10.31, 10.29, 10.3, 10.3, 10.31, 10.29, 10.3, 10.3]}}
+        p, doc = self.run_script(times, rounds, extra=["--control"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cells = {r["size"]: r for r in doc}
+        self.assertGreater(cells[8]["interval"][0], 1.0)  # on its own it would read "slower"
+        self.assertEqual(cells[8]["verdict"], "tie")
+        self.assertGreater(cells[8]["control_interval"][1], cells[8]["interval"][0])
+        self.assertEqual(cells[64]["verdict"], "slower")
+
+    def test_the_control_needs_the_plugin_built(self):
+        times = {"ours": {"8": [5.0]}, "net_ib": {"8": [5.0]}}
+        p, _ = self.run_script(times, 1, extra=["--control"])
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("libnccl-net-roce.so does not exist", p.stderr)
 
     def test_a_failed_run_is_exit_1_with_its_error(self):
         p, _ = self.run_script({"ours": {}, "net_ib": {}}, 1, fail=True)
