@@ -97,7 +97,7 @@ template <typename Size>
       r != ncclSuccess) {
     return r;
   }
-  for (int i = 0; i < n; ++i) {
+  const auto check_buffer = [&](int i) noexcept -> ncclResult_t {
     if (sizes[i] != 0) [[likely]] {
       if (!size_in_range(sizes[i])) [[unlikely]] {
         return bad_size("irecv", "sizes", i, sizes[i]);
@@ -105,6 +105,20 @@ template <typename Size>
       if (data[i] == nullptr || mhandles[i] == nullptr) {
         return invalid_argument("irecv", "{}[{}] is NULL for a {}-byte receive",
                                 data[i] == nullptr ? "data" : "mhandles", i, sizes[i]);
+      }
+    }
+    return ncclSuccess;
+  };
+  // A receive of one buffer (NCCL's common case) without the loop, which costs it a few
+  // instructions per message.
+  if (n == 1) [[likely]] {
+    if (ncclResult_t r = check_buffer(0); r != ncclSuccess) {
+      return r;
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      if (ncclResult_t r = check_buffer(i); r != ncclSuccess) {
+        return r;
       }
     }
   }

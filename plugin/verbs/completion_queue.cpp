@@ -71,6 +71,7 @@ int CompletionQueue::take_deferred(int max, ibv_wc* wc) noexcept {
     wc[taken++] = deferred_.front();
     deferred_.pop_front();
   }
+  has_deferred_ = !deferred_.empty();
   return taken;
 }
 

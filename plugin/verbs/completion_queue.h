@@ -37,7 +37,7 @@ class CompletionQueue {
   // Up to `max` completions into wc; returns their count, or a negative value when the
   // provider reports a polling error (the CQ is then unusable).
   int poll(int max, ibv_wc* wc) noexcept {
-    if (!deferred_.empty()) [[unlikely]] {
+    if (has_deferred_) [[unlikely]] {
       return take_deferred(max, wc);
     }
     return cq_->context->ops.poll_cq(cq_, max, wc);
@@ -61,7 +61,10 @@ class CompletionQueue {
   CompletionQueue(std::shared_ptr<Context> context, ibv_cq* cq, uint32_t id)
       : context_(std::move(context)), cq_(cq), id_(id) {}
   int poll_device(int max, ibv_wc* wc) noexcept { return cq_->context->ops.poll_cq(cq_, max, wc); }
-  void defer(const ibv_wc& wc) { deferred_.push_back(wc); }
+  void defer(const ibv_wc& wc) {
+    deferred_.push_back(wc);
+    has_deferred_ = true;
+  }
   int take_deferred(int max, ibv_wc* wc) noexcept;
 
   static constexpr uint64_t kMagic = 0x726f63652d637121;  // "roce-cq!"
@@ -71,6 +74,9 @@ class CompletionQueue {
   uint32_t id_;
   std::atomic<int> fatal_event_{-1};
   std::deque<ibv_wc> deferred_;
+  // !deferred_.empty(), kept as a flag: poll() looks at it every time, and a deque's empty()
+  // compares two of its iterators' members.
+  bool has_deferred_ = false;
 };
 
 }  // namespace roce::verbs

@@ -87,6 +87,25 @@ TEST_CASE("the sender sees a slot as ready only when all n entries carry the seq
   }
 }
 
+TEST_CASE("a slot found begun is checked for the rest: its count and its later entries", "[cts]") {
+  int n = 0;
+  auto slot = filled_slot(3, 21);
+  REQUIRE(roce::cts_slot_begun(slot.data(), 21));
+  CHECK_FALSE(roce::cts_slot_begun(slot.data(), 22));
+  SECTION("complete: ready, with its count") {
+    REQUIRE(roce::check_begun_cts_slot(slot.data(), 21, &n) == CtsSlotState::Ready);
+    CHECK(n == 3);
+  }
+  SECTION("entry 0 landed, a later one not yet") {
+    slot[2].seq = 21 - kCtsRingSlots;
+    CHECK(roce::check_begun_cts_slot(slot.data(), 21, &n) == CtsSlotState::NotReady);
+  }
+  SECTION("an impossible count is corruption") {
+    slot[0].count = kMaxRecvs + 1;
+    CHECK(roce::check_begun_cts_slot(slot.data(), 21, &n) == CtsSlotState::Corrupt);
+  }
+}
+
 TEST_CASE("the copies of a ready slot's entries carry what the sender uses", "[cts]") {
   SECTION("an entry of a multi-receive: every field") {
     auto slot = filled_slot(3, 12);

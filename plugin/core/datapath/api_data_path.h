@@ -33,10 +33,14 @@ inline ncclResult_t isend(void* handle, void* data, size_t size, int tag, void* 
     return not_a_comm("isend", "send comm", handle);
   }
   auto* send = static_cast<SendComm*>(comm);
-  if (!send->may_match()) {
-    return send->wait_for_cts();  // the peer has not received yet: NCCL calls again
+  const CtsEntry* begun = nullptr;
+  if (!send->matching_multi_receive()) {
+    begun = send->begun_cts_slot();
+    if (begun == nullptr) {
+      return send->wait_for_cts();  // the peer has not received yet: NCCL calls again
+    }
   }
-  return send->isend(data, size, tag, static_cast<MrHandle*>(mhandle), phandle, request);
+  return send->isend(data, size, tag, static_cast<MrHandle*>(mhandle), phandle, request, begun);
 }
 
 // Size: NCCL's element type for the sizes array (int up to v8, size_t from v9).
@@ -55,15 +59,17 @@ inline ncclResult_t test(void* request, int* done, int* sizes) noexcept {
   if (header->magic != RequestHeader::kMagic || header->state == RequestState::Free) [[unlikely]] {
     return not_in_flight(request);
   }
-  switch (header->kind) {
-    case RequestKind::Send:
-      return static_cast<SendComm*>(header->comm)
-          ->test(*static_cast<SendRequest*>(header), done, sizes);
-    case RequestKind::Recv:
-      return static_cast<RecvComm*>(header->comm)
-          ->test(*static_cast<RecvRequest*>(header), done, sizes);
-    case RequestKind::Flush:
-      return static_cast<RecvComm*>(header->comm)->test(*static_cast<FlushRequest*>(header), done);
+  // Sends and receives first, one compare each: most calls are tests of those that find nothing.
+  if (header->kind == RequestKind::Send) {
+    return static_cast<SendComm*>(header->comm)
+        ->test(*static_cast<SendRequest*>(header), done, sizes);
+  }
+  if (header->kind == RequestKind::Recv) {
+    return static_cast<RecvComm*>(header->comm)
+        ->test(*static_cast<RecvRequest*>(header), done, sizes);
+  }
+  if (header->kind == RequestKind::Flush) {
+    return static_cast<RecvComm*>(header->comm)->test(*static_cast<FlushRequest*>(header), done);
   }
   return ncclInternalError;
 }

@@ -10,7 +10,7 @@ namespace roce {
 ConnectedComm::ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> device,
                              ConnectionSetup setup)
     : Comm(kind, std::move(device)),
-      monitor_(this->device().monitor().get()),
+      checks_due_(&this->device().monitor()->checks_due_counter()),
       nqps_(static_cast<int>(setup.qps.size())),
       split_data_(setup.split_data),
       profiling_(telemetry::profiler() != nullptr),

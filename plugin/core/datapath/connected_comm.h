@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,23 +46,29 @@ class ConnectedComm : public Comm {
   ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> device, ConnectionSetup setup);
 
   // test()'s step for a request not yet Done: one poll, `handle(got)` (the side's on_completions)
-  // for what it found, and the health check while the request is still not Done. ncclSuccess
-  // (the request may be Done now), or the comm's failure, counted in its telemetry. A poll that
-  // found nothing changed no request, so only one that found something looks at it again.
+  // for what it found, and the health check while the request is still not Done. True when the
+  // request is Done now; else false with *result ncclSuccess (not done yet) or the comm's
+  // failure, counted in its telemetry. A poll that found nothing changed no request, so only
+  // one that found something looks at it again; and the answer says which, so that test() does
+  // not look at the request a second time.
   template <typename Request, typename Handle>
-  [[gnu::always_inline]] ncclResult_t advance(const Request& request, Handle handle) noexcept {
+  [[gnu::always_inline]] bool advance(const Request& request, Handle handle,
+                                      ncclResult_t* result) noexcept {
     if (failed()) [[unlikely]] {
-      return count_failure(failure());
+      *result = count_failure(failure());
+      return false;
     }
     if (const int got = poll_cq(); got != 0) {
       if (ncclResult_t r = handle(got); r != ncclSuccess) [[unlikely]] {
-        return count_failure(r);
+        *result = count_failure(r);
+        return false;
       }
       if (request.state == RequestState::Done) {
-        return ncclSuccess;
+        return true;
       }
     }
-    return check_health();
+    *result = check_health();
+    return false;
   }
 
   // One poll of the CQ: up to kPollBatch completions into wcs_; their count (0 for most polls),
@@ -90,7 +97,7 @@ class ConnectedComm : public Comm {
   // Cheap unless the device's async-event thread has moved checks_due() since the last look (an
   // event, or another check interval gone by): then the fatal marks and the side's stalls.
   ncclResult_t check_health() noexcept {
-    const uint64_t due = monitor_->checks_due();
+    const uint64_t due = checks_due_->load(std::memory_order_acquire);
     if (due == checks_seen_) [[likely]] {
       return ncclSuccess;
     }
@@ -105,7 +112,7 @@ class ConnectedComm : public Comm {
   const char* direction() const noexcept { return kind() == CommKind::Send ? "to" : "from"; }
 
   // Hot members first.
-  const AsyncEventMonitor* monitor_;
+  const std::atomic<uint64_t>* checks_due_;  // the device's AsyncEventMonitor::checks_due()
   uint64_t checks_seen_ = 0;
   int nqps_;
   bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only

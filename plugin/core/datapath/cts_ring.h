@@ -108,14 +108,12 @@ ROCE_READS_NIC_MEMORY inline bool cts_slot_begun(const CtsEntry* slot,
   return cts_entry_seq(slot[0]) == expected_seq;
 }
 
-// The sender's side: checks the slot for the irecv with sequence `expected_seq`. Reads the
-// sequences with acquire ordering, so the other fields read afterwards are at least as new.
-ROCE_READS_NIC_MEMORY inline CtsSlotState check_cts_slot(const CtsEntry* slot,
-                                                         uint64_t expected_seq,
-                                                         int* count) noexcept {
-  if (!cts_slot_begun(slot, expected_seq)) {
-    return CtsSlotState::NotReady;
-  }
+// check_cts_slot for a slot that cts_slot_begun() has already found begun: the rest of the
+// check (its count, and the sequences of entries 1..n-1). The sender's isend takes this once
+// its caller has looked at entry 0.
+ROCE_READS_NIC_MEMORY inline CtsSlotState check_begun_cts_slot(const CtsEntry* slot,
+                                                               uint64_t expected_seq,
+                                                               int* count) noexcept {
   int n = slot[0].count;
   if (n < 1 || n > kMaxRecvs) {
     return CtsSlotState::Corrupt;
@@ -127,6 +125,17 @@ ROCE_READS_NIC_MEMORY inline CtsSlotState check_cts_slot(const CtsEntry* slot,
   }
   *count = n;
   return CtsSlotState::Ready;
+}
+
+// The sender's side: checks the slot for the irecv with sequence `expected_seq`. Reads the
+// sequences with acquire ordering, so the other fields read afterwards are at least as new.
+ROCE_READS_NIC_MEMORY inline CtsSlotState check_cts_slot(const CtsEntry* slot,
+                                                         uint64_t expected_seq,
+                                                         int* count) noexcept {
+  if (!cts_slot_begun(slot, expected_seq)) {
+    return CtsSlotState::NotReady;
+  }
+  return check_begun_cts_slot(slot, expected_seq, count);
 }
 
 // A copy of one entry of a slot check_cts_slot found Ready, so the ring slot may be rewritten

@@ -98,15 +98,15 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
       return ncclSuccess;
     }
   }
-  const auto index = requests_.take();
-  if (!index) [[unlikely]] {
+  const uint16_t index = requests_.take();
+  if (index == requests_.kNoSlot) [[unlikely]] {
     return ncclSuccess;  // kMaxRequests receives in flight: NCCL retries later
   }
-  RecvRequest& r = requests_[*index];
+  RecvRequest& r = requests_[index];
 
   // One pass over the buffers: each is checked, staged as its CTS entry and remembered as posted.
   // Nothing is posted before every buffer has passed, so a bad one only gives the slot back.
-  CtsEntry* staged = cts_staging_ + size_t{*index} * kMaxRecvs;
+  CtsEntry* staged = cts_staging_ + size_t{index} * kMaxRecvs;
   const auto stage = [&](int i) noexcept -> bool {
     const auto addr = reinterpret_cast<uintptr_t>(data[i]);
     const auto size = static_cast<uint32_t>(sizes[i]);
@@ -118,7 +118,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
       }
       rkey = mh->rkey;
     }
-    fill_cts_entry(staged[i], CtsBuffer{addr, size, rkey, tags[i]}, next_seq_, *index,
+    fill_cts_entry(staged[i], CtsBuffer{addr, size, rkey, tags[i]}, next_seq_, index,
                    static_cast<uint8_t>(n));
     r.posted[static_cast<size_t>(i)] = size;
     return true;
@@ -133,7 +133,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     }
   }
   if (refused >= 0) [[unlikely]] {
-    requests_.give_back(*index);
+    requests_.give_back(index);
     return uncovered_buffer(refused, reinterpret_cast<uintptr_t>(data[refused]),
                             static_cast<uint32_t>(sizes[refused]));
   }
@@ -141,7 +141,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   // The receive that the sender's immediate consumes is already posted (kPrePostedRecvs per QP):
   // on every QP when the sender splits messages, else on the one QP that carries this sequence
   // number's message. Its completion finds this request by the sequence.
-  request_of_seq_[next_seq_ & (kCtsRingSlots - 1)] = *index;
+  request_of_seq_[next_seq_ & (kCtsRingSlots - 1)] = index;
   r.seq = next_seq_;
 
   const size_t bytes = size_t(n) * sizeof(CtsEntry);
@@ -150,7 +150,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   cts_wr_.wr.rdma.remote_addr = remote_ring_addr_ + cts_slot_offset(next_seq_);
   const bool signal = cts_credits_.should_signal();
   const uint32_t pos = cts_credits_.post();
-  cts_wr_.wr_id = pack_wr_id(WrKind::CtsWrite, 0, *index, pos);
+  cts_wr_.wr_id = pack_wr_id(WrKind::CtsWrite, 0, index, pos);
   cts_wr_.send_flags =
       (bytes <= max_inline_ ? IBV_SEND_INLINE : 0) | (signal ? IBV_SEND_SIGNALED : 0);
   if (signal) {
@@ -173,7 +173,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
     const int last_qp = split_data_ ? nqps_ - 1 : qp_of_message(next_seq_, nqps_);
     const uint32_t qpn = qp_ptrs_[static_cast<size_t>(last_qp)]->qp_num();
-    const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(last_qp), *index);
+    const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(last_qp), index);
     for (int i = 0; i < n; ++i) {
       auto& event = r.events[static_cast<size_t>(i)];
       event.phandle = phandles[i];
@@ -221,8 +221,8 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
       return flush_exhausted("send-queue entries of the flush qp", flush_credits_.depth());
     }
   }
-  const auto index = flushes_.take();
-  if (!index) [[unlikely]] {
+  const uint16_t index = flushes_.take();
+  if (index == flushes_.kNoSlot) [[unlikely]] {
     return flush_exhausted("flush requests", kMaxRequests);
   }
   const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
@@ -230,14 +230,14 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   flush_wr_.wr.rdma.rkey = mh->rkey;
   const uint32_t pos = flush_credits_.post();
   flush_credits_.signaled_at(pos);
-  flush_wr_.wr_id = pack_wr_id(WrKind::Flush, 0, *index, pos);
+  flush_wr_.wr_id = pack_wr_id(WrKind::Flush, 0, index, pos);
   ibv_send_wr* bad = nullptr;
   if (int rc = flush_qp_ptr_->post_send(&flush_wr_, &bad); rc != 0) [[unlikely]] {
-    flushes_.give_back(*index);
+    flushes_.give_back(index);
     return fail(ncclSystemError, "ibv_post_send (flush read) on qp 0x{:x} failed: {}",
                 flush_qp_ptr_->qp_num(), verbs::errno_text(rc));
   }
-  FlushRequest& f = flushes_[*index];
+  FlushRequest& f = flushes_[index];
   f.state = RequestState::Pending;
   *request = static_cast<RequestHeader*>(&f);
   return ncclSuccess;
@@ -373,8 +373,7 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
     }
     RecvRequest& r = requests_[index];
     const uint32_t size = wc.imm_data;
-    if (r.count != 1 || r.remaining_qps != 1 || size > r.posted[0] || r.profiled ||
-        !telemetry_.next_completion_quiet()) [[unlikely]] {
+    if (r.count != 1 || r.remaining_qps != 1 || size > r.posted[0] || r.profiled) [[unlikely]] {
       return handle_completions(k, got);
     }
     next_recv_seq_[q] += recv_seq_step_;
@@ -382,12 +381,20 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
     r.received[0] = static_cast<int32_t>(size);
     r.remaining_qps = 0;
     r.state = RequestState::Done;
+    if (!telemetry_.next_completion_quiet()) [[unlikely]] {
+      return on_sampled_completion(r, k, got);
+    }
     telemetry_.completed_quietly(size);
   }
   if (got < 0) [[unlikely]] {
     return fail_poll(got);
   }
   return ncclSuccess;
+}
+
+ncclResult_t RecvComm::on_sampled_completion(const RecvRequest& r, int k, int got) noexcept {
+  telemetry_.completed(static_cast<uint32_t>(r.received[0]), r.posted_ticks, "the wait for data");
+  return k + 1 < got ? handle_completions(k + 1, got) : ncclSuccess;
 }
 
 ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
@@ -441,9 +448,10 @@ ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
 
 ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcept {
   if (request.state != RequestState::Done) {
-    if (ncclResult_t r = advance(request, [this](int got) { return on_completions(got); });
-        r != ncclSuccess || request.state != RequestState::Done) {
-      return r;
+    const auto handle = [this](int got) { return on_completions(got); };
+    ncclResult_t result = ncclSuccess;
+    if (!advance(request, handle, &result)) {
+      return result;
     }
   }
   if (sizes != nullptr) {
@@ -459,9 +467,10 @@ ncclResult_t RecvComm::test(RecvRequest& request, int* done, int* sizes) noexcep
 
 ncclResult_t RecvComm::test(FlushRequest& request, int* done) noexcept {
   if (request.state != RequestState::Done) {
-    if (ncclResult_t r = advance(request, [this](int got) { return on_completions(got); });
-        r != ncclSuccess || request.state != RequestState::Done) {
-      return r;
+    const auto handle = [this](int got) { return on_completions(got); };
+    ncclResult_t result = ncclSuccess;
+    if (!advance(request, handle, &result)) {
+      return result;
     }
   }
   request.state = RequestState::Free;

@@ -13,7 +13,8 @@ namespace roce {
 
 template <typename T, int Capacity>
 class RequestPool {
-  static_assert(Capacity > 0 && Capacity <= 65535, "slot indices travel as 16-bit values");
+  static_assert(Capacity > 0 && Capacity < 65535,
+                "slot indices travel as 16-bit values, and 65535 is kNoSlot");
 
  public:
   RequestPool() noexcept {
@@ -24,12 +25,20 @@ class RequestPool {
     free_count_ = Capacity;
   }
 
-  // A free slot, or nullopt when all are taken (the caller reports "cannot post now").
-  std::optional<uint16_t> take() noexcept {
+  // What take() answers when every slot is taken.
+  static constexpr uint16_t kNoSlot = UINT16_MAX;
+
+  // A free slot, or kNoSlot when all are taken (the caller reports "cannot post now"). A plain
+  // index rather than an optional: the data path takes one per message, and the optional's flag
+  // cost it a register spill and a reload on every take.
+  uint16_t take() noexcept {
     if (free_count_ == 0) {
-      return std::nullopt;
+      return kNoSlot;
     }
     const uint16_t index = free_[static_cast<size_t>(--free_count_)];
+    if (index == kNoSlot) {
+      __builtin_unreachable();  // free_ holds indices below Capacity: callers' checks fold away
+    }
     in_use_[index] = true;
     return index;
   }

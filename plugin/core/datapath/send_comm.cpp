@@ -44,14 +44,14 @@ SendComm::~SendComm() {
 }
 
 ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* mh, void* phandle,
-                             void** request) noexcept {
+                             void** request, const CtsEntry* begun) noexcept {
   if (failed()) [[unlikely]] {
     return failure();
   }
-  if (!pending_.loaded()) {
-    const CtsEntry* slot = next_slot();
+  if (begun != nullptr) {
+    const CtsEntry* slot = begun;
     int count = 0;
-    switch (check_cts_slot(slot, next_seq_, &count)) {
+    switch (check_begun_cts_slot(slot, next_seq_, &count)) {
       case CtsSlotState::NotReady:
         return wait_for_cts();
       case CtsSlotState::Corrupt:
@@ -127,11 +127,11 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
       }
     }
   }
-  const auto slot_index = requests_.take();
-  if (!slot_index) [[unlikely]] {
+  const uint16_t slot_index = requests_.take();
+  if (slot_index == requests_.kNoSlot) [[unlikely]] {
     return ncclSuccess;  // NCCL has kMaxSendRequests sends untested; it retries
   }
-  SendRequest& r = requests_[*slot_index];
+  SendRequest& r = requests_[slot_index];
   const uint64_t now = telemetry::now_ticks();
   r.posted_ticks = now;
   r.event.phandle = phandle;
@@ -371,19 +371,27 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
     }
     const uint8_t qp = wr_id_qp(wc.wr_id);
     SendRequest& lead = requests_[wr_id_index(wc.wr_id)];
-    if (lead.remaining_qps != 1 || lead.group_count != 1 || lead.event.handle != nullptr ||
-        !telemetry_.next_completion_quiet()) [[unlikely]] {
+    if (lead.remaining_qps != 1 || lead.group_count != 1 || lead.event.handle != nullptr)
+        [[unlikely]] {
       return handle_completions(k, got);
     }
     credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
     lead.remaining_qps = 0;
     lead.state = RequestState::Done;
+    if (!telemetry_.next_completion_quiet()) [[unlikely]] {
+      return on_sampled_completion(lead, k, got);
+    }
     telemetry_.completed_quietly(lead.size);
   }
   if (got < 0) [[unlikely]] {
     return fail_poll(got);
   }
   return ncclSuccess;
+}
+
+ncclResult_t SendComm::on_sampled_completion(const SendRequest& lead, int k, int got) noexcept {
+  telemetry_.completed(lead.size, lead.posted_ticks, "the wait for a send's completion");
+  return k + 1 < got ? handle_completions(k + 1, got) : ncclSuccess;
 }
 
 ncclResult_t SendComm::handle_completions(int first, int got) noexcept {
@@ -438,9 +446,10 @@ void SendComm::check_completion_stall() noexcept {
 
 ncclResult_t SendComm::test(SendRequest& request, int* done, int* size) noexcept {
   if (request.state != RequestState::Done) {
-    if (ncclResult_t r = advance(request, [this](int got) { return on_completions(got); });
-        r != ncclSuccess || request.state != RequestState::Done) {
-      return r;
+    const auto handle = [this](int got) { return on_completions(got); };
+    ncclResult_t result = ncclSuccess;
+    if (!advance(request, handle, &result)) {
+      return result;
     }
   }
   if (size != nullptr) {

@@ -35,17 +35,25 @@ class SendComm final : public ConnectedComm {
   SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup);
   ~SendComm() override;
 
-  // phandle: NCCL's profiler handle for this send (v10+), or nullptr.
+  // phandle: NCCL's profiler handle for this send (v10+), or nullptr. `begun`: what
+  // begun_cts_slot() found, or nullptr while a multi-receive is being matched
+  // (matching_multi_receive()); last, so that the other arguments stay in the registers the
+  // adapter received them in.
   ncclResult_t isend(void* data, size_t size, int tag, const MrHandle* mh, void* phandle,
-                     void** request) noexcept;
+                     void** request, const CtsEntry* begun) noexcept;
   ncclResult_t test(SendRequest& request, int* done, int* size) noexcept;
 
-  // Whether isend may find something to match: a multi-receive being matched, or the receiver's
-  // clear-to-send for the next message begun. Inline in the adapters: while the peer has not
-  // received yet, NCCL's proxy calls isend again and again, and those calls then cost no call
-  // into isend and its frame, only wait_for_cts().
-  bool may_match() const noexcept {
-    return pending_.loaded() || cts_slot_begun(next_slot(), next_seq_);
+  // What isend may match, looked at inline in the adapters: while the peer has not received
+  // yet, NCCL's proxy calls isend again and again, and those calls then cost no call into isend
+  // and its frame, only wait_for_cts(); the slot found is handed to isend, which then does not
+  // look for it again.
+  // Some entries of a multi-receive are matched and the rest wait for their sends.
+  bool matching_multi_receive() const noexcept { return pending_.loaded(); }
+  // The clear-to-send slot of the next message once the receiver has begun writing it (its
+  // first entry carries the sequence), else nullptr.
+  const CtsEntry* begun_cts_slot() const noexcept {
+    const CtsEntry* slot = next_slot();
+    return cts_slot_begun(slot, next_seq_) ? slot : nullptr;
   }
   // isend's answer when it has nothing to match: the comm's failure, or ncclSuccess with no
   // request (NCCL calls again), the wait recorded for telemetry and the comm's health checked.
@@ -122,11 +130,20 @@ class SendComm final : public ConnectedComm {
   ncclResult_t progress() noexcept {
     return poll_then([this](int got) { return on_completions(got); });
   }
-  // The got completions in wcs_. Most are the one signaled completion of a send matched to a
-  // single receive, unprofiled, whose telemetry only counts it: those are taken in a loop that
-  // calls nothing, so that it saves no registers; the first other one hands it and the rest to
-  // handle_completions (a tail call), which takes every kind and reports every error.
+  // The got completions in wcs_. Most are the one signaled completion of a send
+  // matched to a single receive, unprofiled, whose telemetry only counts it: those are taken in
+  // a loop that calls nothing, so that it saves no registers. One whose telemetry samples its
+  // latency goes to on_sampled_completion, and any other one hands itself and the rest to
+  // handle_completions (each a tail call); handle_completions takes every kind and reports every
+  // error.
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
+  // Completion k, of `lead`, is taken but for its telemetry, which samples it (one in
+  // NCCL_ROCE_STATS_SAMPLE) or ends a reported stall: that, then the completions after k go to
+  // handle_completions.
+  // Out of line, so that the loop keeps calling nothing, and not through handle_completions,
+  // whose generality would cost the sampled message more than the sample itself.
+  [[gnu::noinline]] ncclResult_t on_sampled_completion(const SendRequest& lead, int k,
+                                                       int got) noexcept;
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
   // The stall checks of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;

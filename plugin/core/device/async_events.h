@@ -51,6 +51,9 @@ class AsyncEventMonitor {
   bool device_fatal() const noexcept { return device_fatal_.load(std::memory_order_acquire); }
   uint64_t events_seen() const noexcept { return events_seen_.load(std::memory_order_acquire); }
   uint64_t checks_due() const noexcept { return checks_due_.load(std::memory_order_acquire); }
+  // The counter behind checks_due(), for a data path that reads it on every empty poll and so
+  // keeps its address rather than the monitor's (one load fewer).
+  const std::atomic<uint64_t>& checks_due_counter() const noexcept { return checks_due_; }
   // Waits until events_seen() >= count or the timeout passes; returns whether it got there.
   bool wait_for_events(uint64_t count, std::chrono::milliseconds timeout) const;
 
