@@ -55,17 +55,18 @@ class RecvComm final : public ConnectedComm {
   ncclResult_t progress() noexcept {
     return poll_then([this](int got) { return on_completions(got); });
   }
-  // The got completions in wcs_. Most are the immediate of a message for a receive of
-  // one buffer, unprofiled, whose telemetry only counts it, with no batch of receives due to be
+  // The got completions in wcs_. Most are the immediate of a message for a receive of one
+  // buffer, unprofiled, whose telemetry only counts it, with no batch of receives due to be
   // posted again: those are taken in a loop that calls nothing, so that it saves no registers.
-  // One whose telemetry samples its latency goes to on_sampled_completion, and any other one
-  // hands itself and the rest to handle_completions (each a tail call); handle_completions takes
-  // every kind and reports every error.
+  // One whose telemetry samples its latency goes to on_sampled_completion; any other one hands
+  // itself and the rest to handle_completions, which takes every kind and reports every error
+  // (both tail calls).
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // Completion k, of `r` (a receive of one buffer), is taken but for its telemetry, which
-  // samples it (one in NCCL_ROCE_STATS_SAMPLE) or ends a reported stall: that, then the loop
-  // goes on after k. Out of line, so that the loop keeps calling nothing, and not through
-  // handle_completions, whose generality would cost the sampled message more than the sample.
+  // samples it (one in NCCL_ROCE_STATS_SAMPLE) or ends a reported stall: that, then the
+  // completions after k go to handle_completions. Out of line, so that the loop keeps calling
+  // nothing; not through handle_completions, whose generality would cost the sampled message
+  // more than the sample.
   [[gnu::noinline]] ncclResult_t on_sampled_completion(const RecvRequest& r, int k,
                                                        int got) noexcept;
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;

@@ -49,26 +49,25 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     return failure();
   }
   if (begun != nullptr) {
-    const CtsEntry* slot = begun;
     int count = 0;
-    switch (check_begun_cts_slot(slot, next_seq_, &count)) {
+    switch (check_begun_cts_slot(begun, next_seq_, &count)) {
       case CtsSlotState::NotReady:
         return wait_for_cts();
       case CtsSlotState::Corrupt:
         return fail(ncclRemoteError,
                     "clear-to-send slot {} from {} is malformed (count {}); the peer is not a "
                     "compatible RoCE plugin or its memory is corrupted",
-                    next_seq_, peer_, slot[0].count);
+                    next_seq_, peer_, begun[0].count);
       case CtsSlotState::Ready:
         if (count == 1 && single_qp_messages_) [[likely]] {
           // NCCL's common case: a receive of one buffer, carried by one QP. The entry is matched
           // and posted at once, without the multi-receive bookkeeping.
-          const CtsEntry entry = read_single_cts_entry(slot, next_seq_);
+          const CtsEntry entry = read_single_cts_entry(begun, next_seq_);
           if (entry.tag == tag) [[likely]] {
             return isend_single(entry, data, size, mh, phandle, request);
           }
         }
-        pending_.load(slot, count);
+        pending_.load(begun, count);
         break;
     }
   }

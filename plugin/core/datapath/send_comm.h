@@ -45,9 +45,9 @@ class SendComm final : public ConnectedComm {
 
   // What isend may match, looked at inline in the adapters: while the peer has not received
   // yet, NCCL's proxy calls isend again and again, and those calls then cost no call into isend
-  // and its frame, only wait_for_cts(); the slot found is handed to isend, which then does not
-  // look for it again.
-  // Some entries of a multi-receive are matched and the rest wait for their sends.
+  // and its frame, only wait_for_cts(). The slot found is handed to isend, which does not look
+  // for it again.
+  // Whether some entries of a multi-receive are matched and the rest wait for their sends.
   bool matching_multi_receive() const noexcept { return pending_.loaded(); }
   // The clear-to-send slot of the next message once the receiver has begun writing it (its
   // first entry carries the sequence), else nullptr.
@@ -130,18 +130,16 @@ class SendComm final : public ConnectedComm {
   ncclResult_t progress() noexcept {
     return poll_then([this](int got) { return on_completions(got); });
   }
-  // The got completions in wcs_. Most are the one signaled completion of a send
-  // matched to a single receive, unprofiled, whose telemetry only counts it: those are taken in
-  // a loop that calls nothing, so that it saves no registers. One whose telemetry samples its
-  // latency goes to on_sampled_completion, and any other one hands itself and the rest to
-  // handle_completions (each a tail call); handle_completions takes every kind and reports every
-  // error.
+  // The got completions in wcs_. Most are the one signaled completion of a send matched to a
+  // single receive, unprofiled, whose telemetry only counts it: those are taken in a loop that
+  // calls nothing, so that it saves no registers. One whose telemetry samples its latency goes
+  // to on_sampled_completion; any other one hands itself and the rest to handle_completions,
+  // which takes every kind and reports every error (both tail calls).
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // Completion k, of `lead`, is taken but for its telemetry, which samples it (one in
   // NCCL_ROCE_STATS_SAMPLE) or ends a reported stall: that, then the completions after k go to
-  // handle_completions.
-  // Out of line, so that the loop keeps calling nothing, and not through handle_completions,
-  // whose generality would cost the sampled message more than the sample itself.
+  // handle_completions. Out of line, so that the loop keeps calling nothing; not through
+  // handle_completions, whose generality would cost the sampled message more than the sample.
   [[gnu::noinline]] ncclResult_t on_sampled_completion(const SendRequest& lead, int k,
                                                        int got) noexcept;
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
