@@ -2,6 +2,9 @@
 #include "hardening_support.h"
 
 #include <dlfcn.h>
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <sanitizer/allocator_interface.h>
+#endif
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -93,6 +96,14 @@ long rss_kib() {
     }
   }
   return -1;
+}
+
+long memory_in_use_kib() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return static_cast<long>(__sanitizer_get_current_allocated_bytes() / 1024);
+#else
+  return rss_kib();
+#endif
 }
 
 double retry_budget_ms(int ib_timeout, int retry_cnt, double time_scale) {

@@ -34,6 +34,12 @@ std::string read_text_file(const std::string& path);
 // VmRSS of this process in KiB.
 long rss_kib();
 
+// The memory a bound on this process's growth should measure, in KiB: VmRSS, except in a
+// sanitizer build, whose allocator keeps freed blocks resident on purpose (AddressSanitizer's
+// quarantine holds up to 256 MiB of them), so that RSS grows with everything ever allocated;
+// there the allocator's count of the bytes still allocated.
+long memory_in_use_kib();
+
 // Worst-case time before a QP with nothing coming back reports IBV_WC_RETRY_EXC_ERR: the first
 // transmission and retry_cnt retries each wait one local ACK timeout of
 // 4.096 us * 2^timeout * VROCE_TIME_SCALE.

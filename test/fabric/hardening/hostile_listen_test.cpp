@@ -201,7 +201,7 @@ TEST_CASE(
   std::atomic<bool> stop{false};
   std::atomic<void*> recv_comm{nullptr};
   std::atomic<int> accept_errors{0};
-  std::atomic<long> peak_rss{rss_kib()};
+  std::atomic<long> peak_memory{memory_in_use_kib()};
   std::thread service([&] {
     while (!stop) {
       void* comm = nullptr;
@@ -211,12 +211,12 @@ TEST_CASE(
       if (comm != nullptr) {
         recv_comm = comm;
       }
-      peak_rss = std::max(peak_rss.load(), rss_kib());
+      peak_memory = std::max(peak_memory.load(), memory_in_use_kib());
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
 
-  const long rss_before = rss_kib();
+  const long memory_before = memory_in_use_kib();
   const auto start = Clock::now();
   OwnedFds fds_first;
   OwnedFds fds_second;
@@ -257,7 +257,7 @@ TEST_CASE(
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   stop = true;
   service.join();
-  const long rss_storm = peak_rss.load();
+  const long memory_storm = peak_memory.load();
   REQUIRE(connected == ncclSuccess);
   REQUIRE(recv_comm != nullptr);
   CHECK(accept_errors == 0);
@@ -287,14 +287,14 @@ TEST_CASE(
   }
   std::printf(
       "STORM connections=%d kernel_refused=%d listener_refused=%ld legit_connect_ms=%.1f "
-      "storm_s=%.2f rss_before_kib=%ld rss_peak_kib=%ld\n",
-      kStorm, refused_by_kernel.load(), refused, legit_ms, storm_s, rss_before, rss_storm);
+      "storm_s=%.2f memory_before_kib=%ld memory_peak_kib=%ld\n",
+      kStorm, refused_by_kernel.load(), refused, legit_ms, storm_s, memory_before, memory_storm);
   std::fflush(stdout);
   CHECK(refused >= kStorm - refused_by_kernel - 128);
   // Bounded memory: the listener keeps at most 128 pending connections of a few KiB each; our
   // side of the storm (socket buffers are kernel memory, not RSS) adds nothing of its own. 16 MiB
   // is far above what 128 pending handshakes may cost and far below what 4000 would.
-  CHECK(rss_storm - rss_before < 16 * 1024);
+  CHECK(memory_storm - memory_before < 16 * 1024);
 }
 
 TEST_CASE(

@@ -25,7 +25,10 @@ namespace {
 int64_t run_small_messages(int qps, const char* split, int groups) {
   setenv("NCCL_IB_QPS_PER_CONNECTION", std::to_string(qps).c_str(), 1);
   setenv("NCCL_IB_SPLIT_DATA_ON_QPS", split, 1);
-  PluginDriver plugin(plugin_path_from_env(), Api::V10);
+  // v11, so that finalize ends this init and the next one reads the settings again: a dlclose
+  // alone may leave the plugin loaded (sanitizer runtimes keep libraries mapped), and with it
+  // the first run's configuration.
+  PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   const int a = require_device(plugin, "sda");
   const int b = require_device(plugin, "sdb");
@@ -43,6 +46,7 @@ int64_t run_small_messages(int qps, const char* split, int groups) {
               << "; receiver: " << runs[0].received.error);
   CHECK(runs[0].sent.ok);
   CHECK(runs[0].received.ok);
+  REQUIRE(plugin.finalize() == ncclSuccess);
   return vroce_stat(after, "completions.success") - vroce_stat(before, "completions.success");
 }
 
