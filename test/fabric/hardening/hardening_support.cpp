@@ -2,9 +2,6 @@
 #include "hardening_support.h"
 
 #include <dlfcn.h>
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <sanitizer/allocator_interface.h>
-#endif
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -18,6 +15,13 @@
 #include <thread>
 
 #include "hang_bound.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// The sanitizer runtimes' count of the bytes their allocator has handed out and not taken back
+// (clang ships it in <sanitizer/allocator_interface.h>; GCC, which builds the tsan preset, ships
+// the runtime without that header).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#endif
 
 namespace roce::test {
 
