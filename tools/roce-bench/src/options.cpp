@@ -245,6 +245,9 @@ void validate(Options& o, bool nranks_given, bool sizes_given, bool dtype_given)
                      " measures pingpong, bw and bibw (the raw-verbs floor); the ring " +
                      "all-reduce runs through the plugin only: add --mode pingpong|bw|bibw");
   }
+  if (o.raw_cts && o.path == Path::Plugin) {
+    throw UsageError("--raw-cts changes the raw-verbs path; add --raw or --compare-raw");
+  }
   if (o.init_check && o.path != Path::Plugin) {
     throw UsageError("--init-check checks the plugin; it cannot be combined with --raw");
   }
@@ -324,6 +327,9 @@ Options parse_options(std::span<const std::string> args) {
     } else if (name == "--compare-raw") {
       cursor.reject_inline_value(name);
       o.path = Path::Both;
+    } else if (name == "--raw-cts") {
+      cursor.reject_inline_value(name);
+      o.raw_cts = true;
     } else if (name == "--nranks" || name == "--tp") {
       o.nranks = int_value(cursor, name, 2, kMaxRanks);
       nranks_given = true;
@@ -516,6 +522,7 @@ std::uint64_t options_fingerprint(const Options& o) {
   add(std::string(mode_name(o.mode)));
   add(std::string(api_name(o.api)));
   add(std::string(path_name(o.path)));
+  add(o.raw_cts ? "raw-cts" : "raw-write");
   add(std::to_string(o.nranks));
   add(std::to_string(o.min_bytes));
   add(std::to_string(o.max_bytes));
@@ -562,6 +569,9 @@ Paths:
   --raw              the same pingpong/bw/bibw directly on verbs (RC QP, RDMA WRITE WITH IMM),
                      without the plugin: the floor to compare with
   --compare-raw      both, interleaved size by size, with the plugin/raw ratios
+  --raw-cts          the raw path as the plugin's protocol: each receive writes a clear-to-send
+                     (address, size, rkey) into the sender's ring, and the sender writes only
+                     once it has read it; the floor of that protocol rather than of verbs
 
 Plugin:
   --plugin PATH      libnccl-net-roce.so (default: next to this executable's build tree)

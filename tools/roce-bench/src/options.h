@@ -71,6 +71,9 @@ struct Options {
   int dev = 0;                             // plugin device index
   std::string hca;                         // raw verbs device; empty: from NCCL_IB_HCA
   int gid_index = -1;                      // raw verbs GID; -1: first RoCE v2 IPv4 GID
+  // --raw-cts: the raw path's sender waits for a clear-to-send per message, as the plugin's and
+  // NCCL's IB transport's do: the floor of their protocol rather than of verbs.
+  bool raw_cts = false;
 
   // The all-reduce's element type (allreduce: fp32 unless --dtype; tp: fp16 unless --dtype).
   DType dtype = DType::F32;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +56,9 @@ struct QpInfo {
   std::uint64_t recv_addr;
   std::uint32_t recv_rkey;
   std::uint64_t capacity;
+  std::uint64_t cts_ring_addr;  // --raw-cts: where this rank's sends read their clear-to-send
+  std::uint32_t cts_ring_rkey;
+  std::uint32_t cts;  // 1 with --raw-cts (both ranks must agree)
 };
 
 std::string gid_text(const ibv_gid& gid) {
@@ -122,7 +126,7 @@ RawDeviceChoice choose_raw_device(const std::string& hca_option, const char* ncc
 }
 
 RawEndpoint::RawEndpoint(Rendezvous& rendezvous, const Options& options, std::size_t capacity)
-    : capacity_(capacity) {
+    : capacity_(capacity), cts_(options.raw_cts) {
   auto loaded = ibv::Library::open(verbs_library_path(options.ibverbs_path));
   if (!loaded) {
     throw BenchError(std::string("--raw: ") + loaded.error() +
@@ -148,6 +152,12 @@ void RawEndpoint::release() noexcept {
   if (qp_ != nullptr) {
     verbs_->fn().destroy_qp(qp_);
     qp_ = nullptr;
+  }
+  for (ibv_mr** mr : {&ring_mr_, &staging_mr_}) {
+    if (*mr != nullptr) {
+      verbs_->fn().dereg_mr(*mr);
+      *mr = nullptr;
+    }
   }
   if (send_mr_ != nullptr) {
     verbs_->fn().dereg_mr(send_mr_);
@@ -268,8 +278,11 @@ void RawEndpoint::open(const Options& options) {
   if (pd_ == nullptr) {
     throw BenchError("--raw: ibv_alloc_pd on " + device_name_ + " failed: " + errno_text());
   }
-  // Sends in flight are at most the window; receives go kReceiveDepth deep (receive_depth).
-  const int send_depth = 2 * options.window + 4;
+  // Sends in flight are at most the window; receives go kReceiveDepth deep (receive_depth). A
+  // clear-to-send stays in the send queue until a later signaled write's completion is polled:
+  // room for a window of them beyond the signaling period (post_recv waits for room).
+  const int send_depth = 2 * options.window + 4 + (cts_ ? options.window + 2 * kCtsSignalEvery : 0);
+  send_depth_ = send_depth;
   const int recv_depth = kReceiveDepth + 4;
   cq_ = verbs_->fn().create_cq(context_, send_depth + recv_depth, nullptr, nullptr, 0);
   if (cq_ == nullptr) {
@@ -305,6 +318,19 @@ void RawEndpoint::open(const Options& options) {
     throw BenchError("--raw: ibv_reg_mr of " + std::to_string(recv_buffer_.allocated()) +
                      " bytes on " + device_name_ + " failed: " + errno_text());
   }
+  if (cts_) {
+    // Value-initialized: zero sequences, so no slot looks ready before its receive writes it.
+    ring_ = std::make_unique<CtsEntry[]>(kCtsRingSlots);
+    staging_entries_ = static_cast<std::size_t>(send_depth);
+    staging_ = std::make_unique<CtsEntry[]>(staging_entries_);
+    ring_mr_ = verbs_->fn().reg_mr(pd_, ring_.get(), kCtsRingSlots * sizeof(CtsEntry), access);
+    staging_mr_ = verbs_->fn().reg_mr(pd_, staging_.get(), staging_entries_ * sizeof(CtsEntry),
+                                      IBV_ACCESS_LOCAL_WRITE);
+    if (ring_mr_ == nullptr || staging_mr_ == nullptr) {
+      throw BenchError("--raw-cts: ibv_reg_mr of the clear-to-send ring on " + device_name_ +
+                       " failed: " + errno_text());
+    }
+  }
   std::uint32_t random = 0;
   if (getrandom(&random, sizeof(random), 0) != static_cast<ssize_t>(sizeof(random))) {
     random = 0x5eed;
@@ -321,6 +347,11 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
   mine.recv_addr = reinterpret_cast<std::uintptr_t>(recv_buffer_.data());
   mine.recv_rkey = recv_mr_->rkey;
   mine.capacity = capacity_;
+  mine.cts = cts_ ? 1 : 0;
+  if (cts_) {
+    mine.cts_ring_addr = reinterpret_cast<std::uintptr_t>(ring_.get());
+    mine.cts_ring_rkey = ring_mr_->rkey;
+  }
   const auto all =
       rendezvous.allgather(std::string_view(reinterpret_cast<const char*>(&mine), sizeof(mine)));
   const int peer = 1 - rendezvous.rank();
@@ -334,8 +365,16 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
                      std::to_string(theirs.capacity) + "-byte buffers, this rank " +
                      std::to_string(capacity_) + "; start both with the same options");
   }
+  if (theirs.cts != mine.cts) {
+    throw BenchError("--raw: rank " + std::to_string(peer) +
+                     (theirs.cts != 0 ? " runs" : " does not run") +
+                     " with --raw-cts and this rank" + (cts_ ? " does" : " does not") +
+                     "; start both with the same options");
+  }
   remote_addr_ = theirs.recv_addr;
   remote_rkey_ = theirs.recv_rkey;
+  remote_ring_addr_ = theirs.cts_ring_addr;
+  remote_ring_rkey_ = theirs.cts_ring_rkey;
 
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_INIT;
@@ -388,14 +427,45 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
   description_ = device_name_ + " port " + std::to_string(port_) + " gid " +
                  std::to_string(gid_index_) + " " + gid_text(gid_) + " mtu " +
                  std::to_string(mtu_bytes(path_mtu)) + " qpn " + std::to_string(qp_->qp_num) +
-                 " inline " + std::to_string(max_inline_);
+                 " inline " + std::to_string(max_inline_) +
+                 (cts_ ? ", a clear-to-send per message" : "");
   // Both QPs must be RTR before either side sends.
   rendezvous.barrier();
 }
 
 bool RawEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
   const std::size_t offset = static_cast<std::size_t>(slot) * slot_stride(bytes);
+  std::uint64_t remote_addr = remote_addr_ + offset;
+  std::uint32_t remote_rkey = remote_rkey_;
+  if (cts_) {
+    // As the plugin's isend: not before the receiver's clear-to-send for this message is here,
+    // and then to the buffer it names.
+    const std::uint64_t seq = send_seq_ + 1;
+    const CtsEntry& entry = ring_[cts_slot_of(seq)];
+    int count = 0;
+    switch (check_cts_slot(&entry, seq, &count)) {
+      case CtsSlotState::NotReady:
+        return false;
+      case CtsSlotState::Corrupt:
+        throw BenchError("--raw-cts: clear-to-send " + std::to_string(seq) +
+                         " announces a count of " + std::to_string(entry.count));
+      case CtsSlotState::Ready:
+        break;
+    }
+    if (count != 1 || entry.size < bytes) {
+      throw BenchError("--raw-cts: clear-to-send " + std::to_string(seq) + " announces " +
+                       std::to_string(count) + " buffer(s) of " + std::to_string(entry.size) +
+                       " bytes for a " + std::to_string(bytes) + "-byte message");
+    }
+    remote_addr = entry.addr;
+    remote_rkey = entry.rkey;
+  }
+  if (send_queue_used() >= static_cast<std::uint64_t>(send_depth_)) {
+    return false;
+  }
   ticket = Ticket{Ticket::State::Pending, nullptr, nullptr, slot, bytes, false};
+  // Its send-queue position, so that its completion retires it and every WR before it.
+  ticket.handle = reinterpret_cast<void*>(static_cast<std::uintptr_t>(sq_posted_ + 1));
   ibv_sge sge{};
   sge.addr = reinterpret_cast<std::uintptr_t>(send_buffer_.bytes() + offset);
   sge.length = static_cast<uint32_t>(bytes);
@@ -410,8 +480,8 @@ bool RawEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
     wr.send_flags |= IBV_SEND_INLINE;
   }
   wr.imm_data = htonl(static_cast<uint32_t>(slot));
-  wr.wr.rdma.remote_addr = remote_addr_ + offset;
-  wr.wr.rdma.rkey = remote_rkey_;
+  wr.wr.rdma.remote_addr = remote_addr;
+  wr.wr.rdma.rkey = remote_rkey;
   ibv_send_wr* bad = nullptr;
   const int rc = ibv_post_send(qp_, &wr, &bad);
   if (rc == ENOMEM) {
@@ -423,10 +493,51 @@ bool RawEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
                      " bytes) on qp " + std::to_string(qp_->qp_num) +
                      " failed: " + std::strerror(rc));
   }
+  ++sq_posted_;
+  if (cts_) {
+    ++send_seq_;
+  }
   return true;
 }
 
+void RawEndpoint::post_clear_to_send(std::uint64_t seq, int slot, std::size_t bytes) {
+  const std::size_t offset = static_cast<std::size_t>(slot) * slot_stride(bytes);
+  // One staging entry per send-queue position: a WR that still sits in the queue (not inline,
+  // not yet sent) keeps its source until the queue has turned over.
+  CtsEntry& entry = staging_[sq_posted_ % staging_entries_];
+  fill_cts_entry(entry,
+                 CtsBuffer{reinterpret_cast<std::uintptr_t>(recv_buffer_.bytes() + offset),
+                           static_cast<std::uint32_t>(bytes), recv_mr_->rkey, 0},
+                 seq, 0, 1);
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<std::uintptr_t>(&entry);
+  sge.length = sizeof(CtsEntry);
+  sge.lkey = staging_mr_->lkey;
+  ibv_send_wr wr{};
+  // Signaled ones carry their send-queue position (odd: never a ticket's address).
+  const bool signaled = seq % kCtsSignalEvery == 0;
+  wr.wr_id = signaled ? ((sq_posted_ + 1) << 1 | 1) : 0;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags =
+      (signaled ? IBV_SEND_SIGNALED : 0) | (sizeof(CtsEntry) <= max_inline_ ? IBV_SEND_INLINE : 0);
+  wr.wr.rdma.remote_addr = remote_ring_addr_ + cts_slot_of(seq) * sizeof(CtsEntry);
+  wr.wr.rdma.rkey = remote_ring_rkey_;
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(qp_, &wr, &bad);
+  if (rc != 0) {
+    // post_recv made sure of room; a failure here is the device's.
+    throw BenchError("--raw-cts: ibv_post_send(RDMA_WRITE, clear-to-send " + std::to_string(seq) +
+                     ") on qp " + std::to_string(qp_->qp_num) + " failed: " + std::strerror(rc));
+  }
+  ++sq_posted_;
+}
+
 bool RawEndpoint::post_recv(int slot, std::size_t bytes, Ticket& ticket) {
+  if (cts_ && send_queue_used() >= static_cast<std::uint64_t>(send_depth_)) {
+    return false;  // no room for its clear-to-send yet: poll and retry
+  }
   ticket = Ticket{Ticket::State::Pending, nullptr, nullptr, slot, bytes, true};
   ibv_recv_wr wr{};
   wr.wr_id = reinterpret_cast<std::uintptr_t>(&ticket);
@@ -442,6 +553,10 @@ bool RawEndpoint::post_recv(int slot, std::size_t bytes, Ticket& ticket) {
     throw BenchError("--raw: ibv_post_recv on qp " + std::to_string(qp_->qp_num) +
                      " failed: " + std::strerror(rc));
   }
+  if (cts_) {
+    // After the receive WQE, so the WRITE WITH IMMEDIATE it lets the peer send finds one.
+    post_clear_to_send(++recv_seq_, slot, bytes);
+  }
   return true;
 }
 
@@ -453,12 +568,25 @@ void RawEndpoint::poll_completions() {
   }
   for (int i = 0; i < n; ++i) {
     const ibv_wc& wc = wcs[i];
-    auto* ticket = reinterpret_cast<Ticket*>(static_cast<std::uintptr_t>(wc.wr_id));
+    // A clear-to-send's completion (odd id; an unsignaled one has id 0 and completes only when
+    // flushed by an error).
+    const bool clear_to_send = (wc.wr_id & 1) != 0 || wc.wr_id == 0;
+    auto* ticket =
+        clear_to_send ? nullptr : reinterpret_cast<Ticket*>(static_cast<std::uintptr_t>(wc.wr_id));
     if (wc.status != IBV_WC_SUCCESS) {
       throw BenchError("--raw: completion error on qp " + std::to_string(wc.qp_num) + ": " +
                        status_text(*verbs_, wc.status) + " (status " +
                        std::to_string(static_cast<int>(wc.status)) + ", vendor_err " +
                        std::to_string(wc.vendor_err) + ")");
+    }
+    if (clear_to_send) {
+      sq_retired_ = std::max(sq_retired_, wc.wr_id >> 1);
+      continue;
+    }
+    if (!ticket->recv) {
+      sq_retired_ =
+          std::max(sq_retired_,
+                   static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ticket->handle)));
     }
     if (ticket->recv) {
       const auto slot = static_cast<int>(ntohl(wc.imm_data));

@@ -124,12 +124,15 @@ void print_table(std::FILE* out, Mode mode, int nranks, const Series& series) {
   print_line(out, "#");
 }
 
-void print_comparison(std::FILE* out, Mode mode, const std::vector<Ratio>& ratios) {
+void print_comparison(std::FILE* out, Mode mode, bool raw_cts, const std::vector<Ratio>& ratios) {
   const bool latency = mode == Mode::PingPong;
-  print_line(out, latency ? "# plugin / raw verbs, one-way latency (lower is better; target <= "
-                            "1.2x at 8 B)"
-                          : "# plugin / raw verbs, algbw (higher is better; target >= 0.9x at "
-                            "4 MiB)");
+  const char* floor = raw_cts ? "raw verbs + clear-to-send" : "raw verbs";
+  print_line(out, latency ? fmt::format("# plugin / {}, one-way latency (lower is better; target "
+                                        "<= 1.2x at 8 B)",
+                                        floor)
+                          : fmt::format("# plugin / {}, algbw (higher is better; target >= 0.9x "
+                                        "at 4 MiB)",
+                                        floor));
   print_line(out,
              fmt::format("#{:>11} {:>12} {:>12} {:>11}", "size", "plugin", "raw", "plugin/raw"));
   const char* unit = latency ? "(us)" : "(GB/s)";
@@ -179,6 +182,9 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
   j.begin_object();
   write_run_fields(j, info);
   j.key("path").value(path_name(info.path));
+  if (info.path != Path::Plugin) {
+    j.key("raw_protocol").value(info.raw_cts ? "clear-to-send" : "write");
+  }
   j.key("api").value(api_name(info.api));
   j.key("nranks").value(info.nranks);
   j.key("window").value(info.window);

@@ -26,6 +26,7 @@ struct RunInfo {
   Mode mode = Mode::AllReduce;
   Api api = Api::V8;
   Path path = Path::Plugin;
+  bool raw_cts = false;  // the raw path waits for a clear-to-send per message (--raw-cts)
   int nranks = 0;
   int window = 0;
   std::size_t slice_bytes = 0;
@@ -59,7 +60,8 @@ void write_percentiles(tools::JsonWriter& j, const char* name, const Percentiles
 
 void print_header(std::FILE* out, const RunInfo& info);
 void print_table(std::FILE* out, Mode mode, int nranks, const Series& series);
-void print_comparison(std::FILE* out, Mode mode, const std::vector<Ratio>& ratios);
+// `raw_cts`: the raw series is the clear-to-send protocol's floor, not verbs' own.
+void print_comparison(std::FILE* out, Mode mode, bool raw_cts, const std::vector<Ratio>& ratios);
 std::string render_json(const RunInfo& info, const std::vector<Series>& series,
                         const std::vector<Ratio>& ratios, std::size_t wrong_total, bool passed,
                         const std::string& error);

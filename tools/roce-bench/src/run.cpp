@@ -232,6 +232,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   info.mode = options.mode;
   info.api = options.api;
   info.path = options.path;
+  info.raw_cts = options.raw_cts;
   info.nranks = nranks;
   info.window = options.window;
   info.slice_bytes = options.slice_bytes;
@@ -307,7 +308,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       if (options.path != Path::Plugin) {
         raw = std::make_unique<RawEndpoint>(rendezvous, options, capacity);
         mine += ", raw " + raw->description();
-        series.push_back({"raw verbs", {}});
+        series.push_back({options.raw_cts ? "raw verbs + clear-to-send" : "raw verbs", {}});
       }
       if (options.path != Path::Raw) {
         via_plugin =
@@ -408,7 +409,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
         print_table(stdout, options.mode, nranks, s);
       }
       if (!ratios.empty()) {
-        print_comparison(stdout, options.mode, ratios);
+        print_comparison(stdout, options.mode, options.raw_cts, ratios);
       }
       std::fflush(stdout);
     }

@@ -155,6 +155,19 @@ TEST_CASE("the fingerprint changes with shared options but not with paths or the
   CHECK(a != roce::bench::options_fingerprint(parse({"-n", "5", "--api", "v9"})));
 }
 
+TEST_CASE("the raw path runs the clear-to-send protocol with --raw-cts, only on that path") {
+  CHECK_FALSE(parse({"-m", "pingpong", "--raw"}).raw_cts);
+  CHECK(parse({"-m", "pingpong", "--raw", "--raw-cts"}).raw_cts);
+  CHECK(parse({"-m", "bw", "--raw-cts", "--compare-raw"}).raw_cts);
+  CHECK(error_of({"-m", "pingpong", "--raw-cts"}) ==
+        "--raw-cts changes the raw-verbs path; add --raw or --compare-raw");
+  CHECK(error_of({"-m", "pingpong", "--raw", "--raw-cts=1"}).find("takes no value") !=
+        std::string::npos);
+  // Both ranks of a cluster-mode run must agree on the protocol.
+  CHECK(roce::bench::options_fingerprint(parse({"-m", "bw", "--raw"})) !=
+        roce::bench::options_fingerprint(parse({"-m", "bw", "--raw", "--raw-cts"})));
+}
+
 TEST_CASE("tp mode: Llama 3 70B at batch 16 in fp16 by default, 256 KiB per all-reduce") {
   const Options o = parse({"-m", "tp", "--tp", "4"});
   CHECK(o.mode == Mode::Tp);
