@@ -25,7 +25,7 @@
 //      -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda -lpthread
 //   driver-lock-probe inproc|ctx|helper [launches (20000)] [timeout_s (30)]
 //   driver-lock-probe cost [copies per size (2000)]
-// Results: docs/benchmarks.md, "Where the driver lock is held".
+// Results: docs/benchmarks-log.md, "Where the driver lock is held".
 #define _GNU_SOURCE  // memfd_create
 #include <cuda.h>
 #include <pthread.h>

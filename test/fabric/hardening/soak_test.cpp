@@ -95,8 +95,9 @@ TEST_CASE("soak: 8 comms of random-size messages, memory flat, no leaked QPs, CQ
   }
 
   // Flat: after the first tenth of the run (arenas registered, pools and rings allocated, the
-  // allocator's arenas warm), the memory in use may not grow by more than 8 MiB. A leak of only 8 bytes per
-  // message would be 8 MB over the million; allocator noise across 16 threads stays well below.
+  // allocator's arenas warm), the memory in use may not grow by more than 8 MiB. A leak of only 8
+  // bytes per message would be 8 MB over the million; allocator noise across 16 threads stays well
+  // below.
   REQUIRE(samples.size() >= 10);
   const size_t warm = samples.size() / 10;
   const long settled =

@@ -355,7 +355,7 @@ void Engine::run() {
         // the mutex behind the program's own poll (perftest polls its send CQ until the ACK,
         // which is when the peer's WRITE follows). If a program thread holds the engine, it is
         // receiving what arrived: spin on instead of sleeping on the mutex, which would also
-        // cost that thread a futex wake-up on its way out. docs/benchmarks.md, "An arrival
+        // cost that thread a futex wake-up on its way out. docs/benchmarks-log.md, "An arrival
         // found by spinning".
         spun_into_arrival = false;
         lock = std::unique_lock(mutex_, std::try_to_lock);

@@ -212,7 +212,7 @@ class Engine {
   // (let_kick_in). A program that spins on memory (ib_write_lat, NCCL's proxy) posts its reply
   // while the progress thread is still finishing the round that placed the WRITE it saw; handed
   // over through the list, the reply waited for that thread's next round, about 1 us more per
-  // hop on 16 cores (docs/benchmarks.md, "A posting thread waits for the engine"). Without
+  // hop on 16 cores (docs/benchmarks-log.md, "A posting thread waits for the engine"). Without
   // spare CPUs (no spin) a holder may be off the CPU, and waiting would only burn the slice.
   static constexpr std::chrono::nanoseconds kKickWait{2000};
   std::atomic<int> kick_waiting_{0};  // posting threads in wait_for_engine

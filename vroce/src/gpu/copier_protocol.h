@@ -7,7 +7,7 @@
 // an application thread holds while it waits for the GPU (gpu/driver_lock_hazard.h), and the GPU
 // may be waiting for the very bytes vroce is copying. A process of its own has its own driver
 // state; measured on an H200, its copies got past both locks that hung in-process copies
-// (docs/benchmarks.md, "Where the driver lock is held").
+// (docs/benchmarks-log.md, "Where the driver lock is held").
 //
 // One copy is in flight at a time (the client holds a mutex from posting to reading the result).
 // Hand-off: the client fills the request fields and the staging bytes, then bumps `posted`; the

@@ -10,7 +10,7 @@
 // of a warp, and has the request when every chunk carries the number it waits for. The answer
 // comes back the same way. Each chunk is written and read as one 16-byte access, so a chunk is
 // never half old, half new; a line may be, which is what the number in every chunk detects.
-// Measured on an H200: about 3 us per 8-byte copy either way (docs/benchmarks.md).
+// Measured on an H200: about 3 us per 8-byte copy either way (docs/benchmarks-log.md).
 //
 // Shared by host code and by the CUDA kernel, so plain integers only, and the CPU's side of the
 // chunk accesses apart from nvcc's view.
