@@ -2,8 +2,8 @@
 // plugin over vroce. The memory in use (VmRSS; in a sanitizer build, the sanitizer allocator's
 // live bytes, as its quarantine keeps freed blocks resident) is sampled during the run and must
 // stay flat; at the end every QP, CQ and MR the comms created is gone (vroce's live-object
-// gauges). A million messages by default
-// (about 15 s on 2 cores); ROCE_SOAK_MESSAGES=N changes the count.
+// gauges). A million messages by default (about 15 s on 2 cores); ROCE_SOAK_MESSAGES=N changes
+// the count.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -27,6 +27,11 @@ inline std::size_t slot_stride(std::size_t bytes) {
   return (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
 }
 
+// Where slot `slot` of a size-`bytes` message starts in a send or receive buffer.
+inline std::size_t slot_offset(int slot, std::size_t bytes) {
+  return static_cast<std::size_t>(slot) * slot_stride(bytes);
+}
+
 // Messages of `bytes` that fit in flight: the window, capped by the buffer capacity.
 inline int slots_for(std::size_t capacity, std::size_t bytes, int window) {
   const std::size_t fit = capacity / slot_stride(bytes);

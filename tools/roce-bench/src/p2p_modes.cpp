@@ -107,12 +107,11 @@ void P2pMeasurement::wait_both(Ticket& a, Ticket& b, const char* what) {
 void P2pMeasurement::fill_slot(int slot, std::uint64_t seed) {
   std::vector<std::uint32_t> data(words());
   fill_message(data, seed);
-  ep_.send_buffer().write(static_cast<std::size_t>(slot) * slot_stride(step_.bytes), data.data(),
-                          step_.bytes);
+  ep_.send_buffer().write(slot_offset(slot, step_.bytes), data.data(), step_.bytes);
 }
 
 std::uint64_t P2pMeasurement::check_slot(int slot, std::uint64_t seed) {
-  const std::size_t offset = static_cast<std::size_t>(slot) * slot_stride(step_.bytes);
+  const std::size_t offset = slot_offset(slot, step_.bytes);
   if (options_.inject_corruption && rank_ == rendezvous_.nranks() - 1 && slot == 0) {
     corrupt_word(ep_.recv_buffer(), offset + (words() / 2) * sizeof(std::uint32_t));
   }

@@ -47,7 +47,7 @@ PluginEndpoint::~PluginEndpoint() {
 }
 
 bool PluginEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
-  void* data = send_buffer_.bytes() + static_cast<std::size_t>(slot) * slot_stride(bytes);
+  void* data = send_buffer_.bytes() + slot_offset(slot, bytes);
   void* request = plugin_.isend(comms_.send_comm, data, bytes, rank_, send_mhandle_);
   if (request == nullptr) {
     return false;
@@ -57,7 +57,7 @@ bool PluginEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
 }
 
 bool PluginEndpoint::post_recv(int slot, std::size_t bytes, Ticket& ticket) {
-  void* data = recv_buffer_.bytes() + static_cast<std::size_t>(slot) * slot_stride(bytes);
+  void* data = recv_buffer_.bytes() + slot_offset(slot, bytes);
   const bool ll_hint = (irecv_calls_++ & 1U) == 1U;
   void* request = plugin_.irecv(comms_.recv_comm, data, bytes, peer_, recv_mhandle_, ll_hint);
   if (request == nullptr) {
@@ -94,8 +94,7 @@ bool PluginEndpoint::test(Ticket& ticket) {
                            "; the peer sent " + std::to_string(ticket.bytes));
         }
         if (flush_ && ticket.bytes > 0) {
-          void* data = recv_buffer_.bytes() +
-                       static_cast<std::size_t>(ticket.slot) * slot_stride(ticket.bytes);
+          void* data = recv_buffer_.bytes() + slot_offset(ticket.slot, ticket.bytes);
           ticket.flush = plugin_.iflush(comms_.recv_comm, data, size, recv_mhandle_);
           if (ticket.flush != nullptr) {
             ticket.state = Ticket::State::Flushing;

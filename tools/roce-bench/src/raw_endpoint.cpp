@@ -434,7 +434,7 @@ void RawEndpoint::connect(Rendezvous& rendezvous, const Options& options) {
 }
 
 bool RawEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
-  const std::size_t offset = static_cast<std::size_t>(slot) * slot_stride(bytes);
+  const std::size_t offset = slot_offset(slot, bytes);
   std::uint64_t remote_addr = remote_addr_ + offset;
   std::uint32_t remote_rkey = remote_rkey_;
   if (cts_) {
@@ -501,7 +501,7 @@ bool RawEndpoint::post_send(int slot, std::size_t bytes, Ticket& ticket) {
 }
 
 void RawEndpoint::post_clear_to_send(std::uint64_t seq, int slot, std::size_t bytes) {
-  const std::size_t offset = static_cast<std::size_t>(slot) * slot_stride(bytes);
+  const std::size_t offset = slot_offset(slot, bytes);
   // One staging entry per send-queue position: a WR that still sits in the queue (not inline,
   // not yet sent) keeps its source until the queue has turned over.
   CtsEntry& entry = staging_[sq_posted_ % staging_entries_];
@@ -583,11 +583,6 @@ void RawEndpoint::poll_completions() {
       sq_retired_ = std::max(sq_retired_, wc.wr_id >> 1);
       continue;
     }
-    if (!ticket->recv) {
-      sq_retired_ =
-          std::max(sq_retired_,
-                   static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ticket->handle)));
-    }
     if (ticket->recv) {
       const auto slot = static_cast<int>(ntohl(wc.imm_data));
       if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || wc.byte_len != ticket->bytes ||
@@ -597,6 +592,10 @@ void RawEndpoint::poll_completions() {
                          std::to_string(ticket->bytes) + " bytes into slot " +
                          std::to_string(ticket->slot));
       }
+    } else {
+      sq_retired_ =
+          std::max(sq_retired_,
+                   static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ticket->handle)));
     }
     ticket->state = Ticket::State::Done;
   }
