@@ -1,4 +1,4 @@
-/* ncclNet_v8: the oldest table we export (NCCL 2.20 .. 2.23 load it as their newest). */
+/* ncclNet_v8 (NCCL 2.20 .. 2.23 load it as their newest): size_t regMr sizes and regIsGlobal. */
 #ifndef NCCL_NET_V8_H_
 #define NCCL_NET_V8_H_
 

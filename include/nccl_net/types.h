@@ -83,7 +83,7 @@ typedef enum {
 
 #define NCCL_NET_DEVICE_INVALID_VERSION 0x0
 
-/* Offload handle; v8..v11 all use this layout. We never offload, so it stays NULL. */
+/* Offload handle; v7..v12 all use this layout. We never offload, so it stays NULL. */
 typedef struct {
   ncclNetDeviceType netDeviceType;
   int netDeviceVersion;

@@ -19,22 +19,29 @@ ncclResult_t finalize_v11(void* ctx) noexcept;
 ncclResult_t set_net_attr_v11(void* ctx, ncclNetAttr_v11_t* attr) noexcept;
 
 ncclResult_t devices_v8(int* ndev) noexcept;
+ncclResult_t get_properties_v6(int dev, ncclNetProperties_v6_t* props) noexcept;
+ncclResult_t get_properties_v7(int dev, ncclNetProperties_v7_t* props) noexcept;
 ncclResult_t get_properties_v8(int dev, ncclNetProperties_v8_t* props) noexcept;
 ncclResult_t get_properties_v9(int dev, ncclNetProperties_v9_t* props) noexcept;
 ncclResult_t get_properties_v11(int dev, ncclNetProperties_v11_t* props) noexcept;
+ncclResult_t get_properties_v12(int dev, ncclNetProperties_v12_t* props) noexcept;
 ncclResult_t make_vdevice_v9(int* d, ncclNetVDeviceProps_v9_t* props) noexcept;
+ncclResult_t make_vdevice_v12(int* d, ncclNetVDeviceProps_v12_t* props) noexcept;
 
 ncclResult_t listen_v8(int dev, void* handle, void** listen_comm) noexcept;
 ncclResult_t listen_v11(void* ctx, int dev, void* handle, void** listen_comm) noexcept;
+ncclResult_t connect_v6(int dev, void* handle, void** send_comm) noexcept;
 ncclResult_t connect_v8(int dev, void* handle, void** send_comm,
                         ncclNetDeviceHandle_v8_t** send_dev_comm) noexcept;
 ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t* config, void* handle, void** send_comm,
                          ncclNetDeviceHandle_v10_t** send_dev_comm) noexcept;
 ncclResult_t connect_v11(void* ctx, int dev, void* handle, void** send_comm,
                          ncclNetDeviceHandle_v11_t** send_dev_comm) noexcept;
+ncclResult_t accept_v6(void* listen_comm, void** recv_comm) noexcept;
 ncclResult_t accept_v8(void* listen_comm, void** recv_comm,
                        ncclNetDeviceHandle_v8_t** recv_dev_comm) noexcept;
 
+ncclResult_t reg_mr_v6(void* comm, void* data, int size, int type, void** mhandle) noexcept;
 ncclResult_t reg_mr_v8(void* comm, void* data, size_t size, int type, void** mhandle) noexcept;
 ncclResult_t reg_mr_dmabuf_v8(void* comm, void* data, size_t size, int type, uint64_t offset,
                               int fd, void** mhandle) noexcept;

@@ -49,6 +49,11 @@ ncclResult_t listen_v11(void* ctx, int dev, void* handle, void** listen_comm) no
   return listen_with("listen", dev, traffic_class, handle, listen_comm);
 }
 
+ncclResult_t connect_v6(int dev, void* handle, void** send_comm) noexcept {
+  return connect_with("connect", dev, NCCL_NET_TRAFFIC_CLASS_UNDEF, handle, send_comm,
+                      static_cast<ncclNetDeviceHandle_v7_t**>(nullptr));
+}
+
 ncclResult_t connect_v8(int dev, void* handle, void** send_comm,
                         ncclNetDeviceHandle_v8_t** send_dev_comm) noexcept {
   return connect_with("connect", dev, NCCL_NET_TRAFFIC_CLASS_UNDEF, handle, send_comm,
@@ -88,6 +93,10 @@ ncclResult_t accept_v8(void* listen_comm, void** recv_comm,
                             listen_comm == nullptr ? "listenComm" : "recvComm");
   }
   return guarded("accept", [&] { return api::accept(listen_comm, recv_comm); });
+}
+
+ncclResult_t accept_v6(void* listen_comm, void** recv_comm) noexcept {
+  return accept_v8(listen_comm, recv_comm, nullptr);
 }
 
 ncclResult_t close_send_v8(void* send_comm) noexcept {

@@ -29,6 +29,14 @@ ncclResult_t reg_mr_v8(void* comm, void* data, size_t size, int type, void** mha
   return guarded("regMr", [&] { return api::reg_mr(comm, data, size, type, mhandle); });
 }
 
+ncclResult_t reg_mr_v6(void* comm, void* data, int size, int type, void** mhandle) noexcept {
+  if (size < 0) {
+    clear(mhandle);
+    return invalid_argument("regMr", "size {} is negative", size);
+  }
+  return reg_mr_v8(comm, data, static_cast<size_t>(size), type, mhandle);
+}
+
 ncclResult_t reg_mr_dmabuf_v8(void* comm, void* data, size_t size, int type, uint64_t offset,
                               int fd, void** mhandle) noexcept {
   clear(mhandle);

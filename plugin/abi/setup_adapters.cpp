@@ -9,30 +9,85 @@
 namespace roce::abi {
 namespace {
 
-// Fields every property struct shares (v8 is the common prefix, minus forceFlush).
+// Each ncclNet version's properties extend an earlier version's; each copy adds what its version
+// added. v6: the fields every version has.
 template <typename Props>
-void copy_common(const api::Properties& from, Props* to) {
+void copy_v6(const api::Properties& from, Props* to) {
   to->name = const_cast<char*>(from.name);
   to->pciPath = const_cast<char*>(from.pci_path);
   to->guid = from.guid;
   to->ptrSupport = from.ptr_support;
-  to->regIsGlobal = from.reg_is_global;
   to->speed = from.speed;
   to->port = from.port;
   to->latency = from.latency;
   to->maxComms = from.max_comms;
   to->maxRecvs = from.max_recvs;
+}
+
+// v7: the offload type.
+template <typename Props>
+void copy_v7(const api::Properties& from, Props* to) {
+  copy_v6(from, to);
   to->netDeviceType = from.device_type;
   to->netDeviceVersion = from.device_version;
 }
 
+// v8: regIsGlobal.
+template <typename Props>
+void copy_v8(const api::Properties& from, Props* to) {
+  copy_v7(from, to);
+  to->regIsGlobal = from.reg_is_global;
+}
+
+// The members of a virtual NIC, into a table of `capacity` entries (4 up to v11, 8 in v12).
+template <typename VProps>
+void copy_members(const api::VDeviceMembers& from, VProps* to) {
+  constexpr int kCapacity = static_cast<int>(sizeof(to->devs) / sizeof(to->devs[0]));
+  to->ndevs = from.ndevs < kCapacity ? from.ndevs : kCapacity;
+  for (int i = 0; i < to->ndevs; ++i) {
+    to->devs[i] = from.devs[i];
+  }
+}
+
+// v9: forceFlush, the virtual NIC's members and the transfer-size limits.
 template <typename Props>
 void copy_v9(const api::Properties& from, Props* to) {
-  copy_common(from, to);
+  copy_v8(from, to);
   to->forceFlush = from.force_flush;
-  to->vProps = from.vprops;
+  copy_members(from.vprops, &to->vProps);
   to->maxP2pBytes = from.max_p2p_bytes;
   to->maxCollBytes = from.max_coll_bytes;
+}
+
+// v11: maxMultiRequestSize.
+template <typename Props>
+void copy_v11(const api::Properties& from, Props* to) {
+  copy_v9(from, to);
+  to->maxMultiRequestSize = from.max_multi_request_size;
+}
+
+// v12: the rail and plane NCCL_IB_HCA gave the device.
+void copy_v12(const api::Properties& from, ncclNetProperties_v12_t* to) {
+  copy_v11(from, to);
+  to->railId = from.rail_id;
+  to->planeId = from.plane_id;
+}
+
+template <typename VProps>
+ncclResult_t make_vdevice(int* d, VProps* props) noexcept {
+  constexpr int kCapacity = static_cast<int>(sizeof(props->devs) / sizeof(props->devs[0]));
+  if (d == nullptr || props == nullptr) {
+    return invalid_argument("makeVDevice", "{} is NULL", d == nullptr ? "d" : "props");
+  }
+  if (props->ndevs < 1 || props->ndevs > kCapacity) {
+    return invalid_argument("makeVDevice", "ndevs {} is outside 1..{}", props->ndevs, kCapacity);
+  }
+  api::VDeviceMembers members;
+  members.ndevs = props->ndevs;
+  for (int i = 0; i < props->ndevs; ++i) {
+    members.devs[i] = props->devs[i];
+  }
+  return guarded("makeVDevice", [&] { return api::make_vdevice(d, members); });
 }
 
 template <typename Props, typename Copy>
@@ -99,35 +154,36 @@ ncclResult_t devices_v8(int* ndev) noexcept {
   return guarded("devices", [&] { return api::devices(ndev); });
 }
 
+ncclResult_t get_properties_v6(int dev, ncclNetProperties_v6_t* props) noexcept {
+  return get_properties("getProperties", dev, props, copy_v6<ncclNetProperties_v6_t>);
+}
+
+ncclResult_t get_properties_v7(int dev, ncclNetProperties_v7_t* props) noexcept {
+  return get_properties("getProperties", dev, props, copy_v7<ncclNetProperties_v7_t>);
+}
+
 ncclResult_t get_properties_v8(int dev, ncclNetProperties_v8_t* props) noexcept {
-  return get_properties(
-      "getProperties", dev, props,
-      [](const api::Properties& from, ncclNetProperties_v8_t* to) { copy_common(from, to); });
+  return get_properties("getProperties", dev, props, copy_v8<ncclNetProperties_v8_t>);
 }
 
 ncclResult_t get_properties_v9(int dev, ncclNetProperties_v9_t* props) noexcept {
-  return get_properties(
-      "getProperties", dev, props,
-      [](const api::Properties& from, ncclNetProperties_v9_t* to) { copy_v9(from, to); });
+  return get_properties("getProperties", dev, props, copy_v9<ncclNetProperties_v9_t>);
 }
 
 ncclResult_t get_properties_v11(int dev, ncclNetProperties_v11_t* props) noexcept {
-  return get_properties("getProperties", dev, props,
-                        [](const api::Properties& from, ncclNetProperties_v11_t* to) {
-                          copy_v9(from, to);
-                          to->maxMultiRequestSize = from.max_multi_request_size;
-                        });
+  return get_properties("getProperties", dev, props, copy_v11<ncclNetProperties_v11_t>);
+}
+
+ncclResult_t get_properties_v12(int dev, ncclNetProperties_v12_t* props) noexcept {
+  return get_properties("getProperties", dev, props, copy_v12);
 }
 
 ncclResult_t make_vdevice_v9(int* d, ncclNetVDeviceProps_v9_t* props) noexcept {
-  if (d == nullptr || props == nullptr) {
-    return invalid_argument("makeVDevice", "{} is NULL", d == nullptr ? "d" : "props");
-  }
-  if (props->ndevs < 1 || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC) {
-    return invalid_argument("makeVDevice", "ndevs {} is outside 1..{}", props->ndevs,
-                            NCCL_NET_MAX_DEVS_PER_NIC);
-  }
-  return guarded("makeVDevice", [&] { return api::make_vdevice(d, *props); });
+  return make_vdevice(d, props);
+}
+
+ncclResult_t make_vdevice_v12(int* d, ncclNetVDeviceProps_v12_t* props) noexcept {
+  return make_vdevice(d, props);
 }
 
 }  // namespace roce::abi

@@ -182,10 +182,12 @@ ncclResult_t get_properties(int dev, Properties* props) {
   props->max_p2p_bytes = kMaxMessageBytes;
   props->max_coll_bytes = kMaxMessageBytes;
   props->max_multi_request_size = 1;
+  props->rail_id = info.rail_id;
+  props->plane_id = info.plane_id;
   return ncclSuccess;
 }
 
-ncclResult_t make_vdevice(int* d, const ncclNetVDeviceProps_v9_t& props) {
+ncclResult_t make_vdevice(int* d, const VDeviceMembers& props) {
   const int count = Plugin::instance().device_count();
   for (int i = 0; i < props.ndevs; ++i) {
     if (props.devs[i] < 0 || props.devs[i] >= count) {

@@ -13,6 +13,13 @@
 
 namespace roce::api {
 
+// The members of a virtual NIC: as many as the largest table holds (v12's 8); abi/ copies as
+// many as each version's table has room for.
+struct VDeviceMembers {
+  int ndevs = 0;
+  int devs[NCCL_NET_MAX_DEVS_PER_NIC_V12] = {};
+};
+
 // Properties common to every ncclNet version; abi/ copies the fields each version has.
 struct Properties {
   const char* name = nullptr;
@@ -28,10 +35,12 @@ struct Properties {
   int max_recvs = 1;
   ncclNetDeviceType device_type = NCCL_NET_DEVICE_HOST;
   int device_version = NCCL_NET_DEVICE_INVALID_VERSION;
-  ncclNetVDeviceProps_v9_t vprops{};
+  VDeviceMembers vprops;
   size_t max_p2p_bytes = 0;
   size_t max_coll_bytes = 0;
   int max_multi_request_size = 1;
+  int16_t rail_id = NCCL_NET_ID_UNDEF;  // v12: from NCCL_IB_HCA's name:port:rail:plane
+  int16_t plane_id = NCCL_NET_ID_UNDEF;
 };
 
 // Initialises the plugin once per process (later calls take a reference). Returns a failure,
@@ -53,7 +62,7 @@ int context_traffic_class(void* ctx);
 
 ncclResult_t devices(int* ndev);
 ncclResult_t get_properties(int dev, Properties* props);
-ncclResult_t make_vdevice(int* d, const ncclNetVDeviceProps_v9_t& props);
+ncclResult_t make_vdevice(int* d, const VDeviceMembers& props);
 
 // traffic_class: the communicator's class (v10 connect config, v11 context), or
 // NCCL_NET_TRAFFIC_CLASS_UNDEF (v8, v9, and listen before v11).

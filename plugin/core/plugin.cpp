@@ -115,10 +115,18 @@ ncclResult_t Plugin::start_locked() {
   }
   DiscoveryResult found = std::move(*discovered);
   if (found.devices.empty()) {
-    ROCE_WARN(NCCL_INIT | NCCL_NET,
-              "RoCE plugin disabled: no usable RoCE port ({}); check the ports are ACTIVE with "
-              "ibv_devinfo and that NCCL_IB_HCA selects them",
-              found.skipped_summary());
+    if (cfg.ib_hca.empty()) {
+      ROCE_WARN(NCCL_INIT | NCCL_NET,
+                "RoCE plugin disabled: no usable RoCE port ({}); check the ports are ACTIVE with "
+                "ibv_devinfo",
+                found.skipped_summary());
+    } else {
+      ROCE_WARN(NCCL_INIT | NCCL_NET,
+                "RoCE plugin disabled: NCCL_IB_HCA='{}' selects no usable RoCE port; the ports "
+                "that exist: {}; name one of them ([^][=]name[:port], e.g. ={}) or unset "
+                "NCCL_IB_HCA",
+                cfg.ib_hca, found.skipped_summary(), found.example_port());
+    }
     return ncclSystemError;
   }
 

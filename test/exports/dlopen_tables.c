@@ -1,7 +1,8 @@
 /* Loads libnccl-net-roce.so the way NCCL does (dlopen RTLD_NOW|RTLD_LOCAL, dlsym of each table),
  * from C, so nothing C++ leaks into the check, and verifies what NCCL relies on before it calls
  * anything: every table is there and named "RoCE", every entry NCCL calls unchecked is set,
- * v11 has finalize, and the argument checks answer without touching a device.
+ * v11 and v12 have finalize, and the argument checks answer without touching a device (through
+ * v6 and v7's own int-sized regMr and v12's 8-member makeVDevice too).
  *
  * Usage: dlopen_tables <path to libnccl-net-roce.so>          table and argument checks
  *        dlopen_tables <path> --init-fails [TEXT]             init must fail (bad environment)
@@ -58,8 +59,8 @@ static void check_common_entries(const char* version, const void* const* entries
 
 /* Argument checks reachable without init: they must answer ncclInvalidArgument (or success for
  * finalize(NULL)), overwrite out-parameters, and never touch the (fake) comm. */
-static void check_arguments(const ncclNet_v8_t* v8, const ncclNet_v9_t* v9,
-                            const ncclNet_v11_t* v11) {
+static void check_arguments(const ncclNet_v6_t* v6, const ncclNet_v8_t* v8, const ncclNet_v9_t* v9,
+                            const ncclNet_v11_t* v11, const ncclNet_v12_t* v12) {
   long fake_comm = 0;
   void* request = (void*)0x1; /* NCCL's "optional receive completion" hint */
   int data = 0;
@@ -106,6 +107,15 @@ static void check_arguments(const ncclNet_v8_t* v8, const ncclNet_v9_t* v9,
   CHECK(v8->regMrDmaBuf(&fake_comm, &data, 4, NCCL_PTR_CUDA, 0, -1, &mhandle) ==
         ncclInvalidArgument);
   CHECK(v8->deregMr(&fake_comm, NULL) == ncclInvalidArgument);
+  mhandle = (void*)0x1;
+  CHECK(v6->regMr(&fake_comm, &data, -4, NCCL_PTR_HOST, &mhandle) == ncclInvalidArgument);
+  CHECK(mhandle == NULL);
+  CHECK(v6->regMr(NULL, &data, 4, NCCL_PTR_HOST, &mhandle) == ncclInvalidArgument);
+  void* v6_comm = (void*)0x1;
+  CHECK(v6->connect(0, NULL, &v6_comm) == ncclInvalidArgument);
+  CHECK(v6_comm == NULL);
+  CHECK(v6->accept(NULL, &v6_comm) == ncclInvalidArgument);
+  CHECK(v6->getProperties(0, NULL) == ncclInvalidArgument);
 
   void* dptr = (void*)0x1;
   CHECK(v8->getDeviceMr(NULL, &data, &dptr) == ncclInvalidArgument);
@@ -126,6 +136,12 @@ static void check_arguments(const ncclNet_v8_t* v8, const ncclNet_v9_t* v9,
   CHECK(v9->makeVDevice(&vdev, &vprops) == ncclInvalidArgument); /* ndevs 0 */
   vprops.ndevs = 5;
   CHECK(v9->makeVDevice(&vdev, &vprops) == ncclInvalidArgument);
+  ncclNetVDeviceProps_v12_t vprops12;
+  memset(&vprops12, 0, sizeof vprops12);
+  vprops12.ndevs = 9;
+  CHECK(v12->makeVDevice(&vdev, &vprops12) == ncclInvalidArgument);
+  CHECK(v12->getProperties(0, NULL) == ncclInvalidArgument);
+  CHECK(v12->finalize(NULL) == ncclSuccess);
 
   /* NCCL 2.28 calls finalize on the context slot after a failed init: NULL must be accepted. */
   CHECK(v11->finalize(NULL) == ncclSuccess);
@@ -151,15 +167,22 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAILED: dlopen %s: %s\n", argv[1], dlerror());
     return 1;
   }
+  const ncclNet_v6_t* v6 = (const ncclNet_v6_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V6);
+  const ncclNet_v7_t* v7 = (const ncclNet_v7_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V7);
   const ncclNet_v8_t* v8 = (const ncclNet_v8_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V8);
   const ncclNet_v9_t* v9 = (const ncclNet_v9_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V9);
   const ncclNet_v10_t* v10 = (const ncclNet_v10_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V10);
   const ncclNet_v11_t* v11 = (const ncclNet_v11_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V11);
+  const ncclNet_v12_t* v12 = (const ncclNet_v12_t*)dlsym(lib, NCCL_NET_PLUGIN_SYMBOL_V12);
+  CHECK(v6 != NULL);
+  CHECK(v7 != NULL);
   CHECK(v8 != NULL);
   CHECK(v9 != NULL);
   CHECK(v10 != NULL);
   CHECK(v11 != NULL);
-  if (v8 == NULL || v9 == NULL || v10 == NULL || v11 == NULL) {
+  CHECK(v12 != NULL);
+  if (v6 == NULL || v7 == NULL || v8 == NULL || v9 == NULL || v10 == NULL || v11 == NULL ||
+      v12 == NULL) {
     return 1;
   }
   /* Internal symbols must not be reachable. */
@@ -203,18 +226,22 @@ int main(int argc, char** argv) {
     return failures == 0 ? 0 : 1;
   }
 
-  const char* names[4] = {v8->name, v9->name, v10->name, v11->name};
-  for (int i = 0; i < 4; ++i) {
+  const char* names[7] = {v6->name, v7->name, v8->name, v9->name, v10->name, v11->name, v12->name};
+  for (int i = 0; i < 7; ++i) {
     CHECK(names[i] != NULL && strcmp(names[i], "RoCE") == 0);
   }
-  /* Every function pointer after the name: 18 in v8, 19 in v9/v10, 21 in v11. */
+  /* Every function pointer after the name: 16 in v6, 18 in v7 and v8, 19 in v9/v10, 21 in v11
+   * and v12. */
+  check_common_entries("v6", (const void* const*)&v6->init, 16);
+  check_common_entries("v7", (const void* const*)&v7->init, 18);
   check_common_entries("v8", (const void* const*)&v8->init, 18);
   check_common_entries("v9", (const void* const*)&v9->init, 19);
   check_common_entries("v10", (const void* const*)&v10->init, 19);
   check_common_entries("v11", (const void* const*)&v11->init, 21);
+  check_common_entries("v12", (const void* const*)&v12->init, 21);
   CHECK(v11->finalize != NULL);
 
-  check_arguments(v8, v9, v11);
+  check_arguments(v6, v8, v9, v11, v12);
 
   if (dlclose(lib) != 0) {
     fprintf(stderr, "FAILED: dlclose: %s\n", dlerror());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks a shipped shared library's dynamic symbol table, symbol versions and dependencies:
-#   - the only defined dynamic symbols are ncclNetPlugin_v8, _v9, _v10 and _v11 (skipped with
+#   - the only defined dynamic symbols are ncclNetPlugin_v6 to _v12 (skipped with
 #     --floor-only, for vroce's libibverbs.so.1, whose exports test/vroce/platform checks);
 #   - the newest GLIBC_x.y it imports is at most GLIBC_2.34 (Ubuntu 22.04, the base of the vLLM and
 #     TensorRT-LLM images; docs/containers.md), and GCC_x.y from libgcc_s at most GCC_4.2.0;
@@ -23,13 +23,13 @@ gcc_floor=4.2.0
 status=0
 if ((!floor_only)); then
   symbols=$(nm -D --defined-only "$lib" | awk '{print $NF}' | sort)
-  expected=$(printf '%s\n' ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v8 ncclNetPlugin_v9)
+  expected=$(printf 'ncclNetPlugin_v%s\n' 6 7 8 9 10 11 12 | sort)
   if [[ $symbols != "$expected" ]]; then
-    echo "FAILED: exported symbols differ from the four ncclNetPlugin_v* tables:" >&2
+    echo "FAILED: exported symbols differ from the seven ncclNetPlugin_v6..v12 tables:" >&2
     diff <(echo "$expected") <(echo "$symbols") >&2 || true
     status=1
   else
-    echo "exports: exactly ncclNetPlugin_v8, _v9, _v10, _v11"
+    echo "exports: exactly ncclNetPlugin_v6 to _v12"
   fi
 fi
 

@@ -82,7 +82,7 @@ TEST_CASE("empty NCCL_IB_HCA entries are skipped, as NCCL's tokenizer skips them
   CHECK(parse(",").matches("anything", 1));  // nothing named: every device, as unset
 }
 
-TEST_CASE("NCCL 2.30's name:port:rail:plane entries are accepted; rail and plane do not filter",
+TEST_CASE("NCCL 2.30's name:port:rail:plane entries are accepted, and rail and plane do not filter",
           "[hca]") {
   const roce::HcaFilter filter = parse("=mlx5_0:1:0:1,mlx5_1:1:2");
   REQUIRE(filter.entries.size() == 2);
@@ -95,15 +95,54 @@ TEST_CASE("NCCL 2.30's name:port:rail:plane entries are accepted; rail and plane
   CHECK_FALSE(filter.matches("mlx5_0", 2));
   CHECK(filter.matches("mlx5_1", 1));
   CHECK_THAT(error_of("mlx5_0:1:x"), Catch::Contains("rail 'x'"));
-  CHECK_THAT(error_of("mlx5_0:1:0:"), Catch::Contains("plane ''"));
+  CHECK_THAT(error_of("mlx5_0:1:0:32768"), Catch::Contains("0..32767"));
   CHECK_THAT(error_of("mlx5_0:1:0:0:0"), Catch::Contains("more than name:port:rail:plane"));
+}
+
+TEST_CASE("empty NCCL_IB_HCA fields are unset, as NCCL reads them", "[hca]") {
+  // NCCL's own documented form: any port, rail 0, plane 0.
+  const roce::HcaFilter documented = parse("=mlx5_0::0:0");
+  REQUIRE(documented.entries.size() == 1);
+  CHECK_FALSE(documented.entries[0].port.has_value());
+  CHECK(documented.entries[0].rail == 0);
+  CHECK(documented.entries[0].plane == 0);
+  CHECK(documented.matches("mlx5_0", 1));
+  CHECK(documented.matches("mlx5_0", 2));
+  CHECK_FALSE(documented.matches("mlx5_01", 1));
+
+  const roce::HcaFilter trailing = parse("mlx5_0:");
+  REQUIRE(trailing.entries.size() == 1);
+  CHECK_FALSE(trailing.entries[0].port.has_value());
+  CHECK(trailing.matches("mlx5_0", 2));
+
+  const roce::HcaFilter plane_only = parse("mlx5_1:1::3,mlx5_2:::");
+  REQUIRE(plane_only.entries.size() == 2);
+  CHECK(plane_only.entries[0].port == 1);
+  CHECK_FALSE(plane_only.entries[0].rail.has_value());
+  CHECK(plane_only.entries[0].plane == 3);
+  CHECK_FALSE(plane_only.entries[1].port.has_value());
+  CHECK_FALSE(plane_only.entries[1].rail.has_value());
+  CHECK_FALSE(plane_only.entries[1].plane.has_value());
+}
+
+TEST_CASE("the entry that selects a port is the first one naming it, and none under '^'", "[hca]") {
+  const roce::HcaFilter filter = parse("mlx5_0:1:4:0,mlx5_0::5:1,mlx5_1");
+  REQUIRE(filter.selecting_entry("mlx5_0", 1) != nullptr);
+  CHECK(filter.selecting_entry("mlx5_0", 1)->rail == 4);
+  REQUIRE(filter.selecting_entry("mlx5_0", 2) != nullptr);
+  CHECK(filter.selecting_entry("mlx5_0", 2)->rail == 5);
+  REQUIRE(filter.selecting_entry("mlx5_1", 1) != nullptr);
+  CHECK_FALSE(filter.selecting_entry("mlx5_1", 1)->rail.has_value());
+  CHECK(filter.selecting_entry("mlx5_2", 1) == nullptr);
+  // An excluding list selects by leaving out: no entry gives a rail.
+  CHECK(parse("^mlx5_1:1:2:3").selecting_entry("mlx5_0", 1) == nullptr);
+  CHECK(parse("").selecting_entry("mlx5_0", 1) == nullptr);
 }
 
 TEST_CASE("a malformed NCCL_IB_HCA is an error naming the entry and the syntax", "[hca]") {
   CHECK_THAT(error_of("mlx5_0:x"), Catch::Contains("port 'x'"));
   CHECK_THAT(error_of("mlx5_0:0"), Catch::Contains("1..255"));
   CHECK_THAT(error_of("mlx5_0:256"), Catch::Contains("1..255"));
-  CHECK_THAT(error_of("mlx5_0:"), Catch::Contains("port ''"));
   CHECK_THAT(error_of(":1"), Catch::Contains("no device name"));
   CHECK_THAT(error_of("^"), Catch::Contains("no device follows"));
   CHECK_THAT(error_of("^="), Catch::Contains("no device follows"));

@@ -5,10 +5,31 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 
 namespace roce::tools {
 namespace {
+
+// The table a variant alternative points to.
+template <typename TablePtr>
+using TableOf = std::remove_const_t<std::remove_pointer_t<TablePtr>>;
+
+// Which generation a table belongs to: what its functions look like.
+template <typename T>
+inline constexpr bool kHasOffload = !std::is_same_v<T, ncclNet_v6_t>;  // devComm, irecvConsumed
+template <typename T>
+inline constexpr bool kIntSizes =  // int sizes in isend and irecv
+    std::is_same_v<T, ncclNet_v6_t> || std::is_same_v<T, ncclNet_v7_t> ||
+    std::is_same_v<T, ncclNet_v8_t>;
+template <typename T>
+inline constexpr bool kHasContext =  // a per-communicator context from init; finalize
+    std::is_same_v<T, ncclNet_v11_t> || std::is_same_v<T, ncclNet_v12_t>;
+template <typename T>
+inline constexpr bool kHasProfiler =  // init takes the profiler; isend/irecv take its handles
+    kHasContext<T> || std::is_same_v<T, ncclNet_v10_t>;
+template <typename T>
+inline constexpr bool kHasVDevices = !kIntSizes<T>;  // makeVDevice, from v9
 
 // What NCCL reads before init: the name (for NCCL_NET and its log) and init itself.
 template <typename Table>
@@ -38,14 +59,15 @@ std::string missing_after_init(const Table& t) {
   need(reinterpret_cast<const void*>(t.closeSend), "closeSend");
   need(reinterpret_cast<const void*>(t.closeRecv), "closeRecv");
   need(reinterpret_cast<const void*>(t.closeListen), "closeListen");
-  if constexpr (std::is_same_v<Table, ncclNet_v11_t>) {
+  if constexpr (kHasContext<Table>) {
     need(reinterpret_cast<const void*>(t.finalize), "finalize (NCCL calls it unchecked)");
   }
   return missing;
 }
 
+// Each version's properties extend an earlier version's (see the plugin's abi/setup_adapters).
 template <typename Props>
-NetProperties convert_common(const Props& p) {
+NetProperties convert(const Props& p) {
   NetProperties out;
   out.name = p.name != nullptr ? p.name : "";
   if (p.pciPath != nullptr) {
@@ -53,31 +75,54 @@ NetProperties convert_common(const Props& p) {
   }
   out.guid = p.guid;
   out.ptr_support = p.ptrSupport;
-  out.reg_is_global = p.regIsGlobal;
   out.speed_mbps = p.speed;
   out.port = p.port;
   out.latency_us = p.latency;
   out.max_comms = p.maxComms;
   out.max_recvs = p.maxRecvs;
-  out.net_device_type = static_cast<int>(p.netDeviceType);
-  out.net_device_version = p.netDeviceVersion;
+  if constexpr (requires { p.netDeviceType; }) {  // v7+
+    out.net_device_type = static_cast<int>(p.netDeviceType);
+    out.net_device_version = p.netDeviceVersion;
+  }
+  if constexpr (requires { p.regIsGlobal; }) {  // v8+
+    out.reg_is_global = p.regIsGlobal;
+  }
+  if constexpr (requires { p.vProps; }) {  // v9+
+    out.force_flush = p.forceFlush;
+    out.vdev_count = p.vProps.ndevs;
+    out.max_p2p_bytes = p.maxP2pBytes;
+    out.max_coll_bytes = p.maxCollBytes;
+  }
+  if constexpr (requires { p.maxMultiRequestSize; }) {  // v11+
+    out.max_multi_request_size = p.maxMultiRequestSize;
+  }
+  if constexpr (requires { p.railId; }) {  // v12
+    out.rail_id = p.railId;
+    out.plane_id = p.planeId;
+  }
   return out;
 }
 
-template <typename Props>
-NetProperties convert_v9_plus(const Props& p) {
-  NetProperties out = convert_common(p);
-  out.force_flush = p.forceFlush;
-  out.vdev_count = p.vProps.ndevs;
-  out.max_p2p_bytes = p.maxP2pBytes;
-  out.max_coll_bytes = p.maxCollBytes;
-  return out;
-}
+// The type of argument I of a table member (a function pointer).
+template <typename Fn>
+struct Arguments;
+template <typename R, typename... A>
+struct Arguments<R (*)(A...)> {
+  using type = std::tuple<A...>;
+};
+template <std::size_t I, typename Fn>
+using ArgumentOf = std::tuple_element_t<I, typename Arguments<Fn>::type>;
+
+// What getProperties fills and makeVDevice reads, per table.
+template <typename T>
+using PropsOf = std::remove_pointer_t<ArgumentOf<1, decltype(T::getProperties)>>;
+template <typename T>
+using VDevicePropsOf = std::remove_pointer_t<ArgumentOf<1, decltype(T::makeVDevice)>>;
 
 }  // namespace
 
 std::optional<NetApi> parse_net_api(const std::string& text) {
-  for (NetApi api : {NetApi::V8, NetApi::V9, NetApi::V10, NetApi::V11}) {
+  for (NetApi api : kNetApis) {
     if (text == net_api_name(api)) {
       return api;
     }
@@ -91,6 +136,10 @@ std::string net_api_name(NetApi api) {
 
 const char* net_table_symbol(NetApi api) {
   switch (api) {
+    case NetApi::V6:
+      return NCCL_NET_PLUGIN_SYMBOL_V6;
+    case NetApi::V7:
+      return NCCL_NET_PLUGIN_SYMBOL_V7;
     case NetApi::V8:
       return NCCL_NET_PLUGIN_SYMBOL_V8;
     case NetApi::V9:
@@ -99,6 +148,8 @@ const char* net_table_symbol(NetApi api) {
       return NCCL_NET_PLUGIN_SYMBOL_V10;
     case NetApi::V11:
       return NCCL_NET_PLUGIN_SYMBOL_V11;
+    case NetApi::V12:
+      return NCCL_NET_PLUGIN_SYMBOL_V12;
   }
   return "?";
 }
@@ -167,24 +218,9 @@ NetTable::NetTable(const std::string& path, NetApi api) : path_(path), api_(api)
                              (why != nullptr ? why : "?"));
   }
   void* table = dlsym(library_, net_table_symbol(api));
-  switch (api) {
-    case NetApi::V8:
-      v8_ = static_cast<const ncclNet_v8_t*>(table);
-      break;
-    case NetApi::V9:
-      v9_ = static_cast<const ncclNet_v9_t*>(table);
-      break;
-    case NetApi::V10:
-      v10_ = static_cast<const ncclNet_v10_t*>(table);
-      break;
-    case NetApi::V11:
-      v11_ = static_cast<const ncclNet_v11_t*>(table);
-      break;
-  }
-  const char* missing = nullptr;
   if (table == nullptr) {
     std::string exported;
-    for (NetApi other : {NetApi::V8, NetApi::V9, NetApi::V10, NetApi::V11}) {
+    for (NetApi other : kNetApis) {
       if (dlsym(library_, net_table_symbol(other)) != nullptr) {
         exported += (exported.empty() ? "" : ", ") + std::string(net_table_symbol(other));
       }
@@ -192,12 +228,32 @@ NetTable::NetTable(const std::string& path, NetApi api) : path_(path), api_(api)
     dlclose(library_);
     throw std::runtime_error(
         path + " does not export " + net_table_symbol(api) +
-        " (it exports: " + (exported.empty() ? "no ncclNetPlugin_v8..v11 table" : exported) + ")");
+        " (it exports: " + (exported.empty() ? "no ncclNetPlugin_v6..v12 table" : exported) + ")");
   }
-  missing = v8_    ? missing_before_init(*v8_)
-            : v9_  ? missing_before_init(*v9_)
-            : v10_ ? missing_before_init(*v10_)
-                   : missing_before_init(*v11_);
+  switch (api) {
+    case NetApi::V6:
+      table_ = static_cast<const ncclNet_v6_t*>(table);
+      break;
+    case NetApi::V7:
+      table_ = static_cast<const ncclNet_v7_t*>(table);
+      break;
+    case NetApi::V8:
+      table_ = static_cast<const ncclNet_v8_t*>(table);
+      break;
+    case NetApi::V9:
+      table_ = static_cast<const ncclNet_v9_t*>(table);
+      break;
+    case NetApi::V10:
+      table_ = static_cast<const ncclNet_v10_t*>(table);
+      break;
+    case NetApi::V11:
+      table_ = static_cast<const ncclNet_v11_t*>(table);
+      break;
+    case NetApi::V12:
+      table_ = static_cast<const ncclNet_v12_t*>(table);
+      break;
+  }
+  const char* missing = std::visit([](auto t) { return missing_before_init(*t); }, table_);
   if (missing != nullptr) {
     dlclose(library_);
     throw std::runtime_error(path + " " + net_table_symbol(api) + " has a NULL " + missing +
@@ -212,177 +268,191 @@ NetTable::~NetTable() {
   dlclose(library_);
 }
 
-// Calls the same-named member of whichever table is loaded (all four have it, same signature).
-#define ROCE_NET_DISPATCH(member, ...) \
-  (v8_    ? v8_->member(__VA_ARGS__)   \
-   : v9_  ? v9_->member(__VA_ARGS__)   \
-   : v10_ ? v10_->member(__VA_ARGS__)  \
-          : v11_->member(__VA_ARGS__))
-#define ROCE_NET_MEMBER(member)     \
-  (v8_    ? v8_->member != nullptr  \
-   : v9_  ? v9_->member != nullptr  \
-   : v10_ ? v10_->member != nullptr \
-          : v11_->member != nullptr)
-
 std::string NetTable::name() const {
-  const char* name = v8_ ? v8_->name : v9_ ? v9_->name : v10_ ? v10_->name : v11_->name;
+  const char* name = std::visit([](auto t) { return t->name; }, table_);
   return name != nullptr ? name : "";
 }
 
 std::string NetTable::missing_members() const {
-  return v8_    ? missing_after_init(*v8_)
-         : v9_  ? missing_after_init(*v9_)
-         : v10_ ? missing_after_init(*v10_)
-                : missing_after_init(*v11_);
+  return std::visit([](auto t) { return missing_after_init(*t); }, table_);
 }
 
 bool NetTable::has_reg_mr_dmabuf() const {
-  return ROCE_NET_MEMBER(regMrDmaBuf);
+  return std::visit([](auto t) { return t->regMrDmaBuf != nullptr; }, table_);
 }
 
 bool NetTable::has_iflush() const {
-  return ROCE_NET_MEMBER(iflush);
+  return std::visit([](auto t) { return t->iflush != nullptr; }, table_);
 }
 
 ncclResult_t NetTable::init(ncclDebugLogger_t logger, int traffic_class, std::uint64_t comm_id,
                             ncclProfilerCallback_t profiler) {
   comm_config_.trafficClass = traffic_class;
-  ncclResult_t result;
-  if (v8_) {
-    result = v8_->init(logger);
-  } else if (v9_) {
-    result = v9_->init(logger);
-  } else if (v10_) {
-    result = v10_->init(logger, profiler);
-  } else {
-    ncclNetCommConfig_v11_t config{traffic_class};
-    result = v11_->init(&ctx_, comm_id, &config, logger, profiler);
-  }
+  const ncclResult_t result = std::visit(
+      [&](auto t) {
+        using T = TableOf<decltype(t)>;
+        if constexpr (kHasContext<T>) {
+          ncclNetCommConfig_v11_t config{traffic_class};
+          return t->init(&ctx_, comm_id, &config, logger, profiler);
+        } else if constexpr (kHasProfiler<T>) {
+          return t->init(logger, profiler);
+        } else {
+          return t->init(logger);
+        }
+      },
+      table_);
   initialized_ = result == ncclSuccess;
   return result;
 }
 
 ncclResult_t NetTable::finalize() {
   initialized_ = false;
-  if (v11_ == nullptr || ctx_ == nullptr) {
+  if (ctx_ == nullptr) {
     return ncclSuccess;
   }
-  const ncclResult_t result = v11_->finalize(ctx_);
+  const ncclResult_t result = std::visit(
+      [&](auto t) {
+        if constexpr (kHasContext<TableOf<decltype(t)>>) {
+          return t->finalize(ctx_);
+        } else {
+          return ncclSuccess;
+        }
+      },
+      table_);
   ctx_ = nullptr;
   return result;
 }
 
 ncclResult_t NetTable::devices(int* ndev) {
-  return ROCE_NET_DISPATCH(devices, ndev);
+  return std::visit([&](auto t) { return t->devices(ndev); }, table_);
 }
 
 ncclResult_t NetTable::properties(int dev, NetProperties* out) {
-  ncclResult_t result;
-  if (v8_) {
-    ncclNetProperties_v8_t p{};
-    result = v8_->getProperties(dev, &p);
-    if (result == ncclSuccess) {
-      *out = convert_common(p);
-    }
-  } else if (v9_) {
-    ncclNetProperties_v9_t p{};
-    result = v9_->getProperties(dev, &p);
-    if (result == ncclSuccess) {
-      *out = convert_v9_plus(p);
-    }
-  } else if (v10_) {
-    ncclNetProperties_v10_t p{};
-    result = v10_->getProperties(dev, &p);
-    if (result == ncclSuccess) {
-      *out = convert_v9_plus(p);
-    }
-  } else {
-    ncclNetProperties_v11_t p{};
-    result = v11_->getProperties(dev, &p);
-    if (result == ncclSuccess) {
-      *out = convert_v9_plus(p);
-      out->max_multi_request_size = p.maxMultiRequestSize;
-    }
-  }
-  return result;
+  return std::visit(
+      [&](auto t) {
+        PropsOf<TableOf<decltype(t)>> p{};
+        const ncclResult_t result = t->getProperties(dev, &p);
+        if (result == ncclSuccess) {
+          *out = convert(p);
+        }
+        return result;
+      },
+      table_);
 }
 
 ncclResult_t NetTable::make_vdevice(int* d, const std::vector<int>& devs) {
-  ncclNetVDeviceProps_v9_t props{};
-  props.ndevs = static_cast<int>(devs.size());
-  for (size_t i = 0; i < devs.size() && i < NCCL_NET_MAX_DEVS_PER_NIC; ++i) {
-    props.devs[i] = devs[i];
-  }
-  if (v8_) {
-    return ncclInvalidUsage;  // v8 has no virtual devices
-  }
-  return v9_    ? v9_->makeVDevice(d, &props)
-         : v10_ ? v10_->makeVDevice(d, &props)
-                : v11_->makeVDevice(d, &props);
+  return std::visit(
+      [&](auto t) {
+        using T = TableOf<decltype(t)>;
+        if constexpr (kHasVDevices<T>) {
+          VDevicePropsOf<T> props{};
+          constexpr std::size_t kCapacity = sizeof(props.devs) / sizeof(props.devs[0]);
+          props.ndevs = static_cast<int>(devs.size());
+          for (std::size_t i = 0; i < devs.size() && i < kCapacity; ++i) {
+            props.devs[i] = devs[i];
+          }
+          return t->makeVDevice(d, &props);
+        } else {
+          return ncclInvalidUsage;  // no virtual devices before v9
+        }
+      },
+      table_);
 }
 
 ncclResult_t NetTable::listen(int dev, void* handle, void** listen_comm) {
-  if (v11_) {
-    return v11_->listen(ctx_, dev, handle, listen_comm);
-  }
-  return v8_   ? v8_->listen(dev, handle, listen_comm)
-         : v9_ ? v9_->listen(dev, handle, listen_comm)
-               : v10_->listen(dev, handle, listen_comm);
+  return std::visit(
+      [&](auto t) {
+        if constexpr (kHasContext<TableOf<decltype(t)>>) {
+          return t->listen(ctx_, dev, handle, listen_comm);
+        } else {
+          return t->listen(dev, handle, listen_comm);
+        }
+      },
+      table_);
 }
 
 ncclResult_t NetTable::connect(int dev, void* handle, void** send_comm,
                                NetDeviceHandle** dev_comm) {
-  if (v8_) {
-    return v8_->connect(dev, handle, send_comm, dev_comm);
-  }
-  if (v9_) {
-    return v9_->connect(dev, handle, send_comm, dev_comm);
-  }
-  if (v10_) {
-    return v10_->connect(dev, &comm_config_, handle, send_comm, dev_comm);
-  }
-  return v11_->connect(ctx_, dev, handle, send_comm, dev_comm);
+  return std::visit(
+      [&](auto t) {
+        using T = TableOf<decltype(t)>;
+        if constexpr (kHasContext<T>) {
+          return t->connect(ctx_, dev, handle, send_comm, dev_comm);
+        } else if constexpr (std::is_same_v<T, ncclNet_v10_t>) {
+          return t->connect(dev, &comm_config_, handle, send_comm, dev_comm);
+        } else if constexpr (kHasOffload<T>) {
+          return t->connect(dev, handle, send_comm, dev_comm);
+        } else {
+          if (dev_comm != nullptr) {
+            *dev_comm = nullptr;  // v6 has no offload handle
+          }
+          return t->connect(dev, handle, send_comm);
+        }
+      },
+      table_);
 }
 
 ncclResult_t NetTable::accept(void* listen_comm, void** recv_comm, NetDeviceHandle** dev_comm) {
-  return ROCE_NET_DISPATCH(accept, listen_comm, recv_comm, dev_comm);
+  return std::visit(
+      [&](auto t) {
+        if constexpr (kHasOffload<TableOf<decltype(t)>>) {
+          return t->accept(listen_comm, recv_comm, dev_comm);
+        } else {
+          if (dev_comm != nullptr) {
+            *dev_comm = nullptr;
+          }
+          return t->accept(listen_comm, recv_comm);
+        }
+      },
+      table_);
 }
 
 ncclResult_t NetTable::close_send(void* comm) {
-  return ROCE_NET_DISPATCH(closeSend, comm);
+  return std::visit([&](auto t) { return t->closeSend(comm); }, table_);
 }
 
 ncclResult_t NetTable::close_recv(void* comm) {
-  return ROCE_NET_DISPATCH(closeRecv, comm);
+  return std::visit([&](auto t) { return t->closeRecv(comm); }, table_);
 }
 
 ncclResult_t NetTable::close_listen(void* comm) {
-  return ROCE_NET_DISPATCH(closeListen, comm);
+  return std::visit([&](auto t) { return t->closeListen(comm); }, table_);
 }
 
 ncclResult_t NetTable::reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle) {
-  return ROCE_NET_DISPATCH(regMr, comm, data, size, type, mhandle);
+  return std::visit(
+      [&](auto t) {
+        // regMr's size is an int in v6 and v7, a size_t from v8: cast as such a caller would.
+        using Size = ArgumentOf<2, decltype(TableOf<decltype(t)>::regMr)>;
+        return t->regMr(comm, data, static_cast<Size>(size), type, mhandle);
+      },
+      table_);
 }
 
 ncclResult_t NetTable::reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type,
                                      std::uint64_t offset, int fd, void** mhandle) {
-  return ROCE_NET_DISPATCH(regMrDmaBuf, comm, data, size, type, offset, fd, mhandle);
+  return std::visit(
+      [&](auto t) { return t->regMrDmaBuf(comm, data, size, type, offset, fd, mhandle); }, table_);
 }
 
 ncclResult_t NetTable::dereg_mr(void* comm, void* mhandle) {
-  return ROCE_NET_DISPATCH(deregMr, comm, mhandle);
+  return std::visit([&](auto t) { return t->deregMr(comm, mhandle); }, table_);
 }
 
 ncclResult_t NetTable::isend(void* comm, void* data, std::size_t size, int tag, void* mhandle,
                              void* phandle, void** request) {
-  if (v8_) {
-    return v8_->isend(comm, data, static_cast<int>(size), tag, mhandle, request);
-  }
-  if (v9_) {
-    return v9_->isend(comm, data, size, tag, mhandle, request);
-  }
-  return v10_ ? v10_->isend(comm, data, size, tag, mhandle, phandle, request)
-              : v11_->isend(comm, data, size, tag, mhandle, phandle, request);
+  return std::visit(
+      [&](auto t) {
+        using T = TableOf<decltype(t)>;
+        if constexpr (kIntSizes<T>) {
+          return t->isend(comm, data, static_cast<int>(size), tag, mhandle, request);
+        } else if constexpr (kHasProfiler<T>) {
+          return t->isend(comm, data, size, tag, mhandle, phandle, request);
+        } else {
+          return t->isend(comm, data, size, tag, mhandle, request);
+        }
+      },
+      table_);
 }
 
 ncclResult_t NetTable::irecv(void* comm, int n, void** data, const std::size_t* sizes,
@@ -401,14 +471,18 @@ ncclResult_t NetTable::irecv(void* comm, int n, void** data, const std::size_t* 
     tag_copy[k] = tags[i];
   }
   void** ph = phandles != nullptr ? phandles : no_phandles.data();
-  if (v8_) {
-    return v8_->irecv(comm, n, data, narrow.data(), tag_copy.data(), mhandles, request);
-  }
-  if (v9_) {
-    return v9_->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, request);
-  }
-  return v10_ ? v10_->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, ph, request)
-              : v11_->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, ph, request);
+  return std::visit(
+      [&](auto t) {
+        using T = TableOf<decltype(t)>;
+        if constexpr (kIntSizes<T>) {
+          return t->irecv(comm, n, data, narrow.data(), tag_copy.data(), mhandles, request);
+        } else if constexpr (kHasProfiler<T>) {
+          return t->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, ph, request);
+        } else {
+          return t->irecv(comm, n, data, wide.data(), tag_copy.data(), mhandles, request);
+        }
+      },
+      table_);
 }
 
 ncclResult_t NetTable::iflush(void* comm, int n, void** data, const int* sizes, void** mhandles,
@@ -417,15 +491,24 @@ ncclResult_t NetTable::iflush(void* comm, int n, void** data, const int* sizes, 
   for (int i = 0; i < n && i < NCCL_NET_MAX_REQUESTS; ++i) {
     copy[static_cast<std::size_t>(i)] = sizes[i];
   }
-  return ROCE_NET_DISPATCH(iflush, comm, n, data, copy.data(), mhandles, request);
+  return std::visit(
+      [&](auto t) { return t->iflush(comm, n, data, copy.data(), mhandles, request); }, table_);
 }
 
 ncclResult_t NetTable::test(void* request, int* done, int* sizes) {
-  return ROCE_NET_DISPATCH(test, request, done, sizes);
+  return std::visit([&](auto t) { return t->test(request, done, sizes); }, table_);
 }
 
 ncclResult_t NetTable::irecv_consumed(void* comm, int n, void* request) {
-  return ROCE_NET_DISPATCH(irecvConsumed, comm, n, request);
+  return std::visit(
+      [&](auto t) {
+        if constexpr (kHasOffload<TableOf<decltype(t)>>) {
+          return t->irecvConsumed(comm, n, request);
+        } else {
+          return ncclSuccess;  // v6 has no irecvConsumed; NCCL skips the call
+        }
+      },
+      table_);
 }
 
 }  // namespace roce::tools

@@ -1,9 +1,10 @@
-// The one version-neutral driver of a plugin's ncclNet_v8..v11 table, shared by roce-bench
+// The one version-neutral driver of a plugin's ncclNet_v6..v12 table, shared by roce-bench
 // (tools/roce-bench/src/net_plugin.h: errors thrown, calls counted) and the fabric tests
 // (test/fabric/core/plugin_driver.h: results returned, NCCL's hints checked). It loads the plugin
 // as NCCL does (dlopen RTLD_NOW | RTLD_LOCAL, dlsym "ncclNetPlugin_vN"), and offers one set of
-// calls whatever the version: v8's int sizes, v10's traffic-class connect config and profiler
-// handles, v11's per-communicator context are handled here, in one place.
+// calls whatever the version: v6's missing offload handles, int sizes up to v8, v10's
+// traffic-class connect config and profiler handles, the per-communicator context of v11 and v12
+// and v12's rail and plane are handled here, in one place.
 #pragma once
 
 #include <array>
@@ -11,14 +12,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "nccl_net/nccl_net.h"
 
 namespace roce::tools {
 
-enum class NetApi { V8 = 8, V9 = 9, V10 = 10, V11 = 11 };
-// "v8".."v11"; nullopt for anything else.
+enum class NetApi { V6 = 6, V7 = 7, V8 = 8, V9 = 9, V10 = 10, V11 = 11, V12 = 12 };
+inline constexpr NetApi kNetApis[] = {NetApi::V6,  NetApi::V7,  NetApi::V8, NetApi::V9,
+                                      NetApi::V10, NetApi::V11, NetApi::V12};
+// "v6".."v12"; nullopt for anything else.
 std::optional<NetApi> parse_net_api(const std::string& text);
 std::string net_api_name(NetApi api);
 const char* net_table_symbol(NetApi api);  // "ncclNetPlugin_v8" ...
@@ -41,7 +45,9 @@ struct NetProperties {
   int vdev_count = 0;                         // v9+
   std::size_t max_p2p_bytes = 0;              // v9+
   std::size_t max_coll_bytes = 0;             // v9+
-  std::optional<int> max_multi_request_size;  // v11
+  std::optional<int> max_multi_request_size;  // v11+
+  int rail_id = NCCL_NET_ID_UNDEF;            // v12
+  int plane_id = NCCL_NET_ID_UNDEF;           // v12
 };
 
 // "HOST|CUDA|DMABUF".
@@ -49,7 +55,7 @@ std::string ptr_support_text(int ptr_support);
 const char* nccl_result_name(ncclResult_t result);
 
 using NetHandle = std::array<char, NCCL_NET_HANDLE_MAXSIZE>;
-using NetDeviceHandle = ncclNetDeviceHandle_v8_t;  // one layout for v8..v11
+using NetDeviceHandle = ncclNetDeviceHandle_v7_t;  // one layout for v7..v12 (v6 has none)
 
 class NetTable {
  public:
@@ -75,12 +81,13 @@ class NetTable {
   // v10 keeps `traffic_class` for connect; v11 passes it and `comm_id` in its init config.
   ncclResult_t init(ncclDebugLogger_t logger, int traffic_class, std::uint64_t comm_id,
                     ncclProfilerCallback_t profiler);
-  ncclResult_t finalize();  // v11 only (ncclSuccess otherwise)
+  ncclResult_t finalize();  // v11 and v12 only (ncclSuccess otherwise)
   void* context() const { return ctx_; }
 
   ncclResult_t devices(int* ndev);
   ncclResult_t properties(int dev, NetProperties* out);
-  ncclResult_t make_vdevice(int* d, const std::vector<int>& devs);  // v9+; v8: ncclInvalidUsage
+  // v9+ (up to 4 members, 8 from v12); v6..v8 have none: ncclInvalidUsage.
+  ncclResult_t make_vdevice(int* d, const std::vector<int>& devs);
 
   ncclResult_t listen(int dev, void* handle, void** listen_comm);
   ncclResult_t connect(int dev, void* handle, void** send_comm, NetDeviceHandle** dev_comm);
@@ -94,9 +101,9 @@ class NetTable {
                              std::uint64_t offset, int fd, void** mhandle);
   ncclResult_t dereg_mr(void* comm, void* mhandle);
 
-  // v8 takes int sizes: a size is cast as a v8 caller would pass it (the caller-mistake tests
+  // v6..v8 take int sizes: a size is cast as such a caller would pass it (the caller-mistake tests
   // pass negative ones on purpose; roce-bench refuses sizes above INT_MAX before calling).
-  // `phandle(s)` go to v10/v11 only (null: none).
+  // `phandle(s)` go to v10+ only (null: none).
   ncclResult_t isend(void* comm, void* data, std::size_t size, int tag, void* mhandle,
                      void* phandle, void** request);
   ncclResult_t irecv(void* comm, int n, void** data, const std::size_t* sizes, const int* tags,
@@ -104,18 +111,19 @@ class NetTable {
   ncclResult_t iflush(void* comm, int n, void** data, const int* sizes, void** mhandles,
                       void** request);
   ncclResult_t test(void* request, int* done, int* sizes);
-  ncclResult_t irecv_consumed(void* comm, int n, void* request);
+  ncclResult_t irecv_consumed(void* comm, int n, void* request);  // v6 has none: ncclSuccess
 
  private:
+  using Table = std::variant<const ncclNet_v6_t*, const ncclNet_v7_t*, const ncclNet_v8_t*,
+                             const ncclNet_v9_t*, const ncclNet_v10_t*, const ncclNet_v11_t*,
+                             const ncclNet_v12_t*>;
+
   std::string path_;
   NetApi api_;
   void* library_ = nullptr;
-  const ncclNet_v8_t* v8_ = nullptr;
-  const ncclNet_v9_t* v9_ = nullptr;
-  const ncclNet_v10_t* v10_ = nullptr;
-  const ncclNet_v11_t* v11_ = nullptr;
+  Table table_;
   bool initialized_ = false;
-  void* ctx_ = nullptr;  // v11
+  void* ctx_ = nullptr;  // v11, v12
   ncclNetCommConfig_v10_t comm_config_{NCCL_NET_TRAFFIC_CLASS_UNDEF};
 };
 

@@ -121,6 +121,15 @@ std::string DiscoveryResult::skipped_summary() const {
   return out;
 }
 
+std::string DiscoveryResult::example_port() const {
+  for (const auto& port : skipped) {
+    if (port.port > 0) {
+      return fmt::format("{}:{}", port.device, port.port);
+    }
+  }
+  return "mlx5_0:1";
+}
+
 Result<DiscoveryResult> discover_devices(const std::shared_ptr<const ibv::Library>& lib,
                                          const DiscoveryOptions& options) {
   const auto filter = parse_hca_filter(options.ib_hca);
@@ -167,6 +176,10 @@ Result<DiscoveryResult> discover_devices(const std::shared_ptr<const ibv::Librar
     PluginDevice plugin;
     plugin.ibv_name = ctx.name();
     plugin.port = port.port;
+    if (const HcaEntry* entry = filter->selecting_entry(ctx.name(), port.port)) {
+      plugin.rail_id = static_cast<int16_t>(entry->rail.value_or(-1));
+      plugin.plane_id = static_cast<int16_t>(entry->plane.value_or(-1));
+    }
     plugin.gid_table = read_gid_table(ctx, port.port, port.gid_table_length, options.sysfs_root);
 
     GidSelectionPolicy policy = options.gid_policy;

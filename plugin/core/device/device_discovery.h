@@ -45,6 +45,10 @@ struct PluginDevice {
   std::vector<GidTableEntry> gid_table;
   GidSelection gid;                       // the GID this device's QPs use
   std::optional<TcOverride> tc_override;  // mlx5's tc/<port>/traffic_class, when present
+  // The rail and plane the NCCL_IB_HCA entry that selected this port gave it (name:port:rail:
+  // plane), NCCL_NET_ID_UNDEF (-1) when none did; NCCL 2.30 keeps a channel on one rail.
+  int16_t rail_id = -1;
+  int16_t plane_id = -1;
   std::shared_ptr<verbs::Context> context;
 };
 
@@ -65,6 +69,8 @@ struct DiscoveryResult {
   // "vroce0 port 1: state DOWN, not ACTIVE; mlx5_1 port 1: not selected by NCCL_IB_HCA", or
   // "no verbs devices" — for the one WARN line when nothing is usable.
   std::string skipped_summary() const;
+  // "vroce0:1": the first port that exists, for an example in a message ("mlx5_0:1" if none).
+  std::string example_port() const;
 };
 
 // Fails with one line naming the setting or device at fault and the fix (bad NCCL_IB_HCA, bad

@@ -53,19 +53,24 @@ Result<HcaEntry> parse_entry(std::string_view text, std::string_view whole) {
   const size_t colon = text.find(':');
   if (colon != std::string_view::npos) {
     name = text.substr(0, colon);
-    // port, then NCCL 2.30's rail and plane: name:port:rail:plane.
+    // port, then NCCL 2.30's rail and plane: name:port:rail:plane. An empty field leaves its
+    // value unset, as NCCL reads it: "mlx5_0:" is any port, "=mlx5_0::0:0" any port on rail 0,
+    // plane 0.
     std::string_view fields = text.substr(colon + 1);
     const char* what[] = {"port", "rail", "plane"};
     for (int f = 0; f < 3; ++f) {
       const size_t next = fields.find(':');
       const std::string_view field = fields.substr(0, next);
       int value = 0;
+      // Ports are 1-based; rail and plane are NCCL's int16 identifiers.
       const int lo = f == 0 ? 1 : 0;
-      const int hi = f == 0 ? 255 : 65535;
-      if (!parse_field(field, lo, hi, &value)) {
-        return fail(fmt_field(text, what[f], field, lo, hi));
+      const int hi = f == 0 ? 255 : 32767;
+      if (!field.empty()) {
+        if (!parse_field(field, lo, hi, &value)) {
+          return fail(fmt_field(text, what[f], field, lo, hi));
+        }
+        (f == 0 ? entry.port : f == 1 ? entry.rail : entry.plane) = value;
       }
-      (f == 0 ? entry.port : f == 1 ? entry.rail : entry.plane) = value;
       if (next == std::string_view::npos) {
         break;
       }
@@ -87,19 +92,23 @@ Result<HcaEntry> parse_entry(std::string_view text, std::string_view whole) {
 
 namespace {
 
-// port nullopt: any port.
+// The first entry naming `name` on `port` (nullopt: any port), whatever the list's sense.
+const HcaEntry* first_entry_naming(const HcaFilter& filter, std::string_view name,
+                                   std::optional<int> port) {
+  for (const HcaEntry& entry : filter.entries) {
+    const bool name_matches = filter.exact ? name == entry.name : name.starts_with(entry.name);
+    if (name_matches && (!port || !entry.port || *entry.port == *port)) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
 bool filter_matches(const HcaFilter& filter, std::string_view name, std::optional<int> port) {
   if (filter.entries.empty()) {
     return true;
   }
-  bool found = false;
-  for (const HcaEntry& entry : filter.entries) {
-    const bool name_matches = filter.exact ? name == entry.name : name.starts_with(entry.name);
-    if (name_matches && (!port || !entry.port || *entry.port == *port)) {
-      found = true;
-      break;
-    }
-  }
+  const bool found = first_entry_naming(filter, name, port) != nullptr;
   return filter.exclude ? !found : found;
 }
 
@@ -107,6 +116,10 @@ bool filter_matches(const HcaFilter& filter, std::string_view name, std::optiona
 
 bool HcaFilter::matches(std::string_view name, int port) const {
   return filter_matches(*this, name, port);
+}
+
+const HcaEntry* HcaFilter::selecting_entry(std::string_view name, int port) const {
+  return exclude ? nullptr : first_entry_naming(*this, name, port);
 }
 
 bool HcaFilter::matches_name(std::string_view name) const {

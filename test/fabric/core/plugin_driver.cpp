@@ -36,7 +36,7 @@ Api parse_api(const std::string& text) {
   if (const auto api = tools::parse_net_api(text)) {
     return *api;
   }
-  throw std::runtime_error("unknown ncclNet API '" + text + "' (expected v8, v9, v10 or v11)");
+  throw std::runtime_error("unknown ncclNet API '" + text + "' (expected v6 .. v12)");
 }
 
 std::string api_name(Api api) {
@@ -127,6 +127,8 @@ ncclResult_t PluginDriver::properties(int dev, Properties* out) {
     out->vdev_count = p.vdev_count;
     out->max_p2p_bytes = p.max_p2p_bytes;
     out->max_coll_bytes = p.max_coll_bytes;
+    out->rail_id = p.rail_id;
+    out->plane_id = p.plane_id;
   }
   return result;
 }

@@ -36,6 +36,8 @@ struct Properties {
   int vdev_count = 0;
   size_t max_p2p_bytes = 0;
   size_t max_coll_bytes = 0;
+  int rail_id = -1;  // v12
+  int plane_id = -1;
 };
 
 class PluginDriver {

@@ -103,8 +103,8 @@ int NetPlugin::devices() {
 NetProperties NetPlugin::properties(int dev) {
   NetProperties out;
   check(table_->properties(dev, &out), "getProperties", "dev " + std::to_string(dev));
-  if (api_ == Api::V8) {
-    out.max_p2p_bytes = std::size_t{1} << 30;  // NCCL's v8 shim
+  if (api_ <= Api::V8) {
+    out.max_p2p_bytes = std::size_t{1} << 30;  // NCCL's v6..v8 shims
     out.max_coll_bytes = std::size_t{512} << 20;
   }
   return out;
@@ -171,8 +171,8 @@ void NetPlugin::dereg_mr(void* comm, void* mhandle) {
 }
 
 void* NetPlugin::isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle) {
-  if (api_ == Api::V8 && size > static_cast<std::size_t>(INT_MAX)) {
-    throw BenchError("isend of " + std::to_string(size) + " bytes does not fit v8's int size");
+  if (api_ <= Api::V8 && size > static_cast<std::size_t>(INT_MAX)) {
+    throw BenchError("isend of " + std::to_string(size) + " bytes does not fit v6..v8's int size");
   }
   void* request = nullptr;
   ++counters_.isend;
@@ -183,7 +183,7 @@ void* NetPlugin::isend(void* send_comm, void* data, std::size_t size, int tag, v
   }
   if (request == nullptr) {
     ++counters_.isend_retry;
-  } else if (api_ == Api::V10 || api_ == Api::V11) {
+  } else if (api_ >= Api::V10) {
     profiler_note_send(size);
   }
   return request;
@@ -191,11 +191,11 @@ void* NetPlugin::isend(void* send_comm, void* data, std::size_t size, int tag, v
 
 void* NetPlugin::irecv(void* recv_comm, void* data, std::size_t size, int tag, void* mhandle,
                        bool ll_hint) {
-  if (api_ == Api::V8 && size > static_cast<std::size_t>(INT_MAX)) {
-    throw BenchError("irecv of " + std::to_string(size) + " bytes does not fit v8's int size");
+  if (api_ <= Api::V8 && size > static_cast<std::size_t>(INT_MAX)) {
+    throw BenchError("irecv of " + std::to_string(size) + " bytes does not fit v6..v8's int size");
   }
   // NCCL stores the LL hint only for v9+ (its v6..v8 shims clear it first).
-  const bool hint = ll_hint && api_ != Api::V8;
+  const bool hint = ll_hint && api_ >= Api::V9;
   void* request = hint ? kLlHint : nullptr;
   void* datas[1] = {data};
   const std::size_t sizes[1] = {size};

@@ -133,20 +133,12 @@ Mode mode_value(const std::string& text) {
 }
 
 Api api_value(const std::string& text) {
-  if (text == "v8" || text == "8") {
-    return Api::V8;
+  // "v12" or "12", as the table is named in the plugin (ncclNetPlugin_v12).
+  if (const auto api = tools::parse_net_api(text.starts_with('v') ? text : "v" + text)) {
+    return *api;
   }
-  if (text == "v9" || text == "9") {
-    return Api::V9;
-  }
-  if (text == "v10" || text == "10") {
-    return Api::V10;
-  }
-  if (text == "v11" || text == "11") {
-    return Api::V11;
-  }
-  throw UsageError("--api " + text + ": expected v8, v9, v10 or v11 (the ncclNet versions " +
-                   "the plugin exports)");
+  throw UsageError("--api " + text + ": expected v6, v7, v8, v9, v10, v11 or v12 (the ncclNet " +
+                   "versions the plugin exports)");
 }
 
 void validate_rendezvous(const std::string& text, bool need_port) {
@@ -486,17 +478,9 @@ std::string_view mode_name(Mode mode) {
 }
 
 std::string_view api_name(Api api) {
-  switch (api) {
-    case Api::V8:
-      return "v8";
-    case Api::V9:
-      return "v9";
-    case Api::V10:
-      return "v10";
-    case Api::V11:
-      return "v11";
-  }
-  return "?";
+  // A view of a string that lives as long as the program: the symbol minus its prefix.
+  const std::string_view symbol = tools::net_table_symbol(api);
+  return symbol.substr(symbol.rfind('_') + 1);
 }
 
 std::string_view path_name(Path path) {
@@ -575,7 +559,7 @@ Paths:
 
 Plugin:
   --plugin PATH      libnccl-net-roce.so (default: next to this executable's build tree)
-  --api v8|v9|v10|v11  the ncclNetPlugin_vN table to drive (default v8)
+  --api v6..v12      the ncclNetPlugin_vN table to drive (default v8)
   --dev N            plugin device index (default 0)
   --tc N             traffic class: v10 connect / v11 init config, and raw QPs (default unset)
   --init-check       load and init the plugin, list its devices and properties, connect a

@@ -361,9 +361,9 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     // Comms close here, before the plugin is finalized and unloaded.
   }
 
-  // NCCL's profiler events (v10/v11): every rank checks its own, rank 0 reports them all.
+  // NCCL's profiler events (v10+): every rank checks its own, rank 0 reports them all.
   std::string profiler_error;
-  if (options.path != Path::Raw && (options.api == Api::V10 || options.api == Api::V11)) {
+  if (options.path != Path::Raw && options.api >= Api::V10) {
     const ProfilerTally t = profiler_tally();
     const std::string mine = fmt::format("{} {} {} {}|{}", t.starts, t.stops, t.send_starts,
                                          t.recv_starts, profiler_problem(t, profiler_sent_bytes()));
