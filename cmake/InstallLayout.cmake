@@ -37,8 +37,9 @@ while(ROCE_OPERATOR_COMMANDS)
   install(PROGRAMS scripts/${script} DESTINATION ${roce_scripts_dest} COMPONENT plugin)
   set(wrapper ${PROJECT_BINARY_DIR}/operator-commands/${command})
   file(CONFIGURE OUTPUT ${wrapper} @ONLY CONTENT [[#!/bin/sh
-# @command@: nccl-net-roce's operator script @script@, run from its folder (@roce_bin_to_scripts@
-# relative to this file), where it finds the library it sources. See @command@(1).
+# @command@: runs nccl-net-roce's operator script @script@ from
+# @roce_bin_to_scripts@ (relative to this file), beside the library it
+# sources. See @command@(1).
 exec "$(dirname "$(readlink -f "$0")")/@roce_bin_to_scripts@/@script@" "$@"
 ]])
   install(PROGRAMS ${wrapper} DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT plugin)
