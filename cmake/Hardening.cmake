@@ -9,7 +9,8 @@
 #                                   builds only (below);
 #   -fcf-protection                 Intel CET: endbr64 landing pads and shadow-stack
 #                                   compatibility, marked IBT/SHSTK in .note.gnu.property, where
-#                                   the compiler has it;
+#                                   the compiler has it (a linked binary keeps the mark only if
+#                                   every input has it: not on Debian 12, whose crti.o lacks it);
 #   -Wl,-z,relro,-z,now             full RELRO: every relocation resolved at load (BIND_NOW), then
 #                                   the GOT made read-only (GNU_RELRO);
 #   -pie                            position-independent executables (check_pie_supported);
