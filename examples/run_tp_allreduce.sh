@@ -14,7 +14,7 @@ Usage: NODE_RANK=N MASTER_ADDR=HOST run_tp_allreduce.sh [--print-env] [tp_allred
 Environment (defaults in brackets):
   NNODES [2]  NPROC_PER_NODE [8]  NODE_RANK [0]  MASTER_ADDR [127.0.0.1]  MASTER_PORT [29500]
   NCCL_NET_PLUGIN      the plugin: a path, or "roce" for libnccl-net-roce.so on the library path [roce]
-  NCCL_IB_GID_INDEX    a GID index from show_gids, or unset for the plugin's automatic choice [unset]
+  NCCL_IB_GID_INDEX    a GID index from roce-show-gids, or unset for the plugin's automatic choice [unset]
   NCCL_ROCE_DSCP       DSCP of the lossless class (TC = DSCP << 2) [26]; or NCCL_ROCE_TC
   NCCL_ROCE_REQUIRE_GDR  1: refuse to start without GPUDirect RDMA [1]
 --print-env prints the NCCL variables and the torchrun command without running them.

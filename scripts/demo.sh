@@ -7,16 +7,33 @@
 # prints the nccl-tests-style tables, the per-token line and a verdict: PASS with the figures
 # that matter, or FAIL with why (non-zero exit).
 #
-# usage: scripts/demo.sh [--max-bytes N] [--no-install]
-#   --max-bytes N   largest all-reduce (default 64M)
-#   --no-install    do not run scripts/install-deps.sh
-# Environment: ROCE_JOBS (build parallelism, default nproc), VROCE_DEVICES (vroce's device list;
-# default vroce0..vroce7 on 127.0.0.11..18, one per rank).
+# Source tree only: it builds the checkout it sits in, so the Debian packages do not carry it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 usage() {
-  sed -n '2,15p' "$0" >&2
+  cat <<'EOF'
+Usage: scripts/demo.sh [--max-bytes N] [--no-install]
+
+Installs what is missing, builds the plugin, vroce and roce-bench (preset release), runs a 2- and
+a 4-rank ring all-reduce through the plugin over vroce and the Llama 3 70B TP=4 per-token step,
+and ends with PASS and the figures that matter, or FAIL and why. Runs from a source checkout.
+
+Options:
+  --max-bytes N   largest all-reduce (default 64M)
+  --no-install    do not run scripts/install-deps.sh
+  -h, --help      this text
+
+Environment:
+  ROCE_JOBS       build parallelism (default: nproc)
+  VROCE_DEVICES   vroce's device list (default vroce0..vroce7 on 127.0.0.11..18, one per rank)
+
+Exit status: 0 PASS; 1 FAIL; 2 bad usage or not run from a source checkout.
+EOF
+}
+
+bad_usage() {
+  echo "demo: $*" >&2
+  usage >&2
   exit 2
 }
 
@@ -24,12 +41,25 @@ max_bytes=64M
 install=1
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --max-bytes) max_bytes=$2; shift 2 ;;
+    --max-bytes)
+      [[ $# -ge 2 ]] || bad_usage "--max-bytes needs a size (e.g. 64M)"
+      max_bytes=$2
+      shift 2
+      ;;
     --no-install) install=0; shift ;;
-    -h | --help) usage ;;
-    *) echo "demo: unknown argument '$1'" >&2; usage ;;
+    -h | --help) usage; exit 0 ;;
+    *) bad_usage "unknown argument '$1'" ;;
   esac
 done
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ ! -f $repo/CMakePresets.json || ! -f $repo/scripts/install-deps.sh ]]; then
+  echo "demo: $repo is not a source checkout of nccl-net-roce: demo.sh builds the tree it sits" \
+    "in, so it runs only from a checkout (clone the project and run scripts/demo.sh there)" >&2
+  exit 2
+fi
+cd "$repo"
+
 jobs=${ROCE_JOBS:-$(nproc)}
 
 fail() {

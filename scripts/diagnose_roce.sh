@@ -109,7 +109,7 @@ fi
 gid_override=${NCCL_IB_GID_INDEX:-}
 [[ $gid_override == -1 ]] && gid_override=""
 if [[ -n $gid_override ]] && ! roce_is_uint "$gid_override"; then
-  roce_finding FAIL settings NCCL_IB_GID_INDEX "'$gid_override' is not an index" "unset it (automatic choice) or give a number from show_gids"
+  roce_finding FAIL settings NCCL_IB_GID_INDEX "'$gid_override' is not an index" "unset it (automatic choice) or give a number from roce-show-gids"
   gid_override=""
   settings_ok=0
 fi
@@ -237,16 +237,16 @@ for dev in "${devices[@]}"; do
     if [[ -n $gid_override ]]; then
       if ! pos=$(roce_gid_pos "$gid_override"); then
         roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} is beyond the GID table (${#roce_gid_idx[@]} entries)" \
-          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it (the plugin then chooses ${roce_gid_idx[auto]})" || echo "unset NCCL_IB_GID_INDEX; see show_gids")"
+          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it (the plugin then chooses ${roce_gid_idx[auto]})" || echo "unset NCCL_IB_GID_INDEX; see roce-show-gids")"
       elif ! roce_gid_entry_valid "$pos"; then
         roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} names an unused (empty) GID entry" \
-          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it" || echo "assign an IPv${family} address to $ndev; see show_gids")"
+          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it" || echo "assign an IPv${family} address to $ndev; see roce-show-gids")"
       elif [[ ${roce_gid_type[pos]} != v2 ]]; then
         roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} is a RoCE ${roce_gid_type[pos]} entry ($(roce_gid_addr "${roce_gid_val[pos]}")): RoCE v1 is not routable and the plugin refuses it" \
-          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]} (RoCE v2, $(roce_gid_addr "${roce_gid_val[auto]}")), or unset it" || echo "assign an IPv${family} address to $ndev; see show_gids")"
+          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]} (RoCE v2, $(roce_gid_addr "${roce_gid_val[auto]}")), or unset it" || echo "assign an IPv${family} address to $ndev; see roce-show-gids")"
       elif ! roce_gid_entry_family_ok "$pos" "$family"; then
         roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} ($(roce_gid_addr "${roce_gid_val[pos]}")) is not a routable IPv${family} GID" \
-          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it" || echo "set NCCL_IB_ADDR_FAMILY to match, or see show_gids")"
+          "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it" || echo "set NCCL_IB_ADDR_FAMILY to match, or see roce-show-gids")"
       else
         roce_finding OK gid "$subj" "NCCL_IB_GID_INDEX=${gid_override}: RoCE v2 $(roce_gid_addr "${roce_gid_val[pos]}") on ${roce_gid_ndev[pos]:-$ndev}"
       fi
@@ -254,7 +254,7 @@ for dev in "${devices[@]}"; do
       roce_finding OK gid "$subj" "the plugin would choose GID index ${roce_gid_idx[auto]}: RoCE v2 $(roce_gid_addr "${roce_gid_val[auto]}") on ${roce_gid_ndev[auto]:-$ndev}"
     else
       roce_finding FAIL gid "$subj" "no valid RoCE v2 IPv${family} GID${range:+ in $range}: the plugin cannot use this port" \
-        "assign an IPv${family} address${range:+ in $range} to $ndev (ip addr add ... dev $ndev); check show_gids $dev $port"
+        "assign an IPv${family} address${range:+ in $range} to $ndev (ip addr add ... dev $ndev); check roce-show-gids $dev $port"
     fi
   done
 done

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034 # the library sets globals its callers read
-# Shared by configure_roce.sh, diagnose_roce.sh and show_gids: where the node's facts are read
+# Shared by configure_roce.sh, diagnose_roce.sh and roce-show-gids: where the node's facts are read
 # from (every path under an overridable root, so tests point the scripts at fixture trees), the
 # one function every external command goes through (so --dry-run can print instead of run),
 # findings with severities and fixes, the GID table and the plugin's GID choice, and JSON text.

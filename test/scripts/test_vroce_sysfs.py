@@ -1,6 +1,6 @@
 """The scripts against the fake sysfs tree that vroce writes (VROCE_SYSFS_ROOT): a vroce-linked
 program (Debian's ibv_devices, run on vroce through LD_LIBRARY_PATH) creates the tree, then
-show_gids and diagnose_roce.sh read it as they would read a ConnectX host's /sys."""
+roce-show-gids and diagnose_roce.sh read it as they would read a ConnectX host's /sys."""
 
 import os
 import subprocess
@@ -34,7 +34,7 @@ class VroceSysfs(ScriptTest):
 
     def test_show_gids_reads_vroce_tree(self):
         self.vroce_tree()
-        r = self.run_script("show_gids", "--json")
+        r = self.run_script("roce-show-gids", "--json")
         self.assertEqual(r.rc, 0, r.err)
         self.assertJsonTool(r.out)
         chosen = {g["device"]: g for g in r.json()["gids"] if g["plugin_choice"]}
@@ -58,9 +58,9 @@ class VroceSysfs(ScriptTest):
 
     def test_rocev1_index_and_tc_override_on_vroce(self):
         self.vroce_tree(VROCE_TC_OVERRIDE="0")
-        v2 = [g for g in self.run_script("show_gids", "--json").json()["gids"]
+        v2 = [g for g in self.run_script("roce-show-gids", "--json").json()["gids"]
               if g["device"] == "vroce0" and g["plugin_choice"]][0]
-        v1 = [g for g in self.run_script("show_gids", "--json").json()["gids"]
+        v1 = [g for g in self.run_script("roce-show-gids", "--json").json()["gids"]
               if g["device"] == "vroce0" and g["type"] == "v1" and g["ipv4"] == ADDR[0]][0]
         r = self.run_script("diagnose_roce.sh", "--json", "--no-gdr-check", "--no-init-check",
                             env={"NCCL_ROCE_DSCP": "26", "NCCL_IB_GID_INDEX": str(v1["index"])})
