@@ -337,6 +337,21 @@ class InitCheck(DiagnoseTest):
         doc = r.json()
         self.assertFinding(doc, "init", "FAIL", message="(exit 1): init: NCCL_IB_GID_INDEX=2 names a RoCE v1 GID")
 
+    def test_vroce_node_without_sysfs_devices_does_not_contradict_a_passing_init(self):
+        # vroce gives the plugin devices through its own libibverbs and writes no /sys tree
+        # unless asked (VROCE_SYSFS_ROOT): the init check passes while sysfs lists nothing.
+        self.node(Node(nics=[]), extra={"roce-bench": INIT_OK})
+        env = {**PLUGIN_ENV, "ROCE_PLUGIN": self.plugin()}
+        r = self.run_script("diagnose_roce.sh", "--no-gdr-check", env=env)
+        self.assertIn("[ OK ] init", r.out)
+        self.assertNotIn("cannot run here", r.out)
+        self.assertIn("No RDMA device in sysfs, but the plugin runs here", r.out)
+        r = self.run_script("diagnose_roce.sh", "--no-gdr-check", "--json", env=env)
+        self.assertNotEqual(r.rc, 3)
+        doc = r.json()
+        self.assertFinding(doc, "rdma", "WARN", message="but the plugin's init check passed", fix="VROCE_SYSFS_ROOT")
+        self.assertFalse(self.findings(doc, "rdma", "FAIL"), doc["findings"])
+
     def test_init_check_skipped_without_plugin(self):
         self.node(extra={"roce-bench": INIT_OK})
         _, doc = self.diagnose_json_with_init()
