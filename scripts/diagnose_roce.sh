@@ -247,7 +247,8 @@ for dev in "${devices[@]}"; do
         roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} is a RoCE ${roce_gid_type[pos]} entry ($(roce_gid_addr "${roce_gid_val[pos]}")): RoCE v1 is not routable and the plugin refuses it" \
           "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]} (RoCE v2, $(roce_gid_addr "${roce_gid_val[auto]}")), or unset it" || echo "assign an IPv${family} address to $ndev; see show_gids")"
       elif ! roce_gid_entry_family_ok "$pos" "$family"; then
-        roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} ($(roce_gid_addr "${roce_gid_val[pos]}")) is not a routable IPv${family} GID" \
+        # The plugin uses an explicit index as given (as NCCL does) and warns: so does this report.
+        roce_finding WARN gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} ($(roce_gid_addr "${roce_gid_val[pos]}")) is not a routable IPv${family} GID (link-local or another family): the plugin uses it as given, as NCCL does, and warns; it reaches no peer beyond this L2 segment or family" \
           "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it" || echo "set NCCL_IB_ADDR_FAMILY to match, or see show_gids")"
       else
         roce_finding OK gid "$subj" "NCCL_IB_GID_INDEX=${gid_override}: RoCE v2 $(roce_gid_addr "${roce_gid_val[pos]}") on ${roce_gid_ndev[pos]:-$ndev}"

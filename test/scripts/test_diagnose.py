@@ -101,6 +101,14 @@ class GidFindings(DiagnoseTest):
         _, doc = self.diagnose_json(env={"NCCL_IB_GID_INDEX": "99"})
         self.assertFinding(doc, "gid", "FAIL", message="beyond the GID table", fix="NCCL_IB_GID_INDEX=3")
 
+    def test_gid_index_naming_link_local_entry_warns_like_the_plugin(self):
+        # The plugin uses an explicit link-local or other-family index as given, with a WARN.
+        self.node()
+        r, doc = self.diagnose_json(env={"NCCL_IB_GID_INDEX": "1"})
+        self.assertFinding(doc, "gid", "WARN", message="NCCL_IB_GID_INDEX=1 (fe80::", fix="NCCL_IB_GID_INDEX=3")
+        self.assertFinding(doc, "gid", "WARN", message="uses it as given, as NCCL does")
+        self.assertFalse(self.findings(doc, "gid", "FAIL"), doc["findings"])
+
     def test_link_local_only_port_cannot_be_used(self):
         self.node(Node(nics=[NicSpec(ipv4=None)]))
         r, doc = self.diagnose_json()
