@@ -68,8 +68,10 @@ constexpr Setting kRegistry[] = {
      K::Text},
     {{"NCCL_IB_GID_INDEX", "-1 (automatic)", "0..255, or -1 for automatic",
       "GID table index used as the source GID. Automatic: the first valid RoCE v2 GID of "
-      "NCCL_IB_ADDR_FAMILY inside NCCL_IB_ADDR_RANGE. An index naming a RoCE v1, empty, "
-      "link-local or other-family entry is an init error naming the index to use instead.",
+      "NCCL_IB_ADDR_FAMILY inside NCCL_IB_ADDR_RANGE. An explicit index is used as given, as "
+      "NCCL does; one naming a link-local or other-family GID gives a WARN naming the index to "
+      "use instead. One naming a RoCE v1, InfiniBand or empty entry, or past the table, is an "
+      "init error naming that index.",
       "integer", "NCCL_IB_GID_INDEX", "Wins over the automatic choice."},
      K::Integer,
      0,
