@@ -52,12 +52,15 @@ Environment (defaults in brackets):
   NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE,
   NCCL_ROCE_TC, NCCL_ROCE_DSCP, NCCL_IB_TC, NCCL_ROCE_REQUIRE_GDR: read as the plugin reads them
 
-Exit status: 0 no FAIL; 1 at least one FAIL; 2 bad usage or settings; 3 no RDMA device.
+Exit status: 0 no FAIL; 1 at least one FAIL; 2 bad usage or settings; 3 no RDMA device (none in
+sysfs, and the plugin's init check did not find one either).
 EOF
 }
 
 run_init_check=1
 run_gdr_check=1
+init_passed=0 # the plugin's init check ran and passed
+sysfs_blind=0 # no device in sysfs, yet the init check passed
 while (($#)); do
   case $1 in
     --json) ROCE_JSON=1 ;;
@@ -157,9 +160,8 @@ add_netdev() {
 }
 
 if ((${#devices[@]} == 0)); then
-  roce_section "RDMA devices"
-  roce_finding FAIL rdma "$(roce_ib_root)" "no RDMA device: this node has no RDMA NIC, or its driver is not loaded, so the RoCE plugin has nothing to use" \
-    "check 'lspci | grep -i -e mellanox -e connectx', load the driver (modprobe mlx5_ib); in a container pass /sys/class/infiniband and /dev/infiniband in"
+  # Reported after the plugin's init check: a verbs library that sysfs does not show (vroce, the
+  # userspace RoCE NIC) still gives the plugin devices, and the report must not contradict it.
   no_rdma=1
 else
   no_rdma=0
@@ -245,7 +247,8 @@ for dev in "${devices[@]}"; do
         roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} is a RoCE ${roce_gid_type[pos]} entry ($(roce_gid_addr "${roce_gid_val[pos]}")): RoCE v1 is not routable and the plugin refuses it" \
           "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]} (RoCE v2, $(roce_gid_addr "${roce_gid_val[auto]}")), or unset it" || echo "assign an IPv${family} address to $ndev; see roce-show-gids")"
       elif ! roce_gid_entry_family_ok "$pos" "$family"; then
-        roce_finding FAIL gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} ($(roce_gid_addr "${roce_gid_val[pos]}")) is not a routable IPv${family} GID" \
+        # The plugin uses an explicit index as given (as NCCL does) and warns: so does this report.
+        roce_finding WARN gid "$subj" "NCCL_IB_GID_INDEX=${gid_override} ($(roce_gid_addr "${roce_gid_val[pos]}")) is not a routable IPv${family} GID (link-local or another family): the plugin uses it as given, as NCCL does, and warns; it reaches no peer beyond this L2 segment or family" \
           "$( [[ -n $auto ]] && echo "use NCCL_IB_GID_INDEX=${roce_gid_idx[auto]}, or unset it" || echo "set NCCL_IB_ADDR_FAMILY to match, or see roce-show-gids")"
       else
         roce_finding OK gid "$subj" "NCCL_IB_GID_INDEX=${gid_override}: RoCE v2 $(roce_gid_addr "${roce_gid_val[pos]}") on ${roce_gid_ndev[pos]:-$ndev}"
@@ -677,6 +680,7 @@ if [[ $run_init_check == 1 ]]; then
     if ! roce_queries_run; then
       :
     elif [[ $irc == 0 ]]; then
+      init_passed=1
       roce_finding OK init "$plugin" "$(grep -v '^[[:space:]]*$' <<<"$iout" | tail -n1)"
       [[ $ROCE_JSON == 0 ]] && printf '       %s\n' "${iout//$'\n'/$'\n'       }"
     else
@@ -697,6 +701,20 @@ if [[ $run_init_check == 1 ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
+# No RDMA device in sysfs: a plain FAIL, unless the plugin's init check found devices anyway.
+
+if ((no_rdma == 1)); then
+  roce_section "RDMA devices"
+  if ((init_passed == 1)); then
+    roce_finding WARN rdma "$(roce_ib_root)" "no RDMA device in sysfs, but the plugin's init check passed: its verbs library has devices that sysfs does not list (vroce, the userspace RoCE NIC, or a container without /sys/class/infiniband), so the port, GID and QoS checks had nothing to read" \
+      "with vroce, set VROCE_SYSFS_ROOT and ROCE_SYSFS_ROOT to one directory (vroce writes its tree there); in a container, pass /sys/class/infiniband in"
+    no_rdma=0
+    sysfs_blind=1
+  else
+    roce_finding FAIL rdma "$(roce_ib_root)" "no RDMA device: this node has no RDMA NIC, or its driver is not loaded, so the RoCE plugin has nothing to use" \
+      "check 'lspci | grep -i -e mellanox -e connectx', load the driver (modprobe mlx5_ib); in a container pass /sys/class/infiniband and /dev/infiniband in"
+  fi
+fi
 
 status=0
 ((roce_n_fail > 0)) && status=1
@@ -711,6 +729,8 @@ else
   printf '\ndiagnose_roce.sh: %s OK, %s WARN, %s FAIL\n' "$roce_n_ok" "$roce_n_warn" "$roce_n_fail"
   if ((no_rdma == 1)); then
     printf 'No RDMA device on this node: the RoCE plugin cannot run here.\n'
+  elif ((sysfs_blind == 1)); then
+    printf 'No RDMA device in sysfs, but the plugin runs here on the devices of its verbs library (init check passed).\n'
   fi
 fi
 exit "$status"

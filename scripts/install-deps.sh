@@ -16,7 +16,25 @@ readonly PACKAGES=(
   dpkg-dev lintian
   # the perftest fabric suite: unmodified third-party verbs programs over vroce
   perftest
+  # the statistics in operators' tools: node_exporter's textfile collector serves the plugin's
+  # .prom files and promtool (package prometheus) checks them (test/scripts/test_prometheus.py)
+  prometheus-node-exporter prometheus
+  # scripts/roce-plot draws its figures with matplotlib
+  python3-matplotlib
 )
+
+case ${1:-} in
+  -h | --help)
+    sed -n '2,3s/^# //p' "$0"
+    echo "Usage: scripts/install-deps.sh [-h|--help]; run as root when something is missing."
+    exit 0
+    ;;
+  "") ;;
+  *)
+    printf 'install-deps: unknown argument %s (it takes none; see --help)\n' "$1" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

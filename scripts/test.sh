@@ -16,7 +16,25 @@
 #   ROCE_TEST_TIDY=0         skip clang-tidy (label tidy; about 7 minutes of the suite on 2 cores)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
 #   ROCE_JOBS=N              build parallelism (default: nproc)
+# Usage: scripts/test.sh [-h|--help]   (no arguments: the whole run above)
 set -euo pipefail
+
+# The header comment above is the help text; nothing is installed or built for it.
+usage() {
+  sed -n '2,/^set -euo pipefail$/{/^#/s/^# \{0,1\}//p}' "$0"
+}
+case ${1:-} in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  "") ;;
+  *)
+    printf 'test.sh: unknown argument %s (it takes none; see --help)\n' "$1" >&2
+    exit 2
+    ;;
+esac
+
 cd "$(dirname "$0")/.."
 
 jobs=${ROCE_JOBS:-$(nproc)}

@@ -214,7 +214,7 @@ ncclResult_t Plugin::start_locked() {
     ROCE_INFO(NCCL_INIT | NCCL_NET, "{}", format_init_banner(facts));
   }
   devices_ = std::move(devices);
-  telemetry::start_stats_writer({cfg.stats_file, cfg.stats_interval_ms});
+  telemetry::start_stats_writer({cfg.stats_file, cfg.stats_interval_ms, cfg.stats_summary});
   return ncclSuccess;
 }
 

@@ -122,28 +122,33 @@ std::string json_line(const CommStatsSnapshot& s, const ProcessInfo& process,
 
 std::string prometheus_text(const std::vector<CommStatsSnapshot>& all, const ProcessInfo& process,
                             const std::vector<FabricCounterWatch::Reading>& fabric) {
-  struct Family {
-    const char* name;
-    const char* type;
-    const char* help;
-  };
-  const Family families[] = {
-      {"nccl_roce_comm_messages_total", "counter", "Messages completed on the comm."},
-      {"nccl_roce_comm_bytes_total", "counter", "Bytes completed on the comm."},
-      {"nccl_roce_comm_errors_total", "counter", "Requests that ended in an error."},
-      {"nccl_roce_comm_stall_warnings_total", "counter", "Stall warnings the comm gave."},
-      {"nccl_roce_comm_completion_seconds", "gauge",
-       "isend or irecv, posted to completion (quantile label: 0.5, 0.99)."},
-      {"nccl_roce_comm_cts_wait_seconds", "gauge",
-       "Send comms: time an isend waited for the peer's clear-to-send (quantile 0.5, 0.99)."},
-  };
   std::string out;
-  for (int f = 0; f < 6; ++f) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", families[f].name, families[f].help,
-                       families[f].name, families[f].type);
+  for (const PrometheusFamily& family : kPrometheusFamilies) {
+    const std::string_view name = family.name;
+    const bool port_family = name == "nccl_roce_port_increase_total";
+    if (port_family && fabric.empty()) {
+      continue;
+    }
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, family.help, name, family.type);
+    if (port_family) {
+      for (const auto& reading : fabric) {
+        for (std::size_t i = 0; i < kFabricCounterCount; ++i) {
+          if (reading.delta[i]) {
+            out += fmt::format(
+                "{}{{host=\"{}\",pid=\"{}\",rank=\"{}\",device=\"{}\",port=\"{}\",counter=\"{}\"}} "
+                "{}\n",
+                name, label_value(process.host), process.pid, label_value(process.rank),
+                label_value(reading.device), reading.port, kFabricCounters[i].name,
+                *reading.delta[i]);
+          }
+        }
+      }
+      continue;
+    }
     for (const auto& s : all) {
       const bool send = s.identity.direction == Direction::Send;
-      if (f == 5 && !send) {
+      const bool cts = name == "nccl_roce_comm_cts_wait_seconds";
+      if (cts && !send) {
         continue;
       }
       const std::string labels = fmt::format(
@@ -152,45 +157,21 @@ std::string prometheus_text(const std::vector<CommStatsSnapshot>& all, const Pro
           label_value(process.host), process.pid, label_value(process.rank), s.id,
           direction_name(s.identity.direction), label_value(s.identity.device),
           label_value(s.identity.peer));
-      switch (f) {
-        case 0:
-          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.messages);
-          break;
-        case 1:
-          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.bytes);
-          break;
-        case 2:
-          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.errors);
-          break;
-        case 3:
-          out += fmt::format("{}{{{}}} {}\n", families[f].name, labels, s.stalls);
-          break;
-        default: {
-          const auto& h = f == 4 ? s.completion : s.cts_wait;
-          for (const double q : {0.5, 0.99}) {
-            out += fmt::format("{}{{{},quantile=\"{}\"}} {:.9f}\n", families[f].name, labels, q,
-                               h.percentile_ns(q * 100) / 1e9);
-          }
+      if (cts || name == "nccl_roce_comm_completion_seconds") {
+        // Gauges with a percentile label: promtool keeps the quantile label for summaries,
+        // which also carry an exact _sum the sampled histogram does not have.
+        const auto& h = cts ? s.cts_wait : s.completion;
+        for (const int percentile : {50, 99}) {
+          out += fmt::format("{}{{{},percentile=\"{}\"}} {:.9f}\n", name, labels, percentile,
+                             h.percentile_ns(percentile) / 1e9);
         }
+        continue;
       }
-    }
-  }
-  if (!fabric.empty()) {
-    out +=
-        "# HELP nccl_roce_fabric_counter_increase Increase of the port's hw_counters and "
-        "counters since the plugin's init (data counters in 4-byte words, as in sysfs).\n"
-        "# TYPE nccl_roce_fabric_counter_increase gauge\n";
-    for (const auto& reading : fabric) {
-      for (std::size_t i = 0; i < kFabricCounterCount; ++i) {
-        if (reading.delta[i]) {
-          out += fmt::format(
-              "nccl_roce_fabric_counter_increase{{host=\"{}\",pid=\"{}\",rank=\"{}\","
-              "device=\"{}\",port=\"{}\",counter=\"{}\"}} {}\n",
-              label_value(process.host), process.pid, label_value(process.rank),
-              label_value(reading.device), reading.port, kFabricCounters[i].name,
-              *reading.delta[i]);
-        }
-      }
+      const uint64_t value = name == "nccl_roce_comm_messages_total" ? s.messages
+                             : name == "nccl_roce_comm_bytes_total"  ? s.bytes
+                             : name == "nccl_roce_comm_errors_total" ? s.errors
+                                                                     : s.stalls;
+      out += fmt::format("{}{{{}}} {}\n", name, labels, value);
     }
   }
   return out;

@@ -2,6 +2,7 @@
 #include "telemetry/stats_writer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,9 +80,11 @@ class Writer {
       if (fd >= 0) {
         ::close(fd);
       }
-      // The textfile collector must never read a half-written file: write aside, then rename.
+      // The textfile collector must never read a half-written file: write aside, then rename
+      // (in the same folder; the collector reads *.prom only). The pid keeps two processes
+      // given one file name from writing into each other's temporary file.
       const std::string prom = path_ + ".prom";
-      const std::string tmp = prom + ".tmp";
+      const std::string tmp = fmt::format("{}.{}.tmp", prom, process.pid);
       const int pfd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       const bool ok = pfd >= 0 && write_all(pfd, prometheus_text(all, process, fabric));
       if (pfd >= 0) {
@@ -116,16 +119,55 @@ class Writer {
 
 std::mutex writer_mutex;
 Writer* writer = nullptr;
+bool announced = false;
+
+void announce(const WriterSettings& settings, const std::string& path) {
+  const std::string text = stats_destination(settings, path);
+  if (log::enabled(NCCL_LOG_INFO, NCCL_NET)) {
+    ROCE_INFO(NCCL_NET, "{}", text);
+  } else if (settings.summary) {
+    const ProcessInfo p = current_process();
+    const std::string line = fmt::format("{}:{} NET/RoCE {}\n", p.host, p.pid, text);
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  }
+}
 
 }  // namespace
 
-void start_stats_writer(const WriterSettings& settings) {
-  if (settings.file_pattern.empty()) {
-    return;
+std::string stats_destination(const WriterSettings& settings, const std::string& path) {
+  std::string text;
+  if (path.empty()) {
+    text =
+        "no statistics files (NCCL_ROCE_STATS_FILE is unset; set it, e.g. to "
+        "/shared/dir/roce.%h.%p.jsonl, for JSON lines that scripts/roce_stats reads and a .prom "
+        "file for node_exporter's textfile collector)";
+  } else {
+    text = fmt::format(
+        "statistics every {} ms to {} (JSON lines; scripts/roce_stats reads them) and {}.prom "
+        "(Prometheus text; point node_exporter's --collector.textfile.directory at that folder)",
+        settings.interval_ms, path, path);
   }
+  if (settings.summary) {
+    text +=
+        "; NCCL_ROCE_STATS=1: one summary per comm at its close, as an INFO line "
+        "(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET shows them)";
+  }
+  return text;
+}
+
+void start_stats_writer(const WriterSettings& settings) {
   const std::lock_guard lock(writer_mutex);
-  if (writer == nullptr) {
+  if (writer == nullptr && !settings.file_pattern.empty()) {
     writer = new Writer(settings);
+  }
+  if (!announced && (settings.summary || writer != nullptr)) {
+    announced = true;
+    std::string path;
+    if (!settings.file_pattern.empty()) {
+      const ProcessInfo p = current_process();
+      path = expand_path(settings.file_pattern, p.host, p.pid);
+    }
+    announce(settings, path);
   }
 }
 

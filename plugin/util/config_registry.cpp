@@ -68,8 +68,10 @@ constexpr Setting kRegistry[] = {
      K::Text},
     {{"NCCL_IB_GID_INDEX", "-1 (automatic)", "0..255, or -1 for automatic",
       "GID table index used as the source GID. Automatic: the first valid RoCE v2 GID of "
-      "NCCL_IB_ADDR_FAMILY inside NCCL_IB_ADDR_RANGE. An index naming a RoCE v1, empty, "
-      "link-local or other-family entry is an init error naming the index to use instead.",
+      "NCCL_IB_ADDR_FAMILY inside NCCL_IB_ADDR_RANGE. An explicit index is used as given, as "
+      "NCCL does; one naming a link-local or other-family GID gives a WARN naming the index to "
+      "use instead. One naming a RoCE v1, InfiniBand or empty entry, or past the table, is an "
+      "init error naming that index.",
       "integer", "NCCL_IB_GID_INDEX", "Wins over the automatic choice."},
      K::Integer,
      0,
@@ -240,13 +242,17 @@ constexpr Setting kRegistry[] = {
     {{"NCCL_ROCE_STATS", "0", "0, 1",
       "1 logs one summary line per comm when it closes (INFO, subsystem NET): messages, bytes, "
       "errors, stall warnings, completion p50/p99, for sends the clear-to-send wait, and the "
-      "port's fabric counters since init with their verdict (loss, congestion).",
+      "port's fabric counters since init with their verdict (loss, congestion). At init it "
+      "says where the statistics go (the NCCL_ROCE_STATS_FILE files, or none) on stderr even "
+      "when NCCL_DEBUG hides INFO lines.",
       "boolean", "", ""},
      K::Boolean},
     {{"NCCL_ROCE_STATS_FILE", "unset", "a path; %h is the host name, %p the pid",
       "Every NCCL_ROCE_STATS_INTERVAL_MS and when the plugin is finalized or unloaded, appends "
       "one JSON line per comm to this file and rewrites <file>.prom in Prometheus text format "
-      "(for node exporters' textfile collector). scripts/roce_stats reads the files of all ranks.",
+      "(written aside and renamed, for node_exporter's textfile collector: point "
+      "--collector.textfile.directory at the folder). scripts/roce_stats reads the JSON files of "
+      "all ranks; contrib/grafana has a dashboard for the .prom series.",
       "path", "", ""},
      K::Text},
     {{"NCCL_ROCE_STATS_INTERVAL_MS", "10000", "100..3600000",

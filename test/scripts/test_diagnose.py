@@ -101,6 +101,14 @@ class GidFindings(DiagnoseTest):
         _, doc = self.diagnose_json(env={"NCCL_IB_GID_INDEX": "99"})
         self.assertFinding(doc, "gid", "FAIL", message="beyond the GID table", fix="NCCL_IB_GID_INDEX=3")
 
+    def test_gid_index_naming_link_local_entry_warns_like_the_plugin(self):
+        # The plugin uses an explicit link-local or other-family index as given, with a WARN.
+        self.node()
+        r, doc = self.diagnose_json(env={"NCCL_IB_GID_INDEX": "1"})
+        self.assertFinding(doc, "gid", "WARN", message="NCCL_IB_GID_INDEX=1 (fe80::", fix="NCCL_IB_GID_INDEX=3")
+        self.assertFinding(doc, "gid", "WARN", message="uses it as given, as NCCL does")
+        self.assertFalse(self.findings(doc, "gid", "FAIL"), doc["findings"])
+
     def test_link_local_only_port_cannot_be_used(self):
         self.node(Node(nics=[NicSpec(ipv4=None)]))
         r, doc = self.diagnose_json()
@@ -336,6 +344,21 @@ class InitCheck(DiagnoseTest):
         self.assertEqual(r.rc, 1)
         doc = r.json()
         self.assertFinding(doc, "init", "FAIL", message="(exit 1): init: NCCL_IB_GID_INDEX=2 names a RoCE v1 GID")
+
+    def test_vroce_node_without_sysfs_devices_does_not_contradict_a_passing_init(self):
+        # vroce gives the plugin devices through its own libibverbs and writes no /sys tree
+        # unless asked (VROCE_SYSFS_ROOT): the init check passes while sysfs lists nothing.
+        self.node(Node(nics=[]), extra={"roce-bench": INIT_OK})
+        env = {**PLUGIN_ENV, "ROCE_PLUGIN": self.plugin()}
+        r = self.run_script("diagnose_roce.sh", "--no-gdr-check", env=env)
+        self.assertIn("[ OK ] init", r.out)
+        self.assertNotIn("cannot run here", r.out)
+        self.assertIn("No RDMA device in sysfs, but the plugin runs here", r.out)
+        r = self.run_script("diagnose_roce.sh", "--no-gdr-check", "--json", env=env)
+        self.assertNotEqual(r.rc, 3)
+        doc = r.json()
+        self.assertFinding(doc, "rdma", "WARN", message="but the plugin's init check passed", fix="VROCE_SYSFS_ROOT")
+        self.assertFalse(self.findings(doc, "rdma", "FAIL"), doc["findings"])
 
     def test_init_check_skipped_without_plugin(self):
         self.node(extra={"roce-bench": INIT_OK})

@@ -47,7 +47,7 @@ class RoceStats(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
         self.assertTrue(lines[0].startswith("rank"))
-        self.assertTrue(lines[1].startswith("1             send 10.0.0.3"), lines[1])
+        self.assertEqual(lines[1].split()[:3], ["1", "send", "10.0.0.3"], lines[1])
         self.assertIn("900.0", lines[1])
         self.assertEqual(len([l for l in lines if l.startswith(("0 ", "1 "))]), 3)
         self.assertIn("(1 line(s) could not be parsed and were skipped)", r.stdout)
@@ -75,9 +75,39 @@ class RoceStats(unittest.TestCase):
             r = self.run_tool(d)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("the time is on the wire: its port counted congestion since init", r.stdout)
-            self.write(d, "a.jsonl", record(0, 1, "send", "10.0.0.2", 800.0, fabric="none"))
+            self.write(d, "a.jsonl", record(0, 1, "send", "10.0.0.2", 800.0, fabric="none"),
+                       record(1, 1, "recv", "10.0.0.1", 30.0, fabric="none"))
             r = self.run_tool(d)
             self.assertIn("the time is on the wire or in the peer's NIC: check that port's counters", r.stdout)
+
+    def test_links_alike_blame_no_link_and_one_link_is_not_compared(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "a.jsonl", record(0, 1, "send", "10.0.0.2", 31.0),
+                       record(1, 1, "recv", "10.0.0.1", 30.0), record(2, 1, "send", "10.0.0.3", 29.0))
+            r = self.run_tool(d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            verdict = r.stdout.splitlines()[-1]
+            self.assertIn("no link stands out (every p99 within 2x the median)", verdict)
+            self.assertNotIn("wire", verdict)
+            self.write(d, "a.jsonl", record(0, 1, "send", "10.0.0.2", 800.0))
+            r = self.run_tool(d)
+            verdict = r.stdout.splitlines()[-1]
+            self.assertIn("one link only: nothing to compare it with", verdict)
+            self.assertNotIn("wire", verdict)
+
+    def test_long_peer_and_device_names_are_never_cut(self):
+        peer = "fd00:1234:5678:9abc:def0:1234:5678:9abc port 47011"
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "a.jsonl", record(0, 1, "send", peer, 40.0).replace("mlx5_0", "mlx5_bond_0"),
+                       record(1, 1, "recv", "10.0.0.1", 30.0))
+            r = self.run_tool(d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        row = next(l for l in lines if l.startswith("0 "))
+        self.assertIn(f" {peer} ", row)
+        self.assertIn(" mlx5_bond_0 ", row)
+        # The columns still line up: every number column ends where the header's does.
+        self.assertEqual(len(row), len(lines[0]), (lines[0], row))
 
     def test_sort_by_clear_to_send_wait(self):
         with tempfile.TemporaryDirectory() as d:

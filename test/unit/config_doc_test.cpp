@@ -2,8 +2,11 @@
 // settings_markdown() byte for byte.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "config_doc_markers.h"
 #include "util/config.h"
@@ -49,4 +52,46 @@ TEST_CASE("the rendered settings table has one row per setting and no stray sepa
       CHECK((columns == 8 || columns == 3));
     }
   }
+}
+
+namespace {
+
+std::optional<std::string> lookup_one(std::string_view name, void* user) {
+  const auto& setting = *static_cast<const std::pair<std::string, std::string>*>(user);
+  if (name == setting.first) {
+    return setting.second;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("the setting errors the docs quote are the ones the plugin gives", "[config][docs]") {
+  // Every `NAME=VALUE is out of range; ...` quoted in a doc, word for word.
+  int quoted = 0;
+  for (const char* doc : {"/docs/configuration.md", "/docs/troubleshooting.md"}) {
+    std::ifstream in(std::string(ROCE_SOURCE_DIR) + doc);
+    REQUIRE(in.good());
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string text = buffer.str();
+    for (size_t at = text.find("`NCCL_"); at != std::string::npos;
+         at = text.find("`NCCL_", at + 1)) {
+      const size_t close = text.find('`', at + 1);
+      const std::string quote = text.substr(at + 1, close - at - 1);
+      const size_t eq = quote.find('=');
+      const size_t space = quote.find(' ');
+      if (quote.find(" is out of range; accepted: ") == std::string::npos || eq > space) {
+        continue;
+      }
+      ++quoted;
+      std::pair<std::string, std::string> setting{quote.substr(0, eq),
+                                                  quote.substr(eq + 1, space - eq - 1)};
+      const roce::Result<roce::Config> config = roce::parse_config(&lookup_one, &setting);
+      INFO(doc << ": " << quote);
+      REQUIRE_FALSE(config.has_value());
+      CHECK(config.error().find(quote) != std::string::npos);
+    }
+  }
+  CHECK(quoted >= 2);
 }

@@ -167,9 +167,10 @@ TEST_CASE("the JSON line and the Prometheus text carry the comm's device's fabri
   CommStats other({Direction::Send, "mlx5_1", "10.0.0.3", 1, 106});
   CHECK(fabric_of(other.snapshot(), all) == nullptr);
   const std::string prom = prometheus_text({s}, p, all);
-  CHECK(prom.find("# TYPE nccl_roce_fabric_counter_increase gauge\n") != std::string::npos);
-  CHECK(prom.find("nccl_roce_fabric_counter_increase{host=\"node1\",pid=\"9\",rank=\"0\","
+  CHECK(prom.find("# TYPE nccl_roce_port_increase_total counter\n") != std::string::npos);
+  CHECK(prom.find("nccl_roce_port_increase_total{host=\"node1\",pid=\"9\",rank=\"0\","
                   "device=\"mlx5_0\",port=\"1\",counter=\"np_ecn_marked_roce_packets\"} 7\n") !=
         std::string::npos);
   CHECK(prom.find("counter=\"rp_cnp_handled\"") == std::string::npos);
+  CHECK(prometheus_text({s}, p).find("nccl_roce_port_increase_total") == std::string::npos);
 }

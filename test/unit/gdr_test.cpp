@@ -114,6 +114,16 @@ TEST_CASE("relaxed ordering needs ibv_reg_mr_iova2 and is off when set to 0", "[
   CHECK(forced.note.find("NCCL_IB_PCI_RELAXED_ORDERING=1") != std::string::npos);
 }
 
+TEST_CASE("each relaxed-ordering note, logged on its own line, names its subject", "[gdr]") {
+  for (const int setting : {0, 1, 2}) {
+    for (const bool have : {false, true}) {
+      const std::string note = decide_relaxed_ordering(setting, have).note;
+      INFO(note);
+      CHECK(note.rfind("PCIe relaxed ordering ", 0) == 0);
+    }
+  }
+}
+
 TEST_CASE("peermem is found through any of the three sysfs paths under the root", "[gdr]") {
   FixtureTree tree;
   SECTION("none") {

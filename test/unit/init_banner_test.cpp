@@ -55,3 +55,19 @@ TEST_CASE("the banner names the clear-to-send class when NCCL_IB_FIFO_TC sets on
   CHECK(line.find("clear-to-send path tc 184 = dscp 46 + not-ect from NCCL_IB_FIFO_TC") !=
         std::string::npos);
 }
+
+TEST_CASE("the banner says tc once, configured or not", "[banner]") {
+  roce::BannerFacts f;
+  f.device = "vroce0";
+  f.traffic_class = 104;
+  f.traffic_class_source = "NCCL_ROCE_TC";
+  const std::string configured = roce::format_init_banner(f);
+  INFO(configured);
+  CHECK(configured.find("tc tc") == std::string::npos);
+  CHECK(configured.find("), tc 104 = dscp 26 + not-ect from NCCL_ROCE_TC, sl ") !=
+        std::string::npos);
+  f.traffic_class.reset();
+  const std::string per_comm = roce::format_init_banner(f);
+  INFO(per_comm);
+  CHECK(per_comm.find("), tc per communicator (0 when none is set), sl ") != std::string::npos);
+}

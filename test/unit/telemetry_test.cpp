@@ -162,7 +162,26 @@ TEST_CASE("the Prometheus text has HELP/TYPE per family and escaped labels") {
   CHECK(text.find("peer=\"10.0.0.2 \\\"b\\\"\"") != std::string::npos);
   CHECK(text.find("} 100\n") != std::string::npos);
   CHECK(text.find("nccl_roce_comm_completion_seconds{") != std::string::npos);
-  CHECK(text.find("quantile=\"0.99\"} 0.0000") != std::string::npos);
+  CHECK(text.find("percentile=\"99\"} 0.0000") != std::string::npos);
+  // promtool check metrics: only summaries carry a quantile label.
+  CHECK(text.find("quantile") == std::string::npos);
+}
+
+TEST_CASE("every Prometheus family is written with its HELP and TYPE, counters end in _total") {
+  ProcessInfo p{"node1", 7, "0", 0};
+  const std::string text = prometheus_text({sample_send()}, p);
+  for (const auto& family : roce::telemetry::kPrometheusFamilies) {
+    const std::string name = family.name;
+    INFO(name);
+    CHECK(name.rfind("nccl_roce_", 0) == 0);
+    CHECK((std::string(family.type) == "counter") ==
+          (name.size() > 6 && name.substr(name.size() - 6) == "_total"));
+    if (name != "nccl_roce_port_increase_total") {  // only with port readings
+      CHECK(text.find("# HELP " + name + " ") != std::string::npos);
+      CHECK(text.find("# TYPE " + name + " " + family.type + "\n") != std::string::npos);
+      CHECK(text.find("\n" + name + "{") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("stats file patterns expand %h and %p") {

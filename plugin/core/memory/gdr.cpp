@@ -89,16 +89,18 @@ Status check_gdr_requirement(const GdrSupport& support, bool require_gdr) {
 }
 
 RelaxedOrdering decide_relaxed_ordering(int setting, bool have_reg_mr_iova2) {
+  // The note is logged on its own line: it names its subject.
   if (setting == 0) {
-    return {false, "off (NCCL_IB_PCI_RELAXED_ORDERING=0)"};
+    return {false, "PCIe relaxed ordering off (NCCL_IB_PCI_RELAXED_ORDERING=0)"};
   }
   if (have_reg_mr_iova2) {
-    return {true, setting == 1 ? "on (NCCL_IB_PCI_RELAXED_ORDERING=1)"
-                               : "on (auto: ibv_reg_mr_iova2 is available)"};
+    return {true, setting == 1 ? "PCIe relaxed ordering on (NCCL_IB_PCI_RELAXED_ORDERING=1)"
+                               : "PCIe relaxed ordering on (auto: ibv_reg_mr_iova2 is available)"};
   }
-  return {false, setting == 1 ? "off: NCCL_IB_PCI_RELAXED_ORDERING=1 asks for it but the "
-                                "library has no ibv_reg_mr_iova2 (IBVERBS_1.8)"
-                              : "off (auto: the library has no ibv_reg_mr_iova2)"};
+  return {false, setting == 1 ? "PCIe relaxed ordering off: NCCL_IB_PCI_RELAXED_ORDERING=1 asks "
+                                "for it but the library has no ibv_reg_mr_iova2 (IBVERBS_1.8)"
+                              : "PCIe relaxed ordering off (auto: the library has no "
+                                "ibv_reg_mr_iova2)"};
 }
 
 const char* dmabuf_status_name(DmabufStatus status) noexcept {
