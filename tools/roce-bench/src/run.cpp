@@ -254,6 +254,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       print_header(out, info);
     }
     std::vector<std::string> labels;
+    labels.reserve(planned.size());
     for (const auto& s : planned) {
       labels.push_back(s.label);
     }
