@@ -7,9 +7,7 @@
 #include "locations.h"
 
 namespace roce::bench {
-namespace {
 
-// The library the plugin was pointed at, as NCCL would pick it (its own setting first).
 std::string verbs_library_in_use(const Options& options) {
   if (!options.ibverbs_path.empty()) {
     return options.ibverbs_path;
@@ -21,7 +19,7 @@ std::string verbs_library_in_use(const Options& options) {
 }
 
 // vroce exports its counters under its own version node; rdma-core has no such symbol.
-bool is_vroce(const std::string& library) {
+bool is_vroce_library(const std::string& library) {
   void* handle = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) {
     return false;
@@ -31,11 +29,9 @@ bool is_vroce(const std::string& library) {
   return vroce;
 }
 
-}  // namespace
-
 std::optional<std::string> vroce_init_check_hint(const Options& options) {
   const std::string library = verbs_library_in_use(options);
-  if (is_vroce(library)) {
+  if (is_vroce_library(library)) {
     return std::nullopt;
   }
   const std::string vroce = default_vroce_path();

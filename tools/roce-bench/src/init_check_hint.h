@@ -14,4 +14,11 @@ namespace roce::bench {
 // (then the failure has another cause, which the check's own lines name).
 std::optional<std::string> vroce_init_check_hint(const Options& options);
 
+// The libibverbs the plugin loads, as NCCL would pick it: --ibverbs, else NCCL_IBVERBS_LIB, else
+// the dynamic loader's libibverbs.so.1.
+std::string verbs_library_in_use(const Options& options);
+
+// Whether `library` is vroce (it exports vroce's private counters symbol).
+bool is_vroce_library(const std::string& library);
+
 }  // namespace roce::bench

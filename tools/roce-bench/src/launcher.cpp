@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "errors.h"
+#include "interrupt.h"
 #include "json_writer.h"
 #include "locations.h"
 #include "rendezvous.h"
@@ -187,6 +188,9 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
 
   std::fflush(stdout);
   std::fflush(stderr);
+  // Ctrl-C: forwarded to the ranks, which stop at the next size and write what they have; a
+  // second one kills them.
+  install_launcher_interrupt_handler();
   const pid_t self = getpid();
   std::vector<Child> children;
   for (int r = 0; r < options.nranks; ++r) {
@@ -211,8 +215,17 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
   std::string first_failure;
   int running = options.nranks;
   bool stopping = false;
+  int interrupts_seen = 0;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   while (running > 0) {
+    if (const int n = interrupt_count(); n != interrupts_seen) {
+      interrupts_seen = n;
+      for (auto& c : children) {
+        if (c.running) {
+          kill(c.pid, n >= 2 ? SIGKILL : SIGINT);
+        }
+      }
+    }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, stopping ? WNOHANG : 0);
     if (pid < 0) {
@@ -244,6 +257,15 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
       if (ok) {
         break;
       }
+      // A rank that stopped on Ctrl-C (the ranks agree on it, so the others stop at the same
+      // size): not a failure. After a second Ctrl-C the launcher killed them itself.
+      if (!stopping && WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) {
+        result = kExitInterrupted;
+        break;
+      }
+      if (interrupts_seen >= 2) {
+        break;
+      }
       if (!stopping) {
         std::fprintf(stderr, "roce-bench: rank %d %s; stopping the other ranks\n", c.rank,
                      describe_status(status).c_str());
@@ -259,6 +281,11 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
       }
       break;
     }
+  }
+  if (interrupts_seen >= 2) {
+    std::fprintf(stderr, "roce-bench: interrupted twice; the ranks were killed\n");
+    result = kExitInterrupted;
+    first_failure = "interrupted twice (SIGINT); the ranks were killed";
   }
   if (!json_mark.empty()) {
     if (access(json_mark.c_str(), F_OK) == 0) {

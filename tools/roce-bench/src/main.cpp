@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "job_env.h"
 #include "launcher.h"
 #include "options.h"
 #include "run.h"
@@ -40,9 +41,20 @@ int main(int argc, char** argv) {
     if (options.init_check) {
       return run_init_check(options);
     }
-    if (options.rank) {
-      who = "roce-bench: rank " + std::to_string(*options.rank);
-      return run_rank(options, args);
+    Options job_options = options;
+    if (!options.rank) {
+      // Started by torchrun, mpirun or srun: that launcher's rank and size (job_env.h).
+      const auto job = job_from_environment(process_environment(), kMaxRanks);
+      if (!job) {
+        throw UsageError(job.error());
+      }
+      if (*job) {
+        job_options = with_job(options, **job);
+      }
+    }
+    if (job_options.rank) {
+      who = "roce-bench: rank " + std::to_string(*job_options.rank);
+      return run_rank(job_options, args);
     }
     return launch_ranks(options, args);
   } catch (const UsageError& e) {

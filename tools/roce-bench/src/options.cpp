@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "job_env.h"
 #include "tp_model.h"
 
 namespace roce::bench {
@@ -325,6 +326,7 @@ Options parse_options(std::span<const std::string> args) {
     } else if (name == "--nranks" || name == "--tp") {
       o.nranks = int_value(cursor, name, 2, kMaxRanks);
       nranks_given = true;
+      o.nranks_given = true;
     } else if (name == "--rank") {
       o.rank = int_value(cursor, name, 0, kMaxRanks - 1);
     } else if (name == "--rendezvous") {
@@ -461,6 +463,38 @@ Options parse_options(std::span<const std::string> args) {
   return o;
 }
 
+Options with_job(const Options& options, const JobEnv& job) {
+  Options o = options;
+  if (o.nranks_given && o.nranks != job.size) {
+    throw UsageError("--nranks " + std::to_string(o.nranks) + " disagrees with the job size " +
+                     std::to_string(job.size) + " from " + job.source +
+                     ": drop --nranks, or pass --rank to run outside the job");
+  }
+  if (job.size < 2 || job.size > kMaxRanks) {
+    throw UsageError("the job size " + std::to_string(job.size) + " from " + job.source +
+                     " is outside 2.." + std::to_string(kMaxRanks));
+  }
+  const bool collective = o.mode == Mode::AllReduce || o.mode == Mode::Tp;
+  if (!collective && job.size != 2) {
+    throw UsageError(std::string("--mode ") + std::string(mode_name(o.mode)) +
+                     " runs between exactly 2 ranks, but " + job.source + " says the job has " +
+                     std::to_string(job.size) + "; use --mode allreduce or tp for more");
+  }
+  if (o.rendezvous.empty()) {
+    if (job.rendezvous.empty()) {
+      throw UsageError("rank " + std::to_string(job.rank) + " of " + std::to_string(job.size) +
+                       " from " + job.source + " needs rank 0's address: pass --rendezvous " +
+                       "HOST:PORT, or set MASTER_ADDR and MASTER_PORT");
+    }
+    o.rendezvous = job.rendezvous;
+  }
+  validate_rendezvous(o.rendezvous, true);
+  o.rank = job.rank;
+  o.nranks = job.size;
+  o.job_source = job.source;
+  return o;
+}
+
 std::string_view mode_name(Mode mode) {
   switch (mode) {
     case Mode::PingPong:
@@ -570,6 +604,12 @@ Ranks:
   --rank R --nranks N --rendezvous HOST:PORT
                      cluster mode: this process is rank R; rank 0 listens on HOST:PORT.
                      No vroce setup is applied (real NICs, NCCL_IB_HCA as set).
+                     Without --rank, a process that torchrun, mpirun or srun started takes
+                     its rank and size from RANK/WORLD_SIZE (torchrun), else
+                     OMPI_COMM_WORLD_RANK/SIZE (Open MPI), else SLURM_PROCID/SLURM_NTASKS
+                     (Slurm); rank 0 listens on --rendezvous, else MASTER_ADDR:MASTER_PORT
+                     (torchrun: MASTER_PORT+1, as torchrun's own store holds MASTER_PORT).
+                     A size of 1 starts the ranks here, as without those variables.
   --rendezvous HOST:PORT  (launcher) where rank 0 listens (default 127.0.0.1:0)
   --ibverbs PATH     libibverbs for the ranks (NCCL_IBVERBS_LIB; default: vroce of this build)
   --vroce-sysfs      each rank sees vroce's fake sysfs as /sys/class, in a private mount
@@ -621,8 +661,13 @@ Output and control:
   -h, --help, --version
 
 Environment: NCCL_DEBUG (WARN default here, INFO, TRACE, NONE), NCCL_DEBUG_SUBSYS, VROCE_DEVICES
-(the device list the launched ranks take entries from), NCCL_IB_* as for NCCL.
-Exit status: 0 success, 1 failure (wrong data, plugin or verbs error, lost rank), 2 usage error.
+(the device list the launched ranks take entries from), NCCL_IB_* as for NCCL; the job
+variables above (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, OMPI_COMM_WORLD_RANK/SIZE,
+SLURM_PROCID, SLURM_NTASKS).
+Ctrl-C (SIGINT) stops at the end of the size being measured: the rows printed so far stay, and
+--json holds them with "interrupted": true and status "interrupted". A second Ctrl-C kills.
+Exit status: 0 success, 1 failure (wrong data, plugin or verbs error, lost rank), 2 usage error,
+130 interrupted.
 )";
 }
 

@@ -52,7 +52,10 @@ struct Options {
 
   // Ranks: started here (launcher) unless --rank is given (cluster mode).
   int nranks = 2;
+  bool nranks_given = false;  // --nranks or --tp on the command line
   std::optional<int> rank;
+  // Set when rank and size came from a launcher's environment (job_env.h): where from.
+  std::string job_source;
   std::string rendezvous;  // host:port; launcher default 127.0.0.1:0 (ephemeral port)
 
   std::string plugin_path;   // empty: found next to the executable
@@ -111,6 +114,12 @@ struct Options {
 
 // Parses argv[1..]. Throws UsageError naming the option, the value and what is accepted.
 Options parse_options(std::span<const std::string> args);
+
+struct JobEnv;
+// Without --rank: the rank, size and rendezvous of a job that torchrun, Open MPI or Slurm
+// started (job_env.h), merged into `options`. --nranks, when given, must match the job's size;
+// --rendezvous wins over MASTER_ADDR/MASTER_PORT. Throws UsageError.
+Options with_job(const Options& options, const JobEnv& job);
 
 // The --help text.
 std::string usage_text();

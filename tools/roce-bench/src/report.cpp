@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "json_writer.h"
 
 namespace roce::bench {
@@ -59,9 +61,16 @@ void print_header(std::FILE* out, const RunInfo& info) {
   if (!info.command.empty()) {
     print_line(out, "# command: " + info.command);
   }
+  if (!info.job_source.empty()) {
+    print_line(out, "# rank and size from " + info.job_source);
+  }
   if (!info.plugin_path.empty()) {
     print_line(out, fmt::format("# plugin {} ({} \"{}\")", info.plugin_path, info.plugin_symbol,
                                 info.plugin_name));
+  }
+  if (info.vroce) {
+    print_line(out,
+               std::string("# fabric: vroce (") + info.verbs_library + "): " + kVroceFiguresNote);
   }
   print_line(out, fmt::format("# memory {}{}{}  window {}{}", info.memory,
                               info.registration.empty() ? "" : ", " + info.registration,
@@ -72,56 +81,113 @@ void print_header(std::FILE* out, const RunInfo& info) {
   for (const auto& rank : info.ranks) {
     print_line(out, "#   " + rank);
   }
-  if (!info.profiler_events.empty()) {
-    print_line(out, "# NCCL profiler events: " + info.profiler_events);
-  }
   print_line(out, fmt::format("# time: {}", time_column(info.mode)));
   print_line(out, "#");
 }
 
-void print_table(std::FILE* out, Mode mode, int nranks, const Series& series) {
-  print_line(out, fmt::format("# {}", series.label));
-  if (mode == Mode::PingPong) {
+void print_footer(std::FILE* out, const RunInfo& info, std::size_t sizes_done,
+                  std::size_t sizes_planned) {
+  if (!info.profiler_events.empty()) {
+    print_line(out, "# NCCL profiler events: " + info.profiler_events);
+  }
+  if (!info.load_at_end.empty()) {
+    print_line(out, "# load average " + info.load_at_end + " at end");
+  }
+  if (info.interrupted) {
+    print_line(out, fmt::format("# interrupted (SIGINT): {} of {} sizes measured", sizes_done,
+                                sizes_planned));
+  }
+}
+
+TableStream::TableStream(std::FILE* out, Mode mode, std::vector<std::string> labels)
+    : out_(out), mode_(mode), labels_(std::move(labels)) {}
+
+void TableStream::begin() {
+  if (out_ == nullptr) {
+    return;
+  }
+  const bool several = labels_.size() > 1;
+  if (several) {
+    std::string names;
+    for (const auto& l : labels_) {
+      names += (names.empty() ? "" : " and ") + l;
+    }
+    print_line(out_, "# " + names + ", size by size (path column)");
+  } else if (!labels_.empty()) {
+    print_line(out_, "# " + labels_[0]);
+  }
+  const std::string path_head = several ? fmt::format(" {:<10}", "path") : std::string();
+  const std::string path_unit = several ? fmt::format(" {:<10}", "") : std::string();
+  if (mode_ == Mode::PingPong) {
     print_line(
-        out, fmt::format("#{:>11} {:>12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7}",
-                         "size", "count", "type", "time", "rtt p50", "rtt p90", "rtt p99", "algbw",
-                         "busbw", "#wrong"));
-    print_line(out, fmt::format(
-                        "#{:>11} {:>12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7}", "(B)",
-                        "(elements)", "", "(us)", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", ""));
-    for (const Row& r : series.rows) {
-      print_line(out, fmt::format(" {:>11} {:>12} {:>7} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} "
-                                  "{:>9.3f} {:>9.3f} {:>7}",
-                                  r.bytes, r.count, "float", r.time_us, r.rtt_us.p50, r.rtt_us.p90,
-                                  r.rtt_us.p99, r.algbw, r.busbw, r.wrong));
-    }
+        out_, fmt::format("#{:>11} {:>12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7}",
+                          "size", "count", "type", "time", "rtt p50", "rtt p90", "rtt p99", "algbw",
+                          "busbw", "#wrong") +
+                  path_head);
+    print_line(
+        out_,
+        fmt::format("#{:>11} {:>12} {:>7} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7}", "(B)",
+                    "(elements)", "", "(us)", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "") +
+            path_unit);
   } else {
-    const bool allreduce = mode == Mode::AllReduce;
-    print_line(out, fmt::format("#{:>11} {:>12} {:>7} {:>6} {:>10} {:>9} {:>9} {:>7}", "size",
-                                "count", "type", "redop", "time", "algbw", "busbw", "#wrong"));
-    print_line(out, fmt::format("#{:>11} {:>12} {:>7} {:>6} {:>10} {:>9} {:>9} {:>7}", "(B)",
-                                "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", ""));
-    for (const Row& r : series.rows) {
-      print_line(out, fmt::format(" {:>11} {:>12} {:>7} {:>6} {:>10.2f} {:>9.3f} {:>9.3f} {:>7}",
-                                  r.bytes, r.count, "float", allreduce ? "sum" : "none", r.time_us,
-                                  r.algbw, r.busbw, r.wrong));
+    print_line(out_, fmt::format("#{:>11} {:>12} {:>7} {:>6} {:>10} {:>9} {:>9} {:>7}", "size",
+                                 "count", "type", "redop", "time", "algbw", "busbw", "#wrong") +
+                         path_head);
+    print_line(out_, fmt::format("#{:>11} {:>12} {:>7} {:>6} {:>10} {:>9} {:>9} {:>7}", "(B)",
+                                 "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "") +
+                         path_unit);
+  }
+  std::fflush(out_);
+}
+
+void TableStream::row(std::size_t series_index, const Row& r) {
+  if (out_ == nullptr) {
+    return;
+  }
+  const std::string path = labels_.size() > 1 && series_index < labels_.size()
+                               ? " " + labels_[series_index]
+                               : std::string();
+  if (mode_ == Mode::PingPong) {
+    print_line(out_, fmt::format(" {:>11} {:>12} {:>7} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} "
+                                 "{:>9.3f} {:>9.3f} {:>7}",
+                                 r.bytes, r.count, "float", r.time_us, r.rtt_us.p50, r.rtt_us.p90,
+                                 r.rtt_us.p99, r.algbw, r.busbw, r.wrong) +
+                         path);
+  } else {
+    print_line(out_,
+               fmt::format(" {:>11} {:>12} {:>7} {:>6} {:>10.2f} {:>9.3f} {:>9.3f} {:>7}", r.bytes,
+                           r.count, "float", mode_ == Mode::AllReduce ? "sum" : "none", r.time_us,
+                           r.algbw, r.busbw, r.wrong) +
+                   path);
+  }
+  std::fflush(out_);
+}
+
+void TableStream::finish(int nranks, const std::vector<Series>& series) {
+  if (out_ == nullptr) {
+    return;
+  }
+  for (const Series& s : series) {
+    if (series.size() > 1) {
+      print_line(out_, "# " + s.label);
     }
+    std::size_t wrong = 0;
+    double busbw = 0;
+    for (const Row& r : s.rows) {
+      wrong += r.wrong;
+      busbw += r.busbw;
+    }
+    print_line(out_,
+               fmt::format("# Out of bounds values : {} {}", wrong, wrong == 0 ? "OK" : "FAILED"));
+    print_line(out_,
+               fmt::format("# Avg bus bandwidth    : {:.3f}",
+                           s.rows.empty() ? 0.0 : busbw / static_cast<double>(s.rows.size())));
+    if (mode_ == Mode::AllReduce) {
+      print_line(out_, fmt::format("# busbw = algbw x 2({}-1)/{}", nranks, nranks));
+    }
+    print_line(out_, "#");
   }
-  std::size_t wrong = 0;
-  double busbw = 0;
-  for (const Row& r : series.rows) {
-    wrong += r.wrong;
-    busbw += r.busbw;
-  }
-  print_line(out,
-             fmt::format("# Out of bounds values : {} {}", wrong, wrong == 0 ? "OK" : "FAILED"));
-  print_line(out, fmt::format(
-                      "# Avg bus bandwidth    : {:.3f}",
-                      series.rows.empty() ? 0.0 : busbw / static_cast<double>(series.rows.size())));
-  if (mode == Mode::AllReduce) {
-    print_line(out, fmt::format("# busbw = algbw x 2({}-1)/{}", nranks, nranks));
-  }
-  print_line(out, "#");
+  std::fflush(out_);
 }
 
 void print_comparison(std::FILE* out, Mode mode, bool raw_cts, const std::vector<Ratio>& ratios) {
@@ -164,6 +230,19 @@ void write_run_fields(tools::JsonWriter& j, const RunInfo& info) {
   j.key("mode").value(mode_name(info.mode));
 }
 
+void write_fabric_fields(tools::JsonWriter& j, const RunInfo& info) {
+  j.key("fabric").begin_object();
+  j.key("verbs_library").value(info.verbs_library);
+  j.key("vroce").value(info.vroce);
+  if (info.vroce) {
+    j.key("note").value(kVroceFiguresNote);
+  }
+  j.end_object();
+  if (!info.job_source.empty()) {
+    j.key("job_source").value(info.job_source);
+  }
+}
+
 void write_percentiles(tools::JsonWriter& j, const char* name, const Percentiles& p) {
   j.key(name).begin_object();
   j.key("p50").value(p.p50);
@@ -182,6 +261,7 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
   j.begin_object();
   write_run_fields(j, info);
   j.key("path").value(path_name(info.path));
+  write_fabric_fields(j, info);
   if (info.path != Path::Plugin) {
     j.key("raw_protocol").value(info.raw_cts ? "clear-to-send" : "write");
   }
@@ -264,7 +344,8 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
   }
   j.end_array();
   j.key("wrong_total").value(static_cast<std::uint64_t>(wrong_total));
-  j.key("status").value(passed ? "pass" : "fail");
+  j.key("interrupted").value(info.interrupted);
+  j.key("status").value(!passed ? "fail" : info.interrupted ? "interrupted" : "pass");
   if (!error.empty()) {
     j.key("error").value(error);
   }

@@ -21,7 +21,14 @@ struct RunInfo {
   std::string date;  // UTC, ISO 8601
   std::string host;
   std::string command;
-  std::string cpus;  // "2 CPUs, load average 1.02 at start, 0.97 at end"
+  std::string cpus;         // "2 CPUs, load average 1.02 at start, 0.97 at end"
+  std::string load_at_end;  // "0.97": the footer's, printed after the rows
+  std::string job_source;   // set when torchrun, mpirun or srun gave the rank (job_env.h)
+  // The libibverbs the plugin and the raw path load, and whether it is vroce: then every
+  // figure is vroce's, made by this machine's CPUs, not a fabric's.
+  std::string verbs_library;
+  bool vroce = false;
+  bool interrupted = false;  // Ctrl-C: the rows are those measured before it
 
   Mode mode = Mode::AllReduce;
   Api api = Api::V8;
@@ -55,11 +62,36 @@ std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw);
 
 // The fields every JSON document starts with: tool, version, date, host, command, cpus, mode.
 void write_run_fields(tools::JsonWriter& j, const RunInfo& info);
+// "fabric": {"verbs_library", "vroce", "note" (vroce only)}, and "job_source" when set.
+void write_fabric_fields(tools::JsonWriter& j, const RunInfo& info);
 // "name": {"p50", "p90", "p99", "min", "max", "mean"}.
 void write_percentiles(tools::JsonWriter& j, const char* name, const Percentiles& p);
 
+// The lines known before the first row; print_footer those known at the end.
 void print_header(std::FILE* out, const RunInfo& info);
-void print_table(std::FILE* out, Mode mode, int nranks, const Series& series);
+void print_footer(std::FILE* out, const RunInfo& info, std::size_t sizes_done,
+                  std::size_t sizes_planned);
+
+// vroce's figures are its CPUs', not a fabric's: the line the header and the tp report print.
+inline constexpr const char* kVroceFiguresNote =
+    "vroce's CPU figures, not a fabric's: vroce emulates the NIC in software on this "
+    "machine's CPUs";
+
+// The tables, a row printed (and flushed) as soon as it is measured, as nccl-tests does. One
+// series: its own table. Several (--compare-raw): one table, size by size, with a path column,
+// then each series' totals. `out` nullptr prints nothing (--json on stdout).
+class TableStream {
+ public:
+  TableStream(std::FILE* out, Mode mode, std::vector<std::string> labels);
+  void begin();
+  void row(std::size_t series_index, const Row& row);
+  void finish(int nranks, const std::vector<Series>& series);
+
+ private:
+  std::FILE* out_;
+  Mode mode_;
+  std::vector<std::string> labels_;
+};
 // `raw_cts`: the raw series is the clear-to-send protocol's floor, not verbs' own.
 void print_comparison(std::FILE* out, Mode mode, bool raw_cts, const std::vector<Ratio>& ratios);
 std::string render_json(const RunInfo& info, const std::vector<Series>& series,

@@ -20,6 +20,7 @@
 #include "cuda_driver.h"
 #include "errors.h"
 #include "init_check_hint.h"
+#include "interrupt.h"
 #include "json_writer.h"
 #include "launcher.h"
 #include "locations.h"
@@ -196,6 +197,9 @@ void write_json(const Options& options, const std::string& json) {
 int run_rank(const Options& options, const std::vector<std::string>& args) {
   const int rank = *options.rank;
   const int nranks = options.nranks;
+  // Ctrl-C stops the run at the next size (interrupt.h); a launcher of ours forwards it and
+  // kills on the second, a rank on its own dies on the second.
+  install_interrupt_handler(std::getenv(kLaunchedEnv) == nullptr);
   install_logger(rank);
   if (!options.ibverbs_path.empty()) {
     // The plugin loads libibverbs from NCCL_IBVERBS_LIB: make it the same library as --raw's.
@@ -236,11 +240,39 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   info.nranks = nranks;
   info.window = options.window;
   info.slice_bytes = options.slice_bytes;
+  info.job_source = options.job_source;
+  info.verbs_library = verbs_library_in_use(options);
+  info.vroce = is_vroce_library(info.verbs_library);
   const std::string load_at_start = load_average();
+  info.cpus = fmt::format("{} CPUs, load average {} at start", sysconf(_SC_NPROCESSORS_ONLN),
+                          load_at_start);
+  // Rank 0's tables, a row as soon as it is measured (nothing with --json on stdout).
+  std::FILE* const out = rank == 0 && !options.json_stdout ? stdout : nullptr;
+  std::optional<TableStream> table;
+  auto start_output = [&](const std::vector<Series>& planned) {
+    if (out != nullptr) {
+      print_header(out, info);
+    }
+    std::vector<std::string> labels;
+    labels.reserve(planned.size());
+    for (const auto& s : planned) {
+      labels.push_back(s.label);
+    }
+    table.emplace(out, options.mode, std::move(labels));
+    table->begin();
+  };
+  // Checked before each size, on every rank together, so all stop at the same one.
+  auto stop_requested = [&] {
+    if (interrupted_anywhere(rendezvous)) {
+      info.interrupted = true;
+    }
+    return info.interrupted;
+  };
 
   std::vector<Series> series;
   std::vector<Ratio> ratios;
   std::optional<TpReport> tp;
+  std::size_t steps_planned = 0;
   std::string error;
   bool ok = true;
   {
@@ -276,12 +308,17 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     info.memory = memory_text(options);
 
     const std::vector<SizeStep> steps = size_sweep(options);
+    steps_planned = steps.size();
     Progress progress(rank == 0, steps.size());
     if (options.mode == Mode::Tp) {
       RingAllReduce allreduce(*plugin, rendezvous, options, props);
       info.registration = allreduce.registration();
       info.flush = allreduce.flushes();
       info.ranks = rendezvous.allgather(mine);
+      if (out != nullptr) {
+        print_header(out, info);
+        std::fflush(out);
+      }
       const double link_gbps = options.link_gbps.value_or(props.speed_mbps / 1000.0);
       if (link_gbps <= 0) {
         throw UsageError("plugin device " + props.name +
@@ -289,6 +326,8 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
                          "for the floor");
       }
       tp = make_tp_report(run_tp(allreduce, rendezvous, options), options, link_gbps);
+      // The decode steps run to the end; a Ctrl-C during them still marks the result.
+      stop_requested();
       rendezvous.barrier();
     } else if (options.mode == Mode::AllReduce) {
       RingAllReduce allreduce(*plugin, rendezvous, options, props);
@@ -296,8 +335,13 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       info.flush = allreduce.flushes();
       info.ranks = rendezvous.allgather(mine);
       series.push_back({"plugin", {}});
+      start_output(series);
       for (const auto& step : steps) {
+        if (stop_requested()) {
+          break;
+        }
         series[0].rows.push_back(allreduce.measure(step, 0x1000 + step.bytes));
+        table->row(0, series[0].rows.back());
         progress.size_done(step.bytes);
       }
       rendezvous.barrier();
@@ -318,7 +362,11 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
         series.push_back({"plugin", {}});
       }
       info.ranks = rendezvous.allgather(mine);
+      start_output(series);
       for (const auto& step : steps) {
+        if (stop_requested()) {
+          break;
+        }
         if (raw && via_plugin) {
           // Alternated in blocks, raw first, so both paths see the same machine conditions
           // even when the load drifts during a size.
@@ -334,11 +382,15 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
           }
           series[0].rows.push_back(on_raw.finish());
           series[1].rows.push_back(on_plugin.finish());
+          table->row(0, series[0].rows.back());
+          table->row(1, series[1].rows.back());
         } else if (raw) {
           series[0].rows.push_back(run_p2p(*raw, rendezvous, options, step, 0x2000 + step.bytes));
+          table->row(0, series[0].rows.back());
         } else {
           series[0].rows.push_back(
               run_p2p(*via_plugin, rendezvous, options, step, 0x3000 + step.bytes));
+          table->row(0, series[0].rows.back());
         }
         progress.size_done(step.bytes);
       }
@@ -391,27 +443,31 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
         fmt::format("{} started ({} send, {} recv), {} stopped{}", starts, sends, recvs, stops,
                     profiler_error.empty() ? "" : "; FAILED: " + profiler_error);
   }
-  info.cpus = fmt::format("{} CPUs, load average {} at start, {} at end",
-                          sysconf(_SC_NPROCESSORS_ONLN), load_at_start, load_average());
+  info.load_at_end = load_average();
+  info.cpus += ", " + info.load_at_end + " at end";
   const std::size_t wrong = total_wrong(series) + (tp ? tp->run.wrong : 0);
   ok = wrong == 0 && profiler_error.empty();
   if (rank == 0 && tp) {
-    if (!options.json_stdout) {
-      print_header(stdout, info);
-      print_tp_report(stdout, *tp);
-      std::fflush(stdout);
+    if (out != nullptr) {
+      print_tp_report(out, *tp);
+      if (info.vroce) {
+        std::fprintf(out, "# over vroce: %s; the floor above is a real fabric's\n",
+                     kVroceFiguresNote);
+      }
+      print_footer(out, info, 1, 1);
+      std::fflush(out);
     }
     write_json(options, render_tp_json(info, *tp));
   } else if (rank == 0) {
-    if (!options.json_stdout) {
-      print_header(stdout, info);
-      for (const auto& s : series) {
-        print_table(stdout, options.mode, nranks, s);
+    if (out != nullptr) {
+      if (table) {
+        table->finish(nranks, series);
       }
       if (!ratios.empty()) {
-        print_comparison(stdout, options.mode, options.raw_cts, ratios);
+        print_comparison(out, options.mode, options.raw_cts, ratios);
       }
-      std::fflush(stdout);
+      print_footer(out, info, series.empty() ? 0 : series[0].rows.size(), steps_planned);
+      std::fflush(out);
     }
     write_json(options, render_json(info, series, ratios, wrong, ok,
                                     error.empty() ? profiler_error : error));
@@ -429,7 +485,18 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     }
   }
   rendezvous.barrier();
-  return ok ? kExitOk : kExitFailure;
+  if (!ok) {
+    return kExitFailure;
+  }
+  if (info.interrupted && rank == 0) {
+    std::fprintf(stderr,
+                 "roce-bench: interrupted (SIGINT); the sizes measured before it are "
+                 "printed%s\n",
+                 options.json_stdout || !options.json_file.empty()
+                     ? " and in the JSON (\"interrupted\": true)"
+                     : "");
+  }
+  return info.interrupted ? kExitInterrupted : kExitOk;
 }
 
 int run_init_check(const Options& options) {

@@ -177,6 +177,8 @@ std::string render_tp_json(const RunInfo& info, const TpReport& r) {
   tools::JsonWriter j;
   j.begin_object();
   write_run_fields(j, info);
+  write_fabric_fields(j, info);
+  j.key("interrupted").value(info.interrupted);
   j.key("api").value(api_name(info.api));
   j.key("plugin").value(info.plugin_path);
   j.key("memory").value(info.memory);
@@ -213,7 +215,7 @@ std::string render_tp_json(const RunInfo& info, const TpReport& r) {
   j.key("per_token").value(r.per_token);
   j.key("verified_allreduces").value(r.run.verified_allreduces);
   j.key("wrong_total").value(r.run.wrong);
-  j.key("status").value(r.run.wrong == 0 ? "pass" : "fail");
+  j.key("status").value(r.run.wrong != 0 ? "fail" : info.interrupted ? "interrupted" : "pass");
   j.end_object();
   return j.str() + "\n";
 }
