@@ -15,7 +15,8 @@ Usage: run_tp_allreduce_vroce.sh [--print-env] [tp_allreduce.py args...]
 
 Environment (defaults in brackets):
   NPROC_PER_NODE [number of GPUs, at least 2]
-  BUILD_DIR      the build tree with lib/libnccl-net-roce.so and vroce/lib [$repo/build/ci]
+  BUILD_DIR      the build tree with lib/libnccl-net-roce.so and vroce/lib [$repo/build/release,
+                 the README's build]
   ROCE_EXAMPLE_VROCE_BASE  first rank's address; rank r uses base+r [127.0.0.21]
 EOF
 }
@@ -30,12 +31,12 @@ if [[ ${1:-} == --print-env ]]; then
   shift
 fi
 
-build=${BUILD_DIR:-$repo/build/ci}
+build=${BUILD_DIR:-$repo/build/release}
 plugin=$build/lib/libnccl-net-roce.so
 vroce=$build/vroce/lib/libibverbs.so.1
 if ((print_only == 0)); then
   for f in "$plugin" "$vroce"; do
-    [[ -f $f ]] || { echo "run_tp_allreduce_vroce.sh: $f is missing: build it (cmake --build $build --target nccl_net_roce vroce)" >&2; exit 5; }
+    [[ -f $f ]] || { echo "run_tp_allreduce_vroce.sh: $f is missing: build it (cmake --preset release -G Ninja && cmake --build --preset release), or point BUILD_DIR at a build tree" >&2; exit 5; }
   done
 fi
 nproc=${NPROC_PER_NODE:-$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)}

@@ -507,8 +507,8 @@ find_tool() {
     printf '%s' "$c"
     return 0
   fi
-  for c in "$script_dir/../build/ci/bin/$name" "$script_dir/../build/release/bin/$name" \
-    "$script_dir/../build/ci/tools/$name/$name" "$script_dir/../build/release/tools/$name/$name" \
+  for c in "$script_dir/../build/release/bin/$name" "$script_dir/../build/ci/bin/$name" \
+    "$script_dir/../build/release/tools/$name/$name" "$script_dir/../build/ci/tools/$name/$name" \
     "$script_dir/../../../bin/$name"; do
     if [[ -x $c ]]; then
       printf '%s' "$c"
@@ -663,7 +663,7 @@ if [[ $run_init_check == 1 ]]; then
   plugin=$ROCE_PLUGIN
   if [[ -z $plugin && ${NCCL_NET_PLUGIN:-} == */* ]]; then plugin=$NCCL_NET_PLUGIN; fi
   if [[ -z $plugin && ${ROCE_PLUGIN_SEARCH:-1} != 0 ]]; then
-    for c in "$script_dir/../build/ci/lib/libnccl-net-roce.so" "$script_dir/../build/release/lib/libnccl-net-roce.so" \
+    for c in "$script_dir/../build/release/lib/libnccl-net-roce.so" "$script_dir/../build/ci/lib/libnccl-net-roce.so" \
       "$script_dir/../../../lib/x86_64-linux-gnu/libnccl-net-roce.so" "$script_dir/../../../lib/libnccl-net-roce.so" \
       /usr/lib/x86_64-linux-gnu/libnccl-net-roce.so /usr/local/lib/libnccl-net-roce.so; do
       if [[ -f $c ]]; then
@@ -696,7 +696,7 @@ if [[ $run_init_check == 1 ]]; then
     fi
   else
     roce_finding WARN init plugin "init check skipped: $([[ -z $plugin ]] && echo "libnccl-net-roce.so not found (set ROCE_PLUGIN)" || echo "roce-bench not found (set ROCE_BENCH)")" \
-      "build the project (cmake --build build/ci) or set ROCE_PLUGIN and ROCE_BENCH"
+      "build the project (cmake --preset release -G Ninja && cmake --build --preset release) or set ROCE_PLUGIN and ROCE_BENCH"
   fi
 fi
 

@@ -55,6 +55,11 @@ Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--q
                     into the torchrun steps, with NCCL_PROFILE_EVENT_MASK [152: proxy ops, proxy
                     steps and network plugin events]; each step's traces go to
                     OUT/profiler/STEP-*, and the summary counts the plugin's QP events in them
+  --ops LIST        collectives.py's op:dtype list [all of its ops]; for an NCCL built with
+                    only some collectives (ONLY_FUNCS), e.g. all_reduce:float32,all_reduce:float16
+  --nccl DIR        run every step on the libnccl.so.2 in DIR instead of PyTorch's (put first on
+                    LD_LIBRARY_PATH and preloaded): an older or newer NCCL release, whose version
+                    environment.txt records and whose loaded ncclNet table the summary names
   --dry-run         print each step's environment and command; run nothing
 Environment: NPROC (GPUs to use, default all), NCCL_LIB_DIR (the libnccl.so.2 for
 all_reduce_perf, default PyTorch's), ROCE_GPU_VALIDATE_VROCE=0 (use real NICs).
@@ -70,6 +75,8 @@ perf_iters=5
 dry_run=0
 share_gpu=0
 profiler=""
+ops=""
+nccl_dir=""
 steps=collectives:gdr-dmabuf,all_reduce_perf:gdr-dmabuf,all_reduce_perf:socket,tp_allreduce:gdr-dmabuf
 steps+=,tp_allreduce:socket,collectives:socket,collectives:host,collectives:gdr-pointer,all_reduce_perf:host
 while (($#)); do
@@ -84,6 +91,8 @@ while (($#)); do
     --steps) steps=$2; shift 2 ;;
     --share-gpu) share_gpu=1; shift ;;
     --profiler) profiler=$2; shift 2 ;;
+    --ops) ops=$2; shift 2 ;;
+    --nccl) nccl_dir=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "gpu-validate.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -112,13 +121,21 @@ else
   ((nproc >= 2 && nproc <= gpus)) || fail "needs 2 or more GPUs (found $gpus, NPROC=${NPROC:-unset}); or --share-gpu"
 fi
 [[ -z $profiler || $dry_run == 1 || -f $profiler ]] || fail "profiler plugin $profiler is missing"
+if [[ -n $nccl_dir ]]; then
+  [[ $dry_run == 1 || -f $nccl_dir/libnccl.so.2 ]] || fail "--nccl $nccl_dir holds no libnccl.so.2"
+  [[ $dry_run == 1 ]] || nccl_dir=$(cd "$nccl_dir" && pwd)
+  # PyTorch finds its NCCL through its own run path; preloading wins over it, and the library
+  # path serves what NCCL itself opens later.
+  export LD_PRELOAD="$nccl_dir/libnccl.so.2${LD_PRELOAD:+:$LD_PRELOAD}"
+  export LD_LIBRARY_PATH="$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 out=${out:-gpu-validate-$(date +%Y%m%d-%H%M%S)}
 if ((!dry_run)); then
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
 fi
 torch_nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
-nccl_lib_dir=${NCCL_LIB_DIR:-$torch_nccl_dir}
+nccl_lib_dir=${NCCL_LIB_DIR:-${nccl_dir:-$torch_nccl_dir}}
 
 # Every run: network between the GPUs only, NCCL's INFO log per process.
 export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
@@ -185,7 +202,7 @@ collectives() {  # mode
     NCCL_PROFILE_DUMP_FILE="$out/profiler/collectives-$1" \
     torchrun --standalone --nproc-per-node "$nproc" "$repo/tools/gpu-validate/collectives.py" \
     --max-bytes "$max_bytes" --iters "$iters" --expect-network "$(expect_network "$1")" \
-    --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json"
+    --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json" ${ops:+--ops "$ops"}
 }
 tp_allreduce() {  # mode
   traced_steps+=("tp-allreduce-$1")
@@ -227,6 +244,16 @@ done
 ((dry_run)) && exit 0
 
 python3 "$repo/tools/gpu-validate/summarize.py" "$out" | tee "$out/summary.md"
+# Which ncclNet table NCCL loaded from the plugin, per step: the proof of which ABI a release uses.
+{
+  echo
+  echo "ncclNet tables NCCL loaded (NCCL's 'Loaded net plugin' lines, per step):"
+  for log in "$out"/nccl-logs/*.log; do
+    [[ -f $log ]] || continue
+    step_name=$(basename "$log")
+    grep -ho 'Loaded net plugin [^ ]* (v[0-9]*)' "$log" | head -n1 | sed "s|^|  ${step_name%%.*}: |"
+  done | sort -u
+} | tee -a "$out/summary.md"
 if [[ -n $profiler ]]; then
   # The example profiler writes Chrome trace JSON, one "NET_IB" begin record per QP event the
   # network plugin reported (net_ib's v1 descriptor: device, qp_num, opcode, wr_id, size).

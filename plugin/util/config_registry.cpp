@@ -61,9 +61,13 @@ constexpr Setting kRegistry[] = {
     // Device and GID selection.
     {{"NCCL_IB_HCA", "unset: every device and port", "[^][=]name[:port[:rail[:plane]]][,...]",
       "Which devices and ports to use: '^' excludes, '=' asks for exact names (otherwise "
-      "prefixes), ':port' limits an entry to one port. NCCL 2.30's ':rail:plane' is accepted "
-      "and does not filter (NCCL groups the NICs itself); empty entries are skipped, as in "
-      "NCCL.",
+      "prefixes), ':port' limits an entry to one port. NCCL 2.30's ':rail:plane' does not "
+      "filter: it gives the devices the entry selects their rail and plane in ncclNet v12's "
+      "properties (the first entry naming a port decides; none under '^'). Empty fields are "
+      "unset and empty entries skipped, as in NCCL ('=mlx5_0::0:0' is any port of mlx5_0 on "
+      "rail 0, plane 0). Where NCCL silently selects nothing or everything (a port of 0 or "
+      "not a number, an entry with no name), init fails naming the entry. When the list "
+      "selects no usable port, the init WARN echoes it and lists the ports that exist.",
       "list", "NCCL_IB_HCA", ""},
      K::Text},
     {{"NCCL_IB_GID_INDEX", "-1 (automatic)", "0..255, or -1 for automatic",

@@ -111,7 +111,11 @@ TEST_CASE("cluster mode needs --nranks and a rendezvous with a real port") {
 }
 
 TEST_CASE("argument errors name the option, the value and what is accepted") {
-  CHECK(error_of({"--api", "v7"}).find("--api v7") != std::string::npos);
+  CHECK(error_of({"--api", "v13"}).find("--api v13") != std::string::npos);
+  CHECK(error_of({"--api", "v5"}).find("expected v6, v7, v8, v9, v10, v11 or v12") !=
+        std::string::npos);
+  CHECK(parse({"--api", "v6"}).api == Api::V6);
+  CHECK(parse({"--api", "12"}).api == Api::V12);
   CHECK(error_of({"--mode", "alltoall"}).find("pingpong, bw, bibw, allreduce or tp") !=
         std::string::npos);
   CHECK(error_of({"-b", "1M", "-e", "8"}).find("larger than -e") != std::string::npos);
