@@ -63,6 +63,11 @@ TEST_CASE("host memory is normal where NCCL could not have used the GPU", "[gdr_
     in.gpu_in_play = false;
     CHECK(judge_staging(in) == StagingVerdict::NoGpu);
   }
+  SECTION("NCCL_NET_GDR_LEVEL=LOC: the operator turned GPUDirect off") {
+    StagingInputs in = host_staged();
+    in.gdr_turned_off = true;
+    CHECK(judge_staging(in) == StagingVerdict::TurnedOff);
+  }
   SECTION("nothing registered: empty receives only") {
     StagingInputs in = host_staged();
     in.evidence.host_registrations = 0;

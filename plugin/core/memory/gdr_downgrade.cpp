@@ -59,6 +59,9 @@ StagingVerdict judge_staging(const StagingInputs& in) noexcept {
   if (!in.gpu_in_play) {
     return StagingVerdict::NoGpu;
   }
+  if (in.gdr_turned_off) {
+    return StagingVerdict::TurnedOff;
+  }
   if (in.first_recv_addr == e.last_host_addr && in.first_recv_size == e.last_host_size) {
     return StagingVerdict::WholeHostBuffer;
   }
@@ -73,6 +76,8 @@ const char* staging_verdict_name(StagingVerdict verdict) noexcept {
       return "GPU memory registered (GPUDirect in use)";
     case StagingVerdict::NotOffered:
       return "GPUDirect not offered by the device";
+    case StagingVerdict::TurnedOff:
+      return "host staging asked for (NCCL_NET_GDR_LEVEL=LOC)";
     case StagingVerdict::NoGpu:
       return "host memory without a CUDA context (not NCCL's transport)";
     case StagingVerdict::NoRegistration:

@@ -29,9 +29,10 @@ struct StagingEvidence {
 };
 
 struct StagingInputs {
-  bool receive_comm = true;  // send comms are never judged (GDR read off stages sends on host)
-  bool gdr_offered = false;  // the device's ptrSupport has NCCL_PTR_CUDA or NCCL_PTR_DMABUF
-  bool gpu_in_play = false;  // a CUDA context was current when a host buffer was registered
+  bool receive_comm = true;     // send comms are never judged (GDR read off stages sends on host)
+  bool gdr_offered = false;     // the device's ptrSupport has NCCL_PTR_CUDA or NCCL_PTR_DMABUF
+  bool gpu_in_play = false;     // a CUDA context was current when a host buffer was registered
+  bool gdr_turned_off = false;  // NCCL_NET_GDR_LEVEL=LOC: the operator asked for host staging
   StagingEvidence evidence;
   uintptr_t first_recv_addr = 0;  // the first irecv's first buffer
   size_t first_recv_size = 0;
@@ -41,6 +42,7 @@ enum class StagingVerdict {
   SendComm,         // a send comm: host LL128/SIMPLE buffers are normal with GDR read off
   GpuMemory,        // a CUDA or dma-buf buffer was registered: GPUDirect is in use
   NotOffered,       // the device offers no GPUDirect: host memory is all NCCL could use
+  TurnedOff,        // NCCL_NET_GDR_LEVEL=LOC: host staging was asked for
   NoGpu,            // no CUDA context when host memory was registered: not NCCL's transport
   NoRegistration,   // nothing registered before the first irecv (only empty receives)
   WholeHostBuffer,  // the irecv covers a whole registered host buffer: application or bootstrap

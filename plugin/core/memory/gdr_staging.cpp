@@ -111,6 +111,8 @@ std::optional<std::string> check_first_receive(const StagingDevice& device,
   in.gdr_offered = (device.ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF)) != 0;
   in.gpu_in_play = record.gpu.has_value();
   in.evidence = record.evidence;
+  const GdrLevelSetting gdr_level = read_gdr_level(std::getenv("NCCL_NET_GDR_LEVEL"));
+  in.gdr_turned_off = gdr_level.level == 0;
   in.first_recv_addr = addr;
   in.first_recv_size = size;
   const StagingVerdict verdict = judge_staging(in);
@@ -129,7 +131,7 @@ std::optional<std::string> check_first_receive(const StagingDevice& device,
     facts.distance = pci_distance(*facts.gpu_path, *facts.nic_path, record.gpu->numa_node,
                                   read_numa_node(facts.nic_path));
   }
-  facts.gdr_level = read_gdr_level(std::getenv("NCCL_NET_GDR_LEVEL"));
+  facts.gdr_level = gdr_level;
   std::lock_guard lock(policy().mutex);
   if (policy().require_gdr) {
     return format_downgrade(facts, true);
