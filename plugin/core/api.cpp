@@ -70,6 +70,15 @@ ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,
   return ncclSuccess;
 }
 
+// A receive comm keeps what was registered on it until its first irecv: the evidence of the
+// GPUDirect downgrade check (core/memory/gdr_staging.h). Send comms are never judged.
+void note_registration(Comm& comm, bool device_memory, const void* data, size_t size) {
+  if (comm.kind() == CommKind::Recv) {
+    static_cast<RecvComm&>(comm).note_registration(device_memory, reinterpret_cast<uintptr_t>(data),
+                                                   size);
+  }
+}
+
 Comm* registration_comm(const char* entry, void* handle) {
   Comm* comm = Comm::from_any_handle(handle);
   if (comm == nullptr || comm->kind() == CommKind::Listen) {
@@ -226,6 +235,7 @@ ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhan
   }
   const CachedRegion* region =
       comm->device().mr_cache().acquire(reinterpret_cast<uintptr_t>(data), size, kind);
+  note_registration(*comm, kind == MemoryKind::Cuda, data, size);
   return register_region("regMr", *comm, region, mhandle);
 }
 
@@ -245,6 +255,7 @@ ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint
   (void)type;  // the memory is whatever the dma-buf exports; NCCL passes NCCL_PTR_CUDA
   const CachedRegion* region =
       comm->device().mr_cache().acquire_dmabuf(reinterpret_cast<uintptr_t>(data), size, offset, fd);
+  note_registration(*comm, true, data, size);
   return register_region("regMrDmaBuf", *comm, region, mhandle);
 }
 

@@ -9,6 +9,7 @@
 #include "core/device/init_banner.h"
 #include "core/device/traffic_class.h"
 #include "core/memory/gdr_probe.h"
+#include "core/memory/gdr_staging.h"
 #include "telemetry/stats_writer.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -150,6 +151,7 @@ ncclResult_t Plugin::start_locked() {
     }
   }
 
+  set_staging_policy(cfg.require_gdr, cfg.sysfs_root);
   const RelaxedOrdering relaxed =
       decide_relaxed_ordering(cfg.pci_relaxed_ordering, library_->fn().reg_mr_iova2 != nullptr);
   if (!relaxed.note.empty()) {
@@ -207,7 +209,7 @@ ncclResult_t Plugin::start_locked() {
     facts.fifo_traffic_class = cfg.fifo_traffic_class;
     facts.host_override = dev->global_class_override();
     facts.mtu_bytes = verbs::mtu_bytes(info.active_mtu);
-    facts.gdr_mode = dev->gdr().mode;
+    facts.gdr_mode = dev->gdr().banner_mode();
     facts.relaxed_ordering = dev->relaxed_ordering();
     facts.qps_per_connection = cfg.qps_per_connection;
     facts.version = ROCE_VERSION;

@@ -199,7 +199,10 @@ constexpr Setting kRegistry[] = {
     // Memory and GPUDirect.
     {{"NCCL_ROCE_REQUIRE_GDR", "0", "0, 1",
       "1: init fails when neither nvidia-peermem nor dma-buf GPUDirect RDMA is usable, instead "
-      "of offering host memory only.",
+      "of offering host memory only; and a receive connection that NCCL stages through host "
+      "memory although GPUDirect is offered (NCCL's GPU/NIC distance check, "
+      "NCCL_NET_GDR_LEVEL) fails its first receive, naming GPU, NIC, PCI distance and the fix. "
+      "0: that downgrade is one WARN per device.",
       "boolean", "", ""},
      K::Boolean},
     {{"NCCL_GDR_FLUSH_DISABLE", "0", "0, 1",

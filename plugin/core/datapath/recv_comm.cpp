@@ -90,6 +90,13 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   if (failed()) [[unlikely]] {
     return failure();
   }
+  if (staging_unchecked_) [[unlikely]] {
+    if (const ncclResult_t r =
+            check_staging(reinterpret_cast<uintptr_t>(data[0]), static_cast<size_t>(sizes[0]));
+        r != ncclSuccess) {
+      return r;
+    }
+  }
   if (!cts_credits_.can_post(1)) [[unlikely]] {
     if (ncclResult_t r = progress(); r != ncclSuccess) {
       return r;
@@ -189,6 +196,21 @@ template ncclResult_t RecvComm::irecv(int, void**, const int*, const int*, void*
                                       void* const*, void**) noexcept;
 template ncclResult_t RecvComm::irecv(int, void**, const size_t*, const int*, void* const*,
                                       void* const*, void**) noexcept;
+
+ncclResult_t RecvComm::check_staging(uintptr_t addr, size_t size) noexcept {
+  staging_unchecked_ = false;
+  try {
+    const StagingDevice facts{device().name(), device().info().pci_path,
+                              device().gdr().ptr_support()};
+    if (std::optional<std::string> error = check_first_receive(facts, staging_, addr, size)) {
+      return fail(ncclSystemError, "{}", *error);
+    }
+  } catch (const std::exception& e) {
+    ROCE_WARN(NCCL_NET, "dev {}: the GPUDirect downgrade check could not run: {}", device().name(),
+              e.what());
+  }
+  return ncclSuccess;
+}
 
 ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* const* mhandles,
                               void** request) noexcept {

@@ -23,6 +23,7 @@
 #include "core/datapath/request.h"
 #include "core/datapath/request_pool.h"
 #include "core/datapath/send_queue_credits.h"
+#include "core/memory/gdr_staging.h"
 #include "core/memory/mr_handle.h"
 #include "core/memory/registered_buffer.h"
 #include "telemetry/connection_telemetry.h"
@@ -49,6 +50,13 @@ class RecvComm final : public ConnectedComm {
   uint32_t max_inline() const noexcept { return max_inline_; }
   int fifo_traffic_class() const noexcept { return fifo_traffic_class_; }
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
+  // regMr/regMrDmaBuf on this comm, until its first irecv: the evidence of the GPUDirect
+  // downgrade check (core/memory/gdr_staging.h).
+  void note_registration(bool device_memory, uintptr_t addr, size_t size) {
+    if (staging_unchecked_) {
+      staging_.note(device_memory, addr, size);
+    }
+  }
 
  private:
   // Polls the CQ and handles what it finds (connected_comm.h's poll_then).
@@ -105,6 +113,9 @@ class RecvComm final : public ConnectedComm {
                                                                    uint64_t seq) noexcept;
   // NCCL_ROCE_STALL_WARN_MS reached by the oldest irecv: a WARN.
   void check_stall() noexcept;
+  // The first irecv (its first buffer): the GPUDirect downgrade verdict, once per comm; fails
+  // the comm (ncclSystemError) on a downgrade with NCCL_ROCE_REQUIRE_GDR=1.
+  [[gnu::cold, gnu::noinline]] ncclResult_t check_staging(uintptr_t addr, size_t size) noexcept;
   // iflush found no free `what` (`limit` of them): WARN and ncclInternalError. Not sticky: the
   // comm goes on once earlier flushes are tested.
   ncclResult_t flush_exhausted(const char* what, uint32_t limit) const noexcept;
@@ -118,6 +129,7 @@ class RecvComm final : public ConnectedComm {
   uint32_t flush_lkey_;
   uint64_t flush_addr_;
   uint32_t max_inline_;
+  bool staging_unchecked_ = true;  // until the first irecv has run check_staging
   RequestPool<RecvRequest, kMaxRequests> requests_;
   RequestPool<FlushRequest, kMaxRequests> flushes_;
   SendQueueCredits cts_credits_;
@@ -143,6 +155,7 @@ class RecvComm final : public ConnectedComm {
   RegisteredBuffer flush_word_;
   std::unique_ptr<verbs::QueuePair> flush_qp_;
   int fifo_traffic_class_;
+  StagingRecord staging_;  // what was registered before the first irecv
 };
 
 }  // namespace roce

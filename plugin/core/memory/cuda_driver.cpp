@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <array>
+#include <cctype>
 #include <cstring>
 
 namespace roce::cuda {
@@ -36,6 +38,11 @@ roce::Result<std::unique_ptr<Driver>> Driver::attach() {
     return failure("the loaded libcuda.so.1 lacks cuCtxGetCurrent, cuMemAlloc_v2 or cuMemFree_v2");
   }
   bind(handle, "cuGetErrorName", driver->get_error_name_);
+  bind(handle, "cuCtxGetDevice", driver->ctx_get_device_);
+  bind(handle, "cuDeviceGetCount", driver->device_get_count_);
+  bind(handle, "cuDeviceGet", driver->device_get_);
+  bind(handle, "cuDeviceGetAttribute", driver->device_get_attribute_);
+  bind(handle, "cuDeviceGetPCIBusId", driver->device_get_pci_bus_id_);
   return roce::Result<std::unique_ptr<Driver>>(std::move(driver));
 }
 
@@ -51,6 +58,21 @@ std::string Driver::error_name(Result result) const {
     return name;
   }
   return fmt::format("CUresult {}", result);
+}
+
+std::optional<std::string> Driver::pci_bus_id(Device device) const {
+  if (device_get_pci_bus_id_ == nullptr) {
+    return std::nullopt;
+  }
+  std::array<char, 32> id{};  // "0000:17:00.0" and its terminator, with room
+  if (device_get_pci_bus_id_(id.data(), static_cast<int>(id.size()), device) != 0) {
+    return std::nullopt;
+  }
+  std::string text(id.data());
+  for (char& c : text) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return text;
 }
 
 }  // namespace roce::cuda

@@ -40,6 +40,20 @@ int GdrSupport::ptr_support() const noexcept {
   return flags;
 }
 
+std::string GdrSupport::banner_mode() const {
+  if (!dmabuf || dmabuf_gpu_proven) {
+    return mode;
+  }
+  std::string others;
+  if (peermem) {
+    others = "peermem, ";
+  } else if (registration_probe.registered()) {
+    others = "cuda-registration, ";
+  }
+  return fmt::format("{}dma-buf: NIC ready, {}", others,
+                     dmabuf_gpu.empty() ? "no GPU to prove it on" : dmabuf_gpu);
+}
+
 GdrSupport decide_gdr(const PeermemCheck& peermem, const DmabufCheck& dmabuf,
                       const CudaRegistrationProbe& registration) {
   GdrSupport support;

@@ -55,12 +55,19 @@ struct GdrSupport {
   CudaRegistrationProbe registration_probe;
   std::string mode;     // "peermem", "dma-buf", "peermem+dma-buf", "cuda-registration", "none"
   std::string checked;  // one line: every check and its answer, for logs and errors
+  // The GPU half of dma-buf (gdr_staging.h's check_gpu_dmabuf): a GPU whose driver reports
+  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED. Without it the NIC's readiness proves nothing.
+  bool dmabuf_gpu_proven = false;
+  std::string dmabuf_gpu;  // "GPU 0 exports dma-buf", "no GPU to prove it on (...)"
 
   // CUDA pointers can go to regMr (peermem, or the device takes them without it).
   bool cuda_pointers() const noexcept { return peermem || registration_probe.registered(); }
   bool usable() const noexcept { return cuda_pointers() || dmabuf; }
   // NCCL_PTR_HOST, plus NCCL_PTR_CUDA and NCCL_PTR_DMABUF as established.
   int ptr_support() const noexcept;
+  // The mode as the init banner states it: dma-buf is claimed only when both halves are proven
+  // ("dma-buf: NIC ready, no GPU to prove it on (...)" otherwise).
+  std::string banner_mode() const;
 };
 
 GdrSupport decide_gdr(const PeermemCheck& peermem, const DmabufCheck& dmabuf,

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "core/memory/cuda_driver.h"
+#include "core/memory/gdr_staging.h"
 #include "util/log.h"
 #include "verbs/error.h"
 #include "verbs/memory_region.h"
@@ -104,7 +105,14 @@ GdrSupport detect_gdr(const std::shared_ptr<verbs::Context>& context, const std:
                                  : DmabufCheck{DmabufStatus::Disabled, "NCCL_ROCE_DMABUF=0"};
   const CudaRegistrationProbe registration = probe_cuda_registration(context);
   GdrSupport support = decide_gdr(peermem, dmabuf, registration);
-  ROCE_INFO(NCCL_INIT, "dev {}: GPUDirect {}: {}", context->name(), support.mode, support.checked);
+  if (support.dmabuf) {
+    const GpuDmabufCheck gpu = check_gpu_dmabuf();
+    support.dmabuf_gpu_proven = gpu.proven;
+    support.dmabuf_gpu = gpu.detail;
+    support.checked += fmt::format("; dma-buf on the GPU side: {}", gpu.detail);
+  }
+  ROCE_INFO(NCCL_INIT, "dev {}: GPUDirect {}: {}", context->name(), support.banner_mode(),
+            support.checked);
   return support;
 }
 
