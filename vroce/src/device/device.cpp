@@ -112,7 +112,7 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceSpec& spec, int index
   if (const auto& shared = config().sys_image_guid) {
     device->device_attr_.sys_image_guid = htobe64(*shared);  // functions of one adapter
   }
-  device->gids_ = build_gid_table(device->address_, device->ifindex_,
+  device->gids_ = build_gid_table(device->address_, device->mac_, device->ifindex_,
                                   static_cast<size_t>(limits::kGidTableLength));
 
   ibv_device& dev = device->ibv_device_;
