@@ -80,15 +80,15 @@ TEST_CASE("the plugin picks GID 3 on vroce's ConnectX table, whose GID 0 is link
   CHECK(dev.gid.entry.gid == v4_mapped(test_address(0).c_str()));
 
   ibv_gid gid{};
-  REQUIRE(lib->fn().query_gid(dev.context, 1, 0, &gid) == 0);
+  REQUIRE(lib->fn().query_gid(dev.context->get(), 1, 0, &gid) == 0);
   CHECK(gid.raw[0] == 0xfe);
   CHECK(gid.raw[1] == 0x80);
   CHECK(gid.global.interface_id == dev.guid);  // the EUI-64 of the MAC is the node GUID
   REQUIRE(lib->fn().query_gid_ex != nullptr);
   ibv_gid_entry entry{};
-  REQUIRE(lib->fn().query_gid_ex(dev.context, 1, 0, &entry, 0, sizeof(entry)) == 0);
+  REQUIRE(lib->fn().query_gid_ex(dev.context->get(), 1, 0, &entry, 0, sizeof(entry)) == 0);
   CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V1);
-  REQUIRE(lib->fn().query_gid_ex(dev.context, 1, 1, &entry, 0, sizeof(entry)) == 0);
+  REQUIRE(lib->fn().query_gid_ex(dev.context->get(), 1, 1, &entry, 0, sizeof(entry)) == 0);
   CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V2);
   CHECK(std::equal(std::begin(entry.gid.raw), std::end(entry.gid.raw), std::begin(gid.raw)));
 }
