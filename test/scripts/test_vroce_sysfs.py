@@ -40,6 +40,8 @@ class VroceSysfs(ScriptTest):
         chosen = {g["device"]: g for g in r.json()["gids"] if g["plugin_choice"]}
         self.assertEqual(sorted(chosen), ["vroce0", "vroce1"])
         self.assertEqual((chosen["vroce0"]["ipv4"], chosen["vroce0"]["type"]), (ADDR[0], "v2"))
+        # vroce's table is a ConnectX's (link-local pair at 0/1): the IPv4-mapped v2 entry is 3.
+        self.assertEqual(chosen["vroce0"]["index"], 3)
         self.assertEqual(chosen["vroce1"]["ipv4"], ADDR[1])
 
     def test_diagnose_reads_vroce_tree(self):

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "core/device/device_discovery.h"
@@ -64,6 +65,32 @@ TEST_CASE("discovery finds every vroce device with its speed, MTU and RoCE v2 GI
     CHECK(dev.gid_table[static_cast<size_t>(dev.gid.index)].gid == dev.gid.entry.gid);
   }
   CHECK(result.devices[0].guid != result.devices[1].guid);
+}
+
+// vroce's GID table is a ConnectX's: fe80::<EUI-64> v1/v2 at 0/1, the address's v1/v2 at 2/3.
+// The automatic choice must pass over the link-local pair to the IPv4-mapped RoCE v2 entry.
+TEST_CASE("the plugin picks GID 3 on vroce's ConnectX table, whose GID 0 is link-local v1",
+          "[discovery][vroce]") {
+  const auto lib = test::load_vroce(vroce_device_list({"pv0"}));
+  const DiscoveryResult result = discover(lib);
+  REQUIRE(result.devices.size() == 1);
+  const PluginDevice& dev = result.devices[0];
+  CHECK(dev.gid.index == 3);
+  CHECK(dev.gid.entry.type == GidType::RoceV2);
+  CHECK(dev.gid.entry.gid == v4_mapped(test_address(0).c_str()));
+
+  ibv_gid gid{};
+  REQUIRE(lib->fn().query_gid(dev.context->get(), 1, 0, &gid) == 0);
+  CHECK(gid.raw[0] == 0xfe);
+  CHECK(gid.raw[1] == 0x80);
+  CHECK(gid.global.interface_id == dev.guid);  // the EUI-64 of the MAC is the node GUID
+  REQUIRE(lib->fn().query_gid_ex != nullptr);
+  ibv_gid_entry entry{};
+  REQUIRE(lib->fn().query_gid_ex(dev.context->get(), 1, 0, &entry, 0, sizeof(entry)) == 0);
+  CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V1);
+  REQUIRE(lib->fn().query_gid_ex(dev.context->get(), 1, 1, &entry, 0, sizeof(entry)) == 0);
+  CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V2);
+  CHECK(std::equal(std::begin(entry.gid.raw), std::end(entry.gid.raw), std::begin(gid.raw)));
 }
 
 TEST_CASE("NCCL_IB_HCA selects vroce devices with NCCL's meaning", "[discovery][vroce]") {

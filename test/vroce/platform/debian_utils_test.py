@@ -142,9 +142,12 @@ def check_devinfo(lib_dir, gbps, width, speed, guids):
         for key, value in expected_port.items():
             check(port.get(key) == value, f"{name} port 1 {key} is {value!r}, got {port.get(key)!r}")
         gids = device["gids"]
-        # Only the pair the device sends from (no link-local GIDs at 0/1, which vroce never
-        # sends from).
-        check(sorted(gids) == [2, 3], f"{name} shows GIDs 2-3 only: {sorted(gids)}")
+        # As on a ConnectX: the default GID fe80::<EUI-64> (the node GUID) at 0/1, then the
+        # bound address's pair at 2/3.
+        check(sorted(gids) == [0, 1, 2, 3], f"{name} shows GIDs 0-3: {sorted(gids)}")
+        link_local = ipaddress.IPv6Address(b"\xfe\x80" + bytes(6) + node_guid)
+        check(gids.get(0) == (link_local.exploded, "RoCE v1"), f"{name} GID 0 {gids.get(0)}")
+        check(gids.get(1) == (link_local.compressed, "RoCE v2"), f"{name} GID 1 {gids.get(1)}")
         mapped = ipaddress.IPv6Address("::ffff:" + address).exploded
         check(gids.get(2) == (mapped, "RoCE v1"), f"{name} GID 2 {gids.get(2)}")
         check(gids.get(3) == (f"::ffff:{address}", "RoCE v2"), f"{name} GID 3 {gids.get(3)}")

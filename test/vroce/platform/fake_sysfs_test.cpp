@@ -129,7 +129,12 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   CHECK(read_file(port + "/gids/3") == mapped_gid_text(test_address(1)));
   CHECK(read_file(port + "/gids/15") == "0000:0000:0000:0000:0000:0000:0000:0000\n");
   CHECK(read_file(port + "/gid_attrs/types/2") == "IB/RoCE v1\n");
-  CHECK(read_errno(port + "/gid_attrs/types/0") == EINVAL);  // mlx5's link-local slot: empty
+  // 0/1: the default GID fe80::<EUI-64>, v1 and v2, as on a ConnectX.
+  CHECK(read_file(port + "/gids/0").rfind("fe80:0000:0000:0000:", 0) == 0);
+  CHECK(read_file(port + "/gids/1") == read_file(port + "/gids/0"));
+  CHECK(read_file(port + "/gid_attrs/types/0") == "IB/RoCE v1\n");
+  CHECK(read_file(port + "/gid_attrs/types/1") == "RoCE v2\n");
+  CHECK(read_file(port + "/gid_attrs/ndevs/0") == dev1->netdev() + "\n");
   CHECK(read_file(port + "/gid_attrs/types/3") == "RoCE v2\n");
   CHECK(read_file(port + "/gid_attrs/ndevs/3") == dev1->netdev() + "\n");
   CHECK(read_errno(port + "/gid_attrs/types/3") == 0);

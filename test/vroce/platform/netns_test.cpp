@@ -81,10 +81,14 @@ TEST_CASE("a device bound in a namespace reports its netdev's identity", "[.netn
   ibv_gid own = expected_gid(env("VP_NETNS_ADDRESS"));
   CHECK(std::memcmp(entry.gid.raw, own.raw, 16) == 0);
 
-  // GUID from the veth's real MAC; the link-local GID is not listed (the device never sends
-  // from it), and the bound address's entry names the veth.
+  // GUID from the veth's real MAC, and the default GID at 0/1 is fe80::<EUI-64 of that MAC>;
+  // every entry names the veth.
   CHECK(ibv_get_device_guid(ctx->device) == vroce::guid_from_mac(mac));
-  CHECK(ibv_query_gid_ex(ctx, 1, 1, &entry, 0) == ENODATA);
+  REQUIRE(ibv_query_gid_ex(ctx, 1, 1, &entry, 0) == 0);
+  ibv_gid link_local = vroce::link_local_gid(mac);
+  CHECK(std::memcmp(entry.gid.raw, link_local.raw, 16) == 0);
+  CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V2);
+  CHECK(entry.ndev_ifindex == static_cast<uint32_t>(ifindex));
   ibv_close_device(ctx);
   ibv_free_device_list(list);
 }

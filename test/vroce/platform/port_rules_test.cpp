@@ -105,18 +105,24 @@ TEST_CASE("derived MACs are stable, distinct, unicast and locally administered",
   CHECK(vroce::is_zero_mac(MacAddress{}));
 }
 
-TEST_CASE("GID table like mlx5's slots, with only the pair the device sends from", "[port]") {
-  auto table = vroce::build_gid_table(address("127.0.2.9"), 1, 256);
+TEST_CASE("GID table laid out as a ConnectX's: link-local pair, then the address's", "[port]") {
+  MacAddress mac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+  auto table = vroce::build_gid_table(address("127.0.2.9"), mac, 1, 256);
   REQUIRE(table.size() == 256);
+  ibv_gid link_local =
+      gid({0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56});
   ibv_gid mapped = gid({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 2, 9});
-  // mlx5's link-local pair is not listed: vroce never sends from fe80::EUI-64.
-  CHECK_FALSE(table[0].valid);
-  CHECK_FALSE(table[1].valid);
+  // 0/1: the default GID fe80::<EUI-64 of the MAC>, v1 then v2.
+  CHECK(table[0].type == IBV_GID_TYPE_ROCE_V1);
+  CHECK(same(table[0].gid, link_local));
+  CHECK(table[1].type == IBV_GID_TYPE_ROCE_V2);
+  CHECK(same(table[1].gid, link_local));
+  // 2/3: the bound address, IPv4-mapped; RoCEv2 over IPv4 at index 3.
   CHECK(table[2].type == IBV_GID_TYPE_ROCE_V1);
   CHECK(same(table[2].gid, mapped));
-  CHECK(table[3].type == IBV_GID_TYPE_ROCE_V2);  // RoCEv2 over IPv4 at index 3, as on mlx5
+  CHECK(table[3].type == IBV_GID_TYPE_ROCE_V2);
   CHECK(same(table[3].gid, mapped));
-  for (size_t i = 2; i < 4; ++i) {
+  for (size_t i = 0; i < 4; ++i) {
     CHECK(table[i].valid);
     CHECK(table[i].ndev_ifindex == 1);
   }
@@ -124,11 +130,19 @@ TEST_CASE("GID table like mlx5's slots, with only the pair the device sends from
     CHECK_FALSE(table[i].valid);
   }
 
-  auto v6 = vroce::build_gid_table(address("fd77::1"), 7, 16);
+  auto v6 = vroce::build_gid_table(address("fd77::1"), mac, 7, 16);
+  CHECK(same(v6[1].gid, link_local));
   CHECK(same(v6[3].gid, gid({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})));
   CHECK(v6[3].type == IBV_GID_TYPE_ROCE_V2);
   CHECK(v6[2].ndev_ifindex == 7);
   CHECK_FALSE(v6[4].valid);
+
+  // Bound to the default GID itself: the kernel lists an address once, so only 0/1.
+  auto own = vroce::build_gid_table(address("fe80::5054:ff:fe12:3456"), mac, 3, 16);
+  CHECK(same(own[1].gid, link_local));
+  CHECK(own[1].type == IBV_GID_TYPE_ROCE_V2);
+  CHECK_FALSE(own[2].valid);
+  CHECK_FALSE(own[3].valid);
 }
 
 TEST_CASE("port attributes of a ConnectX port on Ethernet", "[port]") {

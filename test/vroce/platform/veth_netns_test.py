@@ -14,6 +14,7 @@ The namespaces (and with them the veths) are deleted on every exit path.
 Exit 0 on success, 1 on a failed check, 77 (skip) without root, ip netns or ibverbs-utils.
 """
 import argparse
+import ipaddress
 import json
 import os
 import re
@@ -128,8 +129,12 @@ def run_checks(ns, lib_dir, platform_tests):
     check(field(vpn0, "active_mtu") == "1024 (3)", f"vpn0 on MTU 1500: {field(vpn0, 'active_mtu')}")
     g = gids(vpn0)
     check(g.get(3) == "::ffff:10.77.1.1, RoCE v2", f"vpn0 GID 3: {g.get(3)}")
-    # Only the pair the device sends from: no link-local GIDs at 0/1.
-    check(sorted(g) == [2, 3], f"vpn0 GIDs: {sorted(g)}")
+    # As on a ConnectX: the default GID fe80::<EUI-64 of the veth's MAC> at 0/1, then the
+    # bound address's pair.
+    check(sorted(g) == [0, 1, 2, 3], f"vpn0 GIDs: {sorted(g)}")
+    link_local = ipaddress.IPv6Address(f"fe80::{veth_guid}")
+    check(g.get(0) == f"{link_local.exploded}, RoCE v1", f"vpn0 GID 0: {g.get(0)}")
+    check(g.get(1) == f"{link_local.compressed}, RoCE v2", f"vpn0 GID 1: {g.get(1)}")
 
     vpn1 = sections.get("vpn1", "")
     check(field(vpn1, "node_guid") == veth_guid, "vpn1 (same veth) has the veth's GUID")

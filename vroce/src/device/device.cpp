@@ -21,13 +21,10 @@
 namespace vroce {
 namespace {
 
-// ibv_device._ops are rdma-core's placeholders for long-removed provider entry points; a program
-// that still calls them gets a clean failure instead of a jump through NULL.
-ibv_context* legacy_alloc_context(ibv_device*, int) {
-  errno = EOPNOTSUPP;
-  return nullptr;
-}
-void legacy_free_context(ibv_context*) {}
+// The ops every vroce device's VerbsDevice names: "vroce", and no kernel ABI range (there is no
+// kernel device to match). No provider library holds this address, so none takes a vroce device
+// for its own.
+constexpr VerbsDeviceOps kVerbsDeviceOps{"vroce", 0, 0};
 
 void copy_string(char* target, size_t size, const std::string& value) {
   std::snprintf(target, size, "%s", value.c_str());
@@ -112,12 +109,13 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceSpec& spec, int index
   if (const auto& shared = config().sys_image_guid) {
     device->device_attr_.sys_image_guid = htobe64(*shared);  // functions of one adapter
   }
-  device->gids_ = build_gid_table(device->address_, device->ifindex_,
+  device->gids_ = build_gid_table(device->address_, device->mac_, device->ifindex_,
                                   static_cast<size_t>(limits::kGidTableLength));
 
-  ibv_device& dev = device->ibv_device_;
-  dev._ops._dummy1 = legacy_alloc_context;
-  dev._ops._dummy2 = legacy_free_context;
+  device->verbs_device_.ops = &kVerbsDeviceOps;
+  // _ops stay NULL, as rdma-core leaves them: a non-NULL alloc_context there would mark the
+  // device as a pre-verbs_device one (verbs_get_device would then refuse it).
+  ibv_device& dev = device->verbs_device_.device;
   dev.node_type = IBV_NODE_CA;
   dev.transport_type = IBV_TRANSPORT_IB;  // what every RoCE device reports
   std::string sysfs = sysfs_mount_path();
@@ -132,7 +130,7 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceSpec& spec, int index
 Device::~Device() = default;
 
 ibv_device* Device::ibv() noexcept {
-  return &ibv_device_;
+  return &verbs_device_.device;
 }
 const std::string& Device::name() const noexcept {
   return name_;

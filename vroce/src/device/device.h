@@ -9,6 +9,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,23 @@ struct GidEntry {
   bool valid = false;
   int ndev_ifindex = 0;
 };
+
+// rdma-core's struct verbs_device (libibverbs' private driver.h), as far as anyone outside
+// libibverbs reads it: every ibv_device rdma-core hands out is the first member of one, and the
+// pointer right behind it names the provider that owns the device. Provider libraries check it
+// before they touch a device as theirs: libmlx5's mlx5dv_is_supported, which NCCL calls on every
+// device, compares it with its own ops. vroce's points at vroce's own ops, so the answer is a
+// clean "not mine" rather than a read of whatever vroce kept there.
+struct VerbsDeviceOps {  // the head of rdma-core's struct verbs_device_ops
+  const char* name;
+  uint32_t match_min_abi_version;
+  uint32_t match_max_abi_version;
+};
+struct VerbsDevice {
+  ibv_device device;  // must be first
+  const VerbsDeviceOps* ops;
+};
+static_assert(offsetof(VerbsDevice, ops) == sizeof(ibv_device));
 
 class Device {
  public:
@@ -83,7 +101,7 @@ class Device {
  private:
   Device() = default;
 
-  ibv_device ibv_device_{};
+  VerbsDevice verbs_device_{};
   std::string name_;
   int index_ = 0;
   std::string netdev_;

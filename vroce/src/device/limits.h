@@ -53,8 +53,8 @@ inline constexpr int kNumCompVectors = 1;
 
 // Port 1 (the only one).
 inline constexpr uint8_t kPortNum = 1;
-// A ConnectX RoCE port has 256 GID slots; vroce fills four (see build_gid_table), and every slot
-// costs three files in the fake sysfs tree, so the table is 16 long: ample for the used pairs.
+// A ConnectX RoCE port has 256 GID slots; vroce fills at most four (build_gid_table), and every
+// slot costs three files in the fake sysfs tree, so the table is 16 long: ample for the used pairs.
 inline constexpr int kGidTableLength = 16;
 inline constexpr uint32_t kMaxMsgSize = 1U << 30;  // 1 GiB, as a ConnectX reports
 // port_cap_flags of a RoCE port: connection manager supported and IP-based GIDs, which is what

@@ -140,8 +140,8 @@ ibv_gid gid_from_address(const sockaddr_storage& address) {
   return gid;
 }
 
-std::vector<GidEntry> build_gid_table(const sockaddr_storage& bound, int ifindex,
-                                      size_t table_length) {
+std::vector<GidEntry> build_gid_table(const sockaddr_storage& bound, const MacAddress& mac,
+                                      int ifindex, size_t table_length) {
   std::vector<GidEntry> table(table_length);
   auto set_pair = [&](size_t index, const ibv_gid& gid) {
     if (index + 1 >= table_length) {
@@ -150,11 +150,16 @@ std::vector<GidEntry> build_gid_table(const sockaddr_storage& bound, int ifindex
     table[index] = {gid, IBV_GID_TYPE_ROCE_V1, true, ifindex};
     table[index + 1] = {gid, IBV_GID_TYPE_ROCE_V2, true, ifindex};
   };
-  // Slots 0/1 hold fe80::EUI-64 on mlx5, but a vroce device sends only from its one bound
-  // address: listing a GID it cannot send from would be a GID tools pick and RTR refuses. So they
-  // stay empty, and the bound address keeps mlx5's slots (RoCEv2 over IPv4 at index 3). When the
-  // bound address is itself the link-local one, that is the pair, at 2/3 as well.
-  set_pair(2, gid_from_address(bound));
+  // A ConnectX port's default pair comes first: the netdev's link-local fe80::<EUI-64>, v1 and
+  // v2. Then a pair per IP address of the netdev; a vroce device has one, its bound address.
+  // The kernel lists an address once, so a bound address that is the default GID itself adds
+  // nothing.
+  ibv_gid link_local = link_local_gid(mac);
+  set_pair(0, link_local);
+  ibv_gid address = gid_from_address(bound);
+  if (std::memcmp(address.raw, link_local.raw, sizeof(ibv_gid)) != 0) {
+    set_pair(2, address);
+  }
   return table;
 }
 

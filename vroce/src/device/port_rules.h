@@ -55,20 +55,19 @@ std::array<uint8_t, 8> eui64_from_mac(const MacAddress& mac);
 // The EUI-64 as a __be64 value, as ibv_device_attr.node_guid holds it.
 uint64_t guid_from_mac(const MacAddress& mac);
 
-// fe80::<EUI-64>, the default GID at index 0/1 of an mlx5 RoCE port (vroce does not list it:
-// build_gid_table).
+// fe80::<EUI-64>, the default GID at index 0/1 of a ConnectX RoCE port (build_gid_table).
 ibv_gid link_local_gid(const MacAddress& mac);
 
 // ::ffff:a.b.c.d for IPv4, the address itself for IPv6.
 ibv_gid gid_from_address(const sockaddr_storage& address);
 
-// The port's GID table, laid out like mlx5's: the bound address as a v1/v2 pair at 2/3
-// (IPv4-mapped for IPv4, so RoCEv2-over-IPv4 sits at index 3). A vroce device owns exactly one
-// address and sends only from it, so that is the only pair: mlx5's link-local pair at 0/1, or a
-// GID for another address of the netdev, would name an address this device never sends from or
-// receives on. The rest, 0 and 1 included, are empty.
-std::vector<GidEntry> build_gid_table(const sockaddr_storage& bound, int ifindex,
-                                      size_t table_length);
+// The port's GID table, laid out as a ConnectX's: the default GID fe80::<EUI-64 of mac> as a
+// v1/v2 pair at 0/1, then the bound address as a pair at 2/3 (IPv4-mapped for IPv4, so
+// RoCEv2-over-IPv4 sits at index 3). A bound address equal to the default GID is listed once,
+// at 0/1. The rest is empty. vroce sends only from its bound address: RTR refuses the
+// link-local pair as a source GID (check_av) unless it is that address.
+std::vector<GidEntry> build_gid_table(const sockaddr_storage& bound, const MacAddress& mac,
+                                      int ifindex, size_t table_length);
 
 // Port 1's attributes for a device in the given state.
 ibv_port_attr make_port_attr(ibv_port_state state, ibv_mtu active_mtu, const PortSpeed& speed);
