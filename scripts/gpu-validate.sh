@@ -46,7 +46,9 @@ Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--q
   --iters N         timed, verified runs per size in collectives.py [3]
   --perf-iters N    all_reduce_perf -n [5]
   --steps LIST      comma-separated STEP:MODE, STEP one of collectives, tp_allreduce,
-                    all_reduce_perf; MODE one of gdr-dmabuf, gdr-pointer, host, socket
+                    all_reduce_perf; MODE one of gdr-dmabuf, gdr-pointer, host, socket, and
+                    for collectives gdr-downgrade (NCCL_NET_GDR_LEVEL at NCCL's default with
+                    NCCL_ROCE_REQUIRE_GDR=1: must fail with the plugin's downgrade error)
                     [all, the most telling first]
   --share-gpu       run NPROC ranks (default 2) on GPU 0, for a machine with one GPU: each rank
                     names its own host (NCCL_HOSTID) so NCCL connects them over the plugin;
@@ -165,6 +167,9 @@ mode_env() {
     gdr-dmabuf) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=1 NCCL_ROCE_REQUIRE_GDR=1 ;;
     gdr-pointer) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=0 NCCL_ROCE_DMABUF=0 NCCL_ROCE_REQUIRE_GDR=1 ;;
     host) echo "${common[@]}" NCCL_NET_GDR_LEVEL=LOC ;;
+    # NCCL_NET_GDR_LEVEL left at NCCL's default (PXB): a NIC with no PCI path (vroce) is too far,
+    # so NCCL stages through host memory, which NCCL_ROCE_REQUIRE_GDR=1 must refuse.
+    gdr-downgrade) echo "${common[@]}" NCCL_DMABUF_ENABLE=1 NCCL_ROCE_REQUIRE_GDR=1 ;;
     socket) echo NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo ;;
   esac
 }
@@ -196,6 +201,7 @@ run_logged() {  # name, command...: runs it, keeps stdout+stderr in $out/name.lo
 
 traced_steps=()  # the torchrun steps, whose profiler traces the summary counts
 collectives() {  # mode
+  [[ $1 == gdr-downgrade ]] && { collectives_downgrade; return; }
   traced_steps+=("collectives-$1")
   # shellcheck disable=SC2046  # mode_env prints NAME=value words, none with spaces
   run_logged "collectives-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/collectives-$1.%h.%p.log" \
@@ -204,6 +210,27 @@ collectives() {  # mode
     --max-bytes "$max_bytes" --iters "$iters" --expect-network "$(expect_network "$1")" \
     --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json" ${ops:+--ops "$ops"}
 }
+# The downgrade must fail, with the plugin's message naming it: the step passes when it does.
+collectives_downgrade() {
+  local name=collectives-gdr-downgrade
+  echo "=== $name: must fail with the plugin's GPUDirect downgrade error"
+  ((dry_run)) && return 0
+  # shellcheck disable=SC2046
+  if env $(mode_env gdr-downgrade) NCCL_DEBUG_FILE="$out/nccl-logs/$name.%h.%p.log" \
+    torchrun --standalone --nproc-per-node "$nproc" "$repo/tools/gpu-validate/collectives.py" \
+    --max-bytes 1M --iters 1 --timeout 60 --expect-network RoCE ${ops:+--ops "$ops"} \
+    >"$out/$name.log" 2>&1; then
+    echo "    FAILED: the run passed; NCCL_ROCE_REQUIRE_GDR=1 let the host staging through"
+    status=1
+  elif grep -h 'GPUDirect RDMA downgrade' "$out"/nccl-logs/"$name".*.log >"$out/$name.warn"; then
+    echo "    passed (refused: $(head -c 300 "$out/$name.warn")...)"
+  else
+    echo "    FAILED: the run failed without the plugin's downgrade error; last lines:"
+    tail -n 15 "$out/$name.log" | sed 's/^/      /'
+    status=1
+  fi
+}
+
 tp_allreduce() {  # mode
   traced_steps+=("tp-allreduce-$1")
   local bounded=()
@@ -233,7 +260,7 @@ all_reduce_perf() {  # mode
 ((dry_run)) || mkdir -p "$out/nccl-logs" "$out/profiler"
 for step in ${steps//,/ }; do
   mode=${step#*:}
-  case $mode in gdr-dmabuf | gdr-pointer | host | socket) ;; *) fail "unknown mode in step $step (see --help)" ;; esac
+  case $mode in gdr-dmabuf | gdr-pointer | gdr-downgrade | host | socket) ;; *) fail "unknown mode in step $step (see --help)" ;; esac
   case ${step%%:*} in
     collectives) collectives "$mode" ;;
     tp_allreduce) tp_allreduce "$mode" ;;
