@@ -1,5 +1,6 @@
 // Adapters for plugin setup: init/finalize, device enumeration, properties, virtual devices.
 #include <cstring>
+#include <type_traits>
 
 #include "abi/adapters.h"
 #include "abi/guard.h"
@@ -42,7 +43,7 @@ void copy_v8(const api::Properties& from, Props* to) {
 // The members of a virtual NIC, into a table of `capacity` entries (4 up to v11, 8 in v12).
 template <typename VProps>
 void copy_members(const api::VDeviceMembers& from, VProps* to) {
-  constexpr int kCapacity = static_cast<int>(sizeof(to->devs) / sizeof(to->devs[0]));
+  constexpr int kCapacity = static_cast<int>(std::extent_v<decltype(VProps::devs)>);
   to->ndevs = from.ndevs < kCapacity ? from.ndevs : kCapacity;
   for (int i = 0; i < to->ndevs; ++i) {
     to->devs[i] = from.devs[i];
@@ -75,7 +76,7 @@ void copy_v12(const api::Properties& from, ncclNetProperties_v12_t* to) {
 
 template <typename VProps>
 ncclResult_t make_vdevice(int* d, VProps* props) noexcept {
-  constexpr int kCapacity = static_cast<int>(sizeof(props->devs) / sizeof(props->devs[0]));
+  constexpr int kCapacity = static_cast<int>(std::extent_v<decltype(VProps::devs)>);
   if (d == nullptr || props == nullptr) {
     return invalid_argument("makeVDevice", "{} is NULL", d == nullptr ? "d" : "props");
   }

@@ -306,19 +306,17 @@ ncclResult_t NetTable::init(ncclDebugLogger_t logger, int traffic_class, std::ui
 }
 
 ncclResult_t NetTable::finalize() {
+  // std::get_if rather than std::visit: the destructor calls this, and get_if cannot throw.
   initialized_ = false;
   if (ctx_ == nullptr) {
     return ncclSuccess;
   }
-  const ncclResult_t result = std::visit(
-      [&](auto t) {
-        if constexpr (kHasContext<TableOf<decltype(t)>>) {
-          return t->finalize(ctx_);
-        } else {
-          return ncclSuccess;
-        }
-      },
-      table_);
+  ncclResult_t result = ncclSuccess;
+  if (const auto* v11 = std::get_if<const ncclNet_v11_t*>(&table_)) {
+    result = (*v11)->finalize(ctx_);
+  } else if (const auto* v12 = std::get_if<const ncclNet_v12_t*>(&table_)) {
+    result = (*v12)->finalize(ctx_);
+  }
   ctx_ = nullptr;
   return result;
 }
@@ -346,7 +344,7 @@ ncclResult_t NetTable::make_vdevice(int* d, const std::vector<int>& devs) {
         using T = TableOf<decltype(t)>;
         if constexpr (kHasVDevices<T>) {
           VDevicePropsOf<T> props{};
-          constexpr std::size_t kCapacity = sizeof(props.devs) / sizeof(props.devs[0]);
+          constexpr std::size_t kCapacity = std::extent_v<decltype(VDevicePropsOf<T>::devs)>;
           props.ndevs = static_cast<int>(devs.size());
           for (std::size_t i = 0; i < devs.size() && i < kCapacity; ++i) {
             props.devs[i] = devs[i];
