@@ -1,4 +1,4 @@
-// roce-bench's driver of the ncclNet_v8..v11 table a plugin exports: ours or any other (NCCL's IB
+// roce-bench's driver of the ncclNet_v6..v12 table a plugin exports: ours or any other (NCCL's IB
 // transport built as nccl-rdma-sharp-plugins' libnccl-net.so, for the side-by-side). The version
 // dispatch is the tools' shared one (tools/common/net_table.h, also under the fabric tests); this
 // layer checks the name and init at load and the other members after init, passes the profiler
