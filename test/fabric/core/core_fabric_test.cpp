@@ -35,20 +35,6 @@ void use_devices(const std::string& spec) {
   setenv("VROCE_DEVICES", spec.c_str(), 1);
 }
 
-bool any_line_contains(const std::vector<std::string>& lines,
-                       const std::vector<std::string>& needles) {
-  for (const auto& line : lines) {
-    bool all = true;
-    for (const auto& n : needles) {
-      all = all && line.find(n) != std::string::npos;
-    }
-    if (all) {
-      return true;
-    }
-  }
-  return false;
-}
-
 bool any_warn_contains(const std::vector<std::string>& needles) {
   return any_line_contains(warn_lines(), needles);
 }

@@ -80,16 +80,7 @@ ncclResult_t receive_host_staged(PluginDriver& plugin, void* recv_comm,
 }
 
 bool any_warn_with(const std::vector<std::string>& needles) {
-  for (const auto& line : warn_lines()) {
-    bool all = true;
-    for (const auto& n : needles) {
-      all = all && line.find(n) != std::string::npos;
-    }
-    if (all) {
-      return true;
-    }
-  }
-  return false;
+  return any_line_contains(warn_lines(), needles);
 }
 
 int warns_with(const std::string& needle) {

@@ -93,6 +93,20 @@ std::vector<std::string> info_lines() {
   return g_info_lines;
 }
 
+bool any_line_contains(const std::vector<std::string>& lines,
+                       const std::vector<std::string>& needles) {
+  for (const auto& line : lines) {
+    bool all = true;
+    for (const auto& n : needles) {
+      all = all && line.find(n) != std::string::npos;
+    }
+    if (all) {
+      return true;
+    }
+  }
+  return false;
+}
+
 PluginDriver::PluginDriver(const std::string& library_path, Api api) : table_(library_path, api) {}
 
 PluginDriver::~PluginDriver() = default;

@@ -98,5 +98,8 @@ void reset_warn_count();
 std::vector<std::string> warn_lines();
 // The text of every INFO line so far (emitted when NCCL_DEBUG=INFO).
 std::vector<std::string> info_lines();
+// True when one of `lines` contains every one of `needles`.
+bool any_line_contains(const std::vector<std::string>& lines,
+                       const std::vector<std::string>& needles);
 
 }  // namespace roce::test
