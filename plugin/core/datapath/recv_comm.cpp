@@ -90,7 +90,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   if (failed()) [[unlikely]] {
     return failure();
   }
-  if (staging_unchecked_) [[unlikely]] {
+  if (staging_unchecked_.load(std::memory_order_relaxed)) [[unlikely]] {
     if (const ncclResult_t r =
             check_staging(reinterpret_cast<uintptr_t>(data[0]), static_cast<size_t>(sizes[0]));
         r != ncclSuccess) {
@@ -197,8 +197,16 @@ template ncclResult_t RecvComm::irecv(int, void**, const int*, const int*, void*
 template ncclResult_t RecvComm::irecv(int, void**, const size_t*, const int*, void* const*,
                                       void* const*, void**) noexcept;
 
+void RecvComm::note_registration(bool device_memory, uintptr_t addr, size_t size) {
+  const std::lock_guard lock(staging_mutex_);
+  if (staging_unchecked_.load(std::memory_order_relaxed)) {
+    staging_.note(device_memory, addr, size);
+  }
+}
+
 ncclResult_t RecvComm::check_staging(uintptr_t addr, size_t size) noexcept {
-  staging_unchecked_ = false;
+  const std::lock_guard lock(staging_mutex_);
+  staging_unchecked_.store(false, std::memory_order_relaxed);
   try {
     const StagingDevice facts{device().name(), device().info().pci_path,
                               device().gdr().ptr_support()};

@@ -11,8 +11,10 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,12 +53,9 @@ class RecvComm final : public ConnectedComm {
   int fifo_traffic_class() const noexcept { return fifo_traffic_class_; }
   bool flush_enabled() const noexcept { return flush_qp_ != nullptr; }
   // regMr/regMrDmaBuf on this comm, until its first irecv: the evidence of the GPUDirect
-  // downgrade check (core/memory/gdr_staging.h).
-  void note_registration(bool device_memory, uintptr_t addr, size_t size) {
-    if (staging_unchecked_) {
-      staging_.note(device_memory, addr, size);
-    }
-  }
+  // downgrade check (core/memory/gdr_staging.h). NCCL registers on its proxy service thread
+  // and receives on its progress thread (a user-buffer registration can meet the first irecv).
+  void note_registration(bool device_memory, uintptr_t addr, size_t size);
 
  private:
   // Polls the CQ and handles what it finds (connected_comm.h's poll_then).
@@ -129,7 +128,9 @@ class RecvComm final : public ConnectedComm {
   uint32_t flush_lkey_;
   uint64_t flush_addr_;
   uint32_t max_inline_;
-  bool staging_unchecked_ = true;  // until the first irecv has run check_staging
+  // Until the first irecv has run check_staging. Read unlocked on the data path (a plain load on
+  // x86); set and the record read under staging_mutex_.
+  std::atomic<bool> staging_unchecked_{true};
   RequestPool<RecvRequest, kMaxRequests> requests_;
   RequestPool<FlushRequest, kMaxRequests> flushes_;
   SendQueueCredits cts_credits_;
@@ -155,7 +156,8 @@ class RecvComm final : public ConnectedComm {
   RegisteredBuffer flush_word_;
   std::unique_ptr<verbs::QueuePair> flush_qp_;
   int fifo_traffic_class_;
-  StagingRecord staging_;  // what was registered before the first irecv
+  std::mutex staging_mutex_;  // note_registration against check_staging
+  StagingRecord staging_;     // what was registered before the first irecv
 };
 
 }  // namespace roce

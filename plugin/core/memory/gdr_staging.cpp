@@ -21,7 +21,8 @@ struct Policy {
   std::mutex mutex;
   bool require_gdr = false;
   std::string sysfs_root = "/sys";
-  std::set<std::string> warned;  // devices already warned about
+  GdrLevelSetting gdr_level = read_gdr_level(nullptr);  // NCCL_NET_GDR_LEVEL as init read it
+  std::set<std::string> warned;                         // devices already warned about
 };
 
 Policy& policy() {
@@ -99,9 +100,13 @@ void StagingRecord::note(bool device_memory, uintptr_t addr, size_t size) {
 }
 
 void set_staging_policy(bool require_gdr, const std::string& sysfs_root) {
+  // NCCL reads NCCL_NET_GDR_LEVEL when it builds its topology, before any connection: so does
+  // this, once, at init, rather than on the progress thread at every comm's first receive.
+  GdrLevelSetting gdr_level = read_gdr_level(std::getenv("NCCL_NET_GDR_LEVEL"));
   std::lock_guard lock(policy().mutex);
   policy().require_gdr = require_gdr;
   policy().sysfs_root = sysfs_root;
+  policy().gdr_level = std::move(gdr_level);
 }
 
 std::optional<std::string> check_first_receive(const StagingDevice& device,
@@ -111,7 +116,11 @@ std::optional<std::string> check_first_receive(const StagingDevice& device,
   in.gdr_offered = (device.ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF)) != 0;
   in.gpu_in_play = record.gpu.has_value();
   in.evidence = record.evidence;
-  const GdrLevelSetting gdr_level = read_gdr_level(std::getenv("NCCL_NET_GDR_LEVEL"));
+  GdrLevelSetting gdr_level;
+  {
+    std::lock_guard lock(policy().mutex);
+    gdr_level = policy().gdr_level;
+  }
   in.gdr_turned_off = gdr_level.level == 0;
   in.first_recv_addr = addr;
   in.first_recv_size = size;

@@ -31,7 +31,7 @@ struct StagingRecord {
   void note(bool device_memory, uintptr_t addr, size_t size);
 };
 
-// NCCL_ROCE_REQUIRE_GDR and the sysfs root, set by init.
+// NCCL_ROCE_REQUIRE_GDR and the sysfs root, set by init, which also reads NCCL_NET_GDR_LEVEL.
 void set_staging_policy(bool require_gdr, const std::string& sysfs_root);
 
 // The verdict at a receive comm's first irecv (buffer addr, size). A downgrade returns the
