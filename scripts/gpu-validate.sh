@@ -13,10 +13,16 @@
 #     verified, in three plugin modes: GPUDirect with dma-buf registration, GPUDirect with pointer
 #     registration (nvidia-peermem style), and host-staged; each mode must show in NCCL's log
 #     (GDRDMA on every network channel, or on none).
-#  2. nccl-tests' all_reduce_perf -c 1 (8 B to 256 MiB), one process driving all GPUs (-g N).
+#  2. nccl-tests' all_reduce_perf -c 1 (8 B to 256 MiB), one process driving all GPUs (-g N), or
+#     with --share-gpu one process per rank under mpirun (tools/gpu-validate/rank_identity.sh).
 #  3. examples/tp_allreduce.py: the 16x8192 fp16 all-reduce's latency percentiles.
-# Then it prints the comparison table (latency at 8 B and 256 KiB, busbw at 64 MiB) and exits
-# non-zero if any run failed, any element was wrong, or a run used another network or GDR mode.
+#  4. On request (--steps side_by_side:MODE): the same all-reduce sweep through this plugin,
+#     NCCL's built-in IB transport and net_ib as a plugin on the same vroce devices, in rotating
+#     rounds with an A/A control (tools/gpu-validate/side_by_side.py).
+# Then it prints the comparison table (latency at 8 B and 256 KiB, busbw at 64 MiB), writes every
+# figure to OUT/record.json (tools/gpu-validate/record.py; scripts/results-table makes the tables
+# of docs/benchmarks.md from such records) and exits non-zero if any run failed, any element was
+# wrong, or a run used another network or GDR mode.
 #
 # vroce's GPUDirect moves data with CUDA driver calls. By default (VROCE_GPU_COPIES=helper) its
 # helper process makes them, which no rank thread can block; it opens the ranks' buffers through
@@ -46,13 +52,22 @@ Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--q
   --iters N         timed, verified runs per size in collectives.py [3]
   --perf-iters N    all_reduce_perf -n [5]
   --steps LIST      comma-separated STEP:MODE, STEP one of collectives, tp_allreduce,
-                    all_reduce_perf; MODE one of gdr-dmabuf, gdr-pointer, host, socket, and
-                    for collectives gdr-downgrade (NCCL_NET_GDR_LEVEL at NCCL's default with
-                    NCCL_ROCE_REQUIRE_GDR=1: must fail with the plugin's downgrade error)
-                    [all, the most telling first]
+                    all_reduce_perf, side_by_side; MODE one of gdr-dmabuf, gdr-pointer, host,
+                    socket; netib-gdr and netib-host (net_ib as a plugin, --netib) for
+                    collectives and tp_allreduce; for collectives gdr-downgrade
+                    (NCCL_NET_GDR_LEVEL at NCCL's default with NCCL_ROCE_REQUIRE_GDR=1: must fail
+                    with the plugin's downgrade error); side_by_side takes gdr-dmabuf or host
+                    [all but side_by_side and netib, the most telling first]
   --share-gpu       run NPROC ranks (default 2) on GPU 0, for a machine with one GPU: each rank
                     names its own host (NCCL_HOSTID) so NCCL connects them over the plugin;
-                    all_reduce_perf steps are skipped (one process cannot drive one GPU twice)
+                    all_reduce_perf runs one process per rank under mpirun (an all_reduce_perf
+                    built with MPI=1), or is skipped, saying why, where mpirun is missing
+  --sweep PATH      tools/gpu-validate/nccl_allreduce_sweep built for this node (side_by_side)
+  --netib PATH      net_ib as a plugin: nccl-rdma-sharp-plugins' libnccl-net.so, built from its
+                    public source (docs/benchmarks.md); a side_by_side contender, and the netib
+                    modes' plugin
+  --sbs-ranks LIST  side_by_side's rank counts ["2 4 8"]
+  --rounds N        side_by_side's rounds [3]
   --profiler LIB    load NCCL's example profiler (built from NCCL's public source for this node)
                     into the torchrun steps, with NCCL_PROFILE_EVENT_MASK [152: proxy ops, proxy
                     steps and network plugin events]; each step's traces go to
@@ -79,6 +94,10 @@ share_gpu=0
 profiler=""
 ops=""
 nccl_dir=""
+sweep=""
+netib=""
+sbs_ranks="2 4 8"
+rounds=3
 steps=collectives:gdr-dmabuf,all_reduce_perf:gdr-dmabuf,all_reduce_perf:socket,tp_allreduce:gdr-dmabuf
 steps+=,tp_allreduce:socket,collectives:socket,collectives:host,collectives:gdr-pointer,all_reduce_perf:host
 while (($#)); do
@@ -95,6 +114,10 @@ while (($#)); do
     --profiler) profiler=$2; shift 2 ;;
     --ops) ops=$2; shift 2 ;;
     --nccl) nccl_dir=$2; shift 2 ;;
+    --sweep) sweep=$2; shift 2 ;;
+    --netib) netib=$2; shift 2 ;;
+    --sbs-ranks) sbs_ranks=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "gpu-validate.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -151,6 +174,10 @@ vroce_copies_in_process() { vroce_gdr "$1" && [[ ${VROCE_GPU_COPIES:-helper} == 
 
 # The environment of one mode, as `env` arguments.
 mode_env() {
+  if [[ $1 == netib-* ]]; then
+    netib_env "$1"
+    return
+  fi
   local common=(NCCL_NET_PLUGIN="$plugin" NCCL_NET=RoCE NCCL_ROCE_DSCP=26)
   if [[ $use_vroce != 0 ]]; then
     common+=(NCCL_IBVERBS_LIB="$vroce" ROCE_EXAMPLE_VROCE_BASE="$vroce_base")
@@ -173,8 +200,20 @@ mode_env() {
     socket) echo NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo ;;
   esac
 }
-expect_network() { [[ $1 == socket ]] && echo Socket || echo RoCE; }
-expect_gdr() { case $1 in gdr-*) echo yes ;; *) echo no ;; esac; }
+# net_ib as a plugin on vroce: it opens libibverbs by name (vroce's folder first on the path) and
+# reads sysfs itself (in_vroce_sysfs.sh); NCCL 2.28 needs NCCL_GIN_TYPE=2 beside it (docs/vroce.md).
+netib_env() {
+  local common=(NCCL_NET_PLUGIN="$netib" NCCL_NET=IB NCCL_GIN_TYPE=2 ROCE_EXAMPLE_VROCE_BASE="$vroce_base"
+                LD_LIBRARY_PATH="$(dirname "$vroce"):${LD_LIBRARY_PATH:-}" VROCE_LIB_DIR="$(dirname "$vroce")")
+  case $1 in
+    netib-gdr) echo "${common[@]}" NCCL_NET_GDR_LEVEL=SYS NCCL_DMABUF_ENABLE=1 NCCL_CUMEM_ENABLE=0 ;;
+    netib-host) echo "${common[@]}" NCCL_NET_GDR_LEVEL=LOC ;;
+  esac
+}
+# The command prefix of a mode: net_ib reads vroce's devices from sysfs, in a private namespace.
+mode_wrapper() { [[ $1 == netib-* ]] && echo "$repo/tools/gpu-validate/in_vroce_sysfs.sh $nproc"; return 0; }
+expect_network() { case $1 in socket) echo Socket ;; netib-*) echo IB ;; *) echo RoCE ;; esac; }
+expect_gdr() { case $1 in gdr-* | netib-gdr) echo yes ;; *) echo no ;; esac; }
 
 status=0
 run_logged() {  # name, command...: runs it, keeps stdout+stderr in $out/name.log
@@ -205,7 +244,7 @@ collectives() {  # mode
   traced_steps+=("collectives-$1")
   # shellcheck disable=SC2046  # mode_env prints NAME=value words, none with spaces
   run_logged "collectives-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/collectives-$1.%h.%p.log" \
-    NCCL_PROFILE_DUMP_FILE="$out/profiler/collectives-$1" \
+    NCCL_PROFILE_DUMP_FILE="$out/profiler/collectives-$1" $(mode_wrapper "$1") \
     torchrun --standalone --nproc-per-node "$nproc" "$repo/tools/gpu-validate/collectives.py" \
     --max-bytes "$max_bytes" --iters "$iters" --expect-network "$(expect_network "$1")" \
     --expect-gdr "$(expect_gdr "$1")" --json "$out/collectives-$1.json" ${ops:+--ops "$ops"}
@@ -237,18 +276,18 @@ tp_allreduce() {  # mode
   vroce_copies_in_process "$1" && bounded=(--sync-every 32)  # see the header: a bounded launch queue
   # shellcheck disable=SC2046
   run_logged "tp-allreduce-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/tp-$1.%h.%p.log" \
-    NCCL_PROFILE_DUMP_FILE="$out/profiler/tp-allreduce-$1" \
+    NCCL_PROFILE_DUMP_FILE="$out/profiler/tp-allreduce-$1" $(mode_wrapper "$1") \
     torchrun --standalone --nproc-per-node "$nproc" "$repo/examples/tp_allreduce.py" \
     --iters 2000 "${bounded[@]}" --expect-network "$(expect_network "$1")"
 }
 all_reduce_perf() {  # mode
   [[ -n $nccl_tests ]] || return 0
-  if ((share_gpu)); then
-    echo "=== all_reduce_perf-$1: skipped (--share-gpu: one process drives each GPU once)"
-    return 0
-  fi
   local perf=$nccl_tests/all_reduce_perf devices="" r
   [[ $dry_run == 1 || -x $perf ]] || fail "$perf is missing or not executable"
+  if ((share_gpu)); then
+    all_reduce_perf_per_process "$1"
+    return
+  fi
   for ((r = 0; r < nproc; r++)); do devices+="${devices:+,}vroce$r=127.0.0.$((21 + r))"; done
   # shellcheck disable=SC2046
   run_logged "all_reduce_perf-$1" env $(mode_env "$1") VROCE_DEVICES="$devices" \
@@ -256,21 +295,63 @@ all_reduce_perf() {  # mode
     "$perf" -g "$nproc" -b 8 -e "$max_bytes" -f 2 -c 1 -n "$perf_iters" -w 1
 }
 
+# One process per rank on the shared GPU, as on a cluster: an MPI launcher starts them, and
+# rank_identity.sh gives each its host name and vroce device. nccl-tests has no multi-process mode
+# of its own (its processes find each other through MPI), so without mpirun the step cannot run.
+all_reduce_perf_per_process() {  # mode
+  if ! command -v mpirun >/dev/null; then
+    echo "=== all_reduce_perf-$1: skipped: --share-gpu runs one process per rank, which nccl-tests"
+    echo "    starts only through MPI, and mpirun is not on PATH (install Open MPI and build"
+    echo "    all_reduce_perf with MPI=1)"
+    return 0
+  fi
+  # Open MPI's own traffic over TCP on loopback: its verbs and UCX paths would open vroce.
+  # shellcheck disable=SC2046
+  run_logged "all_reduce_perf-$1" env $(mode_env "$1") NCCL_DEBUG_FILE="$out/nccl-logs/perf-$1.%h.%p.log" \
+    LD_LIBRARY_PATH="$nccl_lib_dir:${LD_LIBRARY_PATH:-}" \
+    mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$nproc" \
+    --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+    "$repo/tools/gpu-validate/rank_identity.sh" "$perf" -g 1 -b 8 -e "$max_bytes" -f 2 -c 1 -n "$perf_iters" -w 1
+}
+side_by_side() {  # mode
+  [[ -n $sweep ]] || fail "step side_by_side needs --sweep (nccl_allreduce_sweep built for this node)"
+  [[ $1 == gdr-dmabuf || $1 == host ]] || fail "side_by_side takes the modes gdr-dmabuf and host"
+  local args=(--sweep "$sweep" --build "$build" --modes "$1" --ranks "$sbs_ranks" --rounds "$rounds"
+              --out "$out/side-by-side-$1" --record "$out/side-by-side-$1.json")
+  [[ -n $netib ]] && args+=(--netib "$netib")
+  [[ -n $nccl_lib_dir ]] && args+=(--nccl-lib "$nccl_lib_dir")
+  echo "=== side-by-side-$1: tools/gpu-validate/side_by_side.py ${args[*]}"
+  if ((dry_run)); then
+    python3 "$repo/tools/gpu-validate/side_by_side.py" "${args[@]}" --dry-run
+  elif python3 "$repo/tools/gpu-validate/side_by_side.py" "${args[@]}" >"$out/side-by-side-$1.log" 2>&1; then
+    echo "    passed ($(grep -m1 '^# slower' "$out/side-by-side-$1.log"))"
+  else
+    echo "    FAILED: last lines of $out/side-by-side-$1.log:"
+    tail -n 15 "$out/side-by-side-$1.log" | sed 's/^/      /'
+    status=1
+  fi
+}
+
 # The most telling runs first, so a run cut short by a time limit still says the most.
 ((dry_run)) || mkdir -p "$out/nccl-logs" "$out/profiler"
 for step in ${steps//,/ }; do
   mode=${step#*:}
-  case $mode in gdr-dmabuf | gdr-pointer | gdr-downgrade | host | socket) ;; *) fail "unknown mode in step $step (see --help)" ;; esac
+  case $mode in gdr-dmabuf | gdr-pointer | gdr-downgrade | host | socket) ;;
+    netib-gdr | netib-host) [[ -n $netib ]] || fail "step $step needs --netib (net_ib as a plugin)" ;;
+    *) fail "unknown mode in step $step (see --help)" ;;
+  esac
   case ${step%%:*} in
     collectives) collectives "$mode" ;;
     tp_allreduce) tp_allreduce "$mode" ;;
     all_reduce_perf) all_reduce_perf "$mode" ;;
+    side_by_side) side_by_side "$mode" ;;
     *) fail "unknown step $step (see --help)" ;;
   esac
 done
 ((dry_run)) && exit 0
 
 python3 "$repo/tools/gpu-validate/summarize.py" "$out" | tee "$out/summary.md"
+python3 "$repo/tools/gpu-validate/record.py" "$out" && echo "record: $out/record.json"
 # Which ncclNet table NCCL loaded from the plugin, per step: the proof of which ABI a release uses.
 {
   echo

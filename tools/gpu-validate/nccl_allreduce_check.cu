@@ -1,8 +1,7 @@
 // nccl_allreduce_check: an all-reduce through NCCL's C API alone, no PyTorch, for checking the
 // plugin under an NCCL release that PyTorch cannot load (an old one, or one built with only some
-// collectives). It forks NRANKS processes on GPU 0; each names its own host (NCCL_HOSTID, as
-// gpu-validate.sh --share-gpu does) so NCCL connects them through the network plugin, and each
-// gets its own vroce device when ROCE_EXAMPLE_VROCE_BASE is set (127.0.0.21, .22, ...).
+// collectives). Its ranks are processes forked on GPU 0 (forked_ranks.h: each names its own host
+// and gets its own vroce device, so NCCL connects them through the network plugin).
 //
 // Every size from 8 B to MAX_BYTES (x4) is summed ITERS times and every element checked; the
 // last line says PASS or FAIL with the wrong-element count. Build on the GPU node:
@@ -10,16 +9,13 @@
 // Usage: nccl_allreduce_check NRANKS [MAX_BYTES [ITERS]]
 #include <cuda_runtime.h>
 #include <nccl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <thread>
-#include <vector>
+
+#include "forked_ranks.h"
 
 namespace {
 
@@ -61,33 +57,9 @@ __global__ void count_wrong(const float* data, size_t count, int nranks, int ite
 }
 
 int run_rank(int rank, int nranks, size_t max_bytes, int iters, const std::string& id_file) {
-  const std::string host = "nccl-allreduce-check-rank-" + std::to_string(rank);
-  setenv("NCCL_HOSTID", host.c_str(), 1);
-  if (const char* base = std::getenv("ROCE_EXAMPLE_VROCE_BASE")) {
-    const std::string prefix(base, std::string(base).rfind('.') + 1);
-    const int first = std::atoi(std::string(base).substr(prefix.size()).c_str());
-    const std::string device =
-        "vroce" + std::to_string(rank) + "=" + prefix + std::to_string(first + rank);
-    setenv("VROCE_DEVICES", device.c_str(), 1);
-  }
   ncclUniqueId id;
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    const std::string partial = id_file + ".partial";
-    std::ofstream(partial, std::ios::binary).write(id.internal, sizeof(id.internal));
-    std::rename(partial.c_str(), id_file.c_str());
-  } else {
-    for (int tries = 0;; ++tries) {
-      std::ifstream in(id_file, std::ios::binary);
-      if (in.read(id.internal, sizeof(id.internal))) {
-        break;
-      }
-      if (tries > 600) {
-        std::fprintf(stderr, "rank %d: no unique id from rank 0 in 60 s\n", rank);
-        return 1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  if (!forked_ranks::exchange_unique_id(rank, id_file, &id)) {
+    return 1;
   }
   CHECK_CUDA(cudaSetDevice(0));
   ncclComm_t comm;
@@ -150,22 +122,9 @@ int main(int argc, char** argv) {
   std::printf("NCCL %d, %d ranks on GPU 0, 8 B .. %zu B, %d iterations\n", version, nranks,
               max_bytes, iters);
   std::fflush(stdout);
-  const std::string id_file = "/tmp/nccl-allreduce-check-" + std::to_string(getpid()) + ".id";
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < nranks; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      _exit(run_rank(rank, nranks, max_bytes, iters, id_file));
-    }
-    children.push_back(pid);
-  }
-  int failed = 0;
-  for (const pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  std::remove(id_file.c_str());
+  const int failed = forked_ranks::run(nranks, "nccl-allreduce-check", [&](int rank, const std::string& id_file) {
+    return run_rank(rank, nranks, max_bytes, iters, id_file);
+  });
   std::printf(failed == 0 ? "PASS\n" : "FAIL: %d rank(s) failed\n", failed);
   return failed == 0 ? 0 : 1;
 }

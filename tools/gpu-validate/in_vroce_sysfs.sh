@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# in_vroce_sysfs.sh NDEVICES CMD...: runs CMD where /sys/class is vroce's fake sysfs, for programs
+# that find their RDMA devices in sysfs rather than only through libibverbs: NCCL's built-in IB
+# transport and net_ib as a plugin (nccl-rdma-sharp-plugins). vroce writes the tree (devices
+# vroce0..vroce<N-1> at ROCE_EXAMPLE_VROCE_BASE, .+1, ..., as the ranks' own devices) when a process
+# lists its devices with VROCE_SYSFS_ROOT set; CMD then runs in a private mount namespace with that
+# tree bound over /sys/class, so nothing else on the host sees it. Needs root (unshare -m).
+# Environment: VROCE_LIB_DIR (the folder of vroce's libibverbs.so.1), ROCE_EXAMPLE_VROCE_BASE
+# [127.0.0.21].
+set -euo pipefail
+
+if (($# < 2)) || ! [[ $1 =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: in_vroce_sysfs.sh NDEVICES CMD..." >&2
+  exit 2
+fi
+devices_count=$1
+shift
+lib=${VROCE_LIB_DIR:?set VROCE_LIB_DIR to the folder of vroce\'s libibverbs.so.1}/libibverbs.so.1
+[[ -f $lib ]] || { echo "in_vroce_sysfs.sh: $lib is missing: build the vroce target" >&2; exit 2; }
+base=${ROCE_EXAMPLE_VROCE_BASE:-127.0.0.21}
+devices=""
+for ((d = 0; d < devices_count; d++)); do
+  devices+="${devices:+,}vroce$d=${base%.*}.$((${base##*.} + d))"
+done
+
+root=$(mktemp -d /tmp/vroce-sysfs.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+VROCE_SYSFS_ROOT=$root VROCE_DEVICES=$devices python3 -c '
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.ibv_get_device_list.restype = ctypes.c_void_p
+count = ctypes.c_int(0)
+sys.exit(0 if lib.ibv_get_device_list(ctypes.byref(count)) and count.value > 0 else 1)' "$lib"
+[[ -d $root/class/infiniband ]] || { echo "in_vroce_sysfs.sh: vroce wrote no sysfs tree under $root" >&2; exit 1; }
+# shellcheck disable=SC2016  # $0 and $@ are the inner shell's: the tree, then CMD
+unshare -m sh -c 'mount --bind "$0/class" /sys/class && exec "$@"' "$root" "$@"
