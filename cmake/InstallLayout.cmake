@@ -25,9 +25,11 @@ set(ROCE_OPERATOR_COMMANDS
     roce-configure configure_roce.sh
     roce-stats roce_stats)
 set(roce_scripts_dest ${CMAKE_INSTALL_DATADIR}/nccl-net-roce/scripts)
-# The shell library only: paired_rounds.py serves the benchmark scripts, which are not installed.
+# The shell library only: paired_rounds.py serves the benchmark scripts, which are not installed,
+# and the test suite leaves a __pycache__ folder beside it that FILES_MATCHING alone would ship
+# empty (lintian: package-installs-python-pycache-dir).
 install(DIRECTORY scripts/lib DESTINATION ${roce_scripts_dest} COMPONENT plugin
-        FILES_MATCHING PATTERN "*.sh")
+        FILES_MATCHING PATTERN "*.sh" PATTERN "__pycache__" EXCLUDE)
 # Each command is a two-line sh wrapper that execs the script where it lies, found relative to
 # the wrapper, so the scripts find their library (and diagnose_roce.sh the installed roce-bench)
 # under any prefix; a symbolic link would make them look beside the link, in <bindir>.

@@ -60,7 +60,8 @@ inline bool exchange_unique_id(int rank, const std::string& id_file, ncclUniqueI
 
 // Forks nranks processes running rank_main(rank, id_file) and waits for all of them. Returns
 // how many failed (a non-zero exit or a signal).
-inline int run(int nranks, const char* program, const std::function<int(int, const std::string&)>& rank_main) {
+inline int run(int nranks, const char* program,
+               const std::function<int(int, const std::string&)>& rank_main) {
   const std::string id_file =
       "/tmp/" + std::string(program) + "-" + std::to_string(getpid()) + ".id";
   std::vector<pid_t> children;
