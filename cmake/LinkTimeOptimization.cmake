@@ -3,9 +3,8 @@
 # send_comm.cpp) and test() as many; vroce's post and poll cross abi/, core/ and wire/. Each call
 # between them costs a prologue, spilled registers and checks the callee repeats. With LTO the
 # compiler inlines across them: scripts/bench-callgrind.sh counts 12-13% fewer plugin
-# instructions and 25-30% fewer vroce instructions per 8-byte message (docs/benchmarks.md,
-# "Link-time optimisation of the plugin"; docs/benchmarks-log.md, "vroce with link-time
-# optimisation").
+# instructions and 25-30% fewer vroce instructions per 8-byte message (docs/benchmarks-log.md,
+# "Link-time optimisation of the plugin" and "vroce with link-time optimisation").
 #
 # roce_enable_lto(<static library> <shared library>): the static library's objects carry both
 # GIMPLE and machine code (-ffat-lto-objects), so the unit tests that link it link as before and
