@@ -501,7 +501,7 @@ std::vector<uint8_t> stalling_request_bytes(uint64_t nonce, const std::string& i
 TEST_CASE(
     "handshakes that hold the nonce and never send their ready: the stalest are evicted, the "
     "legitimate connect succeeds, and the memory comes back",
-    "[hardening][hostile]") {
+    "[hardening][hostile][vroce]") {
   // Issue 49: 128 such handshakes filled the listener, every later connect failed at once, and
   // the listener's memory grew to 2.37 GB (each holds the QPs, CQ and buffers of its request).
   constexpr int kStalled = 136;   // past the 128 pending connections a listener keeps
