@@ -569,17 +569,20 @@ TEST_CASE(
   const std::vector<uint8_t> request = stalling_request_bytes(listen.nonce, test_address(0), kQps);
   OwnedFds stalled;
   OwnedFds partial;
-  for (int i = 0; i < kStalled; ++i) {
-    const int fd = raw_connect(listen.address);
-    REQUIRE(fd >= 0);
-    stalled.fds.push_back(fd);
-    send_all(fd, request);  // and never a ready
-  }
+  // The partial ones first: silent, they are what the listener evicts when the stalled ones
+  // arrive, which then fill all 128 pending slots (before the fix, every later connection was
+  // closed at once).
   for (int i = 0; i < kPartial; ++i) {
     const int fd = raw_connect(listen.address);
     REQUIRE(fd >= 0);
     partial.fds.push_back(fd);
     send_all(fd, request.data(), request.size() / 2);
+  }
+  for (int i = 0; i < kStalled; ++i) {
+    const int fd = raw_connect(listen.address);
+    REQUIRE(fd >= 0);
+    stalled.fds.push_back(fd);
+    send_all(fd, request);  // and never a ready
   }
   // Every stalled request has been answered once each of its sockets is readable: the reply,
   // and for an evicted one the close after it.
