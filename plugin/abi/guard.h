@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "nccl_net/types.h"
+#include "util/cancellation.h"
 #include "util/log.h"
 
 namespace roce::abi {
@@ -39,9 +40,14 @@ template <typename... Args>
   return ncclInvalidArgument;
 }
 
-// Runs body() and maps exceptions to results, with one WARN.
+// Runs body() and maps exceptions to results, with one WARN. Cancellation of the calling thread
+// is held off for the call (util/cancellation.h): a forced unwind must neither be swallowed by
+// the catch (...) below nor meet this noexcept barrier, and the setup and teardown paths it
+// guards block in socket calls and close descriptors, all cancellation points. The thread is
+// cancelled once it is back in NCCL.
 template <typename Body>
 ncclResult_t guarded(const char* entry, Body&& body) noexcept {
+  const CancellationHeldOff held_off;
   try {
     return std::forward<Body>(body)();
   } catch (const std::bad_alloc&) {

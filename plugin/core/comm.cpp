@@ -1,6 +1,8 @@
 // Comm: see comm.h.
 #include "core/comm.h"
 
+#include "util/cancellation.h"
+
 namespace roce {
 
 Comm::~Comm() {
@@ -23,6 +25,9 @@ std::string Comm::fabric_context() const noexcept {
   if (kind_ == CommKind::Listen || device_->fabric() == nullptr) {
     return {};
   }
+  // Reading sysfs is a cancellation point, and this runs on the data path's error reports,
+  // outside the entry points' guard: no forced unwind into the catch below.
+  const CancellationHeldOff held_off;
   try {
     // Read now: the failure's loss or congestion is in the counters already (the NIC counted
     // the timeouts and sequence errors before it reported the completion error).

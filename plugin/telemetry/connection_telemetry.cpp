@@ -2,6 +2,7 @@
 #include "telemetry/connection_telemetry.h"
 
 #include "telemetry/stats_registry.h"
+#include "util/cancellation.h"
 #include "util/log.h"
 
 namespace roce::telemetry {
@@ -27,6 +28,9 @@ ConnectionTelemetry::ConnectionTelemetry(CommIdentity identity, const TelemetryS
 }
 
 ConnectionTelemetry::~ConnectionTelemetry() {
+  // The summary reads the port's counters from sysfs, a cancellation point, in a destructor (no
+  // exception may leave it) that can run outside an entry point's guard.
+  const CancellationHeldOff held_off;
   try {
     const CommStatsSnapshot last = StatsRegistry::instance().remove(&stats_);
     if (summary_at_close_) {

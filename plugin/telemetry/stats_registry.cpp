@@ -21,12 +21,32 @@ CommStatsSnapshot StatsRegistry::remove(const CommStats* stats) {
   CommStatsSnapshot last = stats->snapshot(true);
   const std::lock_guard lock(mutex_);
   std::erase(live_, stats);
-  closed_.push_back(last);
-  if (closed_.size() > kClosedKept) {
+  if (closed_limit_ > 0) {
+    closed_.push_back(last);
+    trim_closed();
+  }
+  return last;
+}
+
+void StatsRegistry::keep_closed(std::size_t limit) {
+  const std::lock_guard lock(mutex_);
+  closed_limit_ = limit;
+  trim_closed();
+  if (closed_.empty()) {
+    closed_.shrink_to_fit();  // give the memory back, not just the elements
+  }
+}
+
+std::size_t StatsRegistry::closed_kept() const {
+  const std::lock_guard lock(mutex_);
+  return closed_.size();
+}
+
+void StatsRegistry::trim_closed() {
+  while (closed_.size() > closed_limit_) {
     closed_.pop_front();
     ++closed_dropped_;
   }
-  return last;
 }
 
 std::vector<CommStatsSnapshot> StatsRegistry::snapshot_all() const {

@@ -55,12 +55,18 @@ class Writer {
 
  private:
   void loop() noexcept {
+    // The last write happens even when stop() came before this thread first looked (a plugin
+    // finalized right after init): what closed meanwhile is reported once.
     std::unique_lock lock(mutex_);
-    while (!stopping_) {
+    for (;;) {
       wake_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stopping_; });
+      const bool last = stopping_;
       lock.unlock();
       write_once();
       lock.lock();
+      if (last) {
+        return;
+      }
     }
   }
 
@@ -158,6 +164,9 @@ std::string stats_destination(const WriterSettings& settings, const std::string&
 void start_stats_writer(const WriterSettings& settings) {
   const std::lock_guard lock(writer_mutex);
   if (writer == nullptr && !settings.file_pattern.empty()) {
+    // Closed comms are kept for the writer only (a comm closed between two writes still
+    // appears in the next one); with no writer the registry keeps none.
+    StatsRegistry::instance().keep_closed(StatsRegistry::kClosedKept);
     writer = new Writer(settings);
   }
   if (!announced && (settings.summary || writer != nullptr)) {
@@ -177,6 +186,11 @@ void stop_stats_writer() noexcept {
     writer->stop();  // its loop writes once more on the way out
     delete writer;
     writer = nullptr;
+    try {
+      StatsRegistry::instance().keep_closed(0);  // nobody reads them any more
+    } catch (...) {
+      // std::mutex::lock can only throw on a broken mutex; stopping must not fail.
+    }
   }
 }
 

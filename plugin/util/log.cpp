@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "util/cancellation.h"
 #include "util/log_filter.h"
 
 namespace roce::log {
@@ -158,6 +159,10 @@ void emit(ncclDebugLogLevel level, unsigned long subsys, const char* file, int l
   if (!enabled(level, subsys)) {
     return;
   }
+  // NCCL's logger writes to a file or stderr, both cancellation points: a thread cancelled while
+  // it logs must not unwind through this noexcept function and the catch below (the process
+  // would abort); it is cancelled at its next cancellation point instead (util/cancellation.h).
+  const CancellationHeldOff held_off;
   try {
     const RecordContext saved = t_record;
     t_record = RecordContext{level, subsys};

@@ -1,6 +1,11 @@
 // Per-comm telemetry: histogram buckets and percentiles, the stall schedule, the summary line,
 // the JSON lines and Prometheus text, and the registry's bounded memory of closed comms.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -11,6 +16,7 @@
 #include "telemetry/stall_watch.h"
 #include "telemetry/stats_output.h"
 #include "telemetry/stats_registry.h"
+#include "telemetry/stats_writer.h"
 
 using namespace roce::telemetry;
 
@@ -191,6 +197,7 @@ TEST_CASE("stats file patterns expand %h and %p") {
 
 TEST_CASE("the registry reports live comms and keeps closed ones, bounded") {
   auto& registry = StatsRegistry::instance();
+  registry.keep_closed(StatsRegistry::kClosedKept);  // as while the stats file writer runs
   const std::size_t before = registry.snapshot_all().size();
   CommStats a({Direction::Recv, "d", "p", 1, 0});
   registry.add(&a);
@@ -203,13 +210,65 @@ TEST_CASE("the registry reports live comms and keeps closed ones, bounded") {
   all = registry.snapshot_all();
   CHECK(all.back().closed);
   CHECK(all.back().id == a.id());
+  const std::size_t dropped_before = registry.closed_dropped();
   for (std::size_t i = 0; i < StatsRegistry::kClosedKept; ++i) {
     CommStats c({Direction::Send, "d", "p", 1, 0});
     registry.add(&c);
     registry.remove(&c);
   }
+  CHECK(registry.closed_kept() == StatsRegistry::kClosedKept);
   CHECK(registry.snapshot_all().size() <= StatsRegistry::kClosedKept);
-  CHECK(registry.closed_dropped() > 0);
+  CHECK(registry.closed_dropped() > dropped_before);
+  // The writer stopped: what it kept goes at once.
+  registry.keep_closed(0);
+  CHECK(registry.closed_kept() == 0);
+  CHECK(registry.snapshot_all().empty());
+}
+
+TEST_CASE("without a stats file no closed comm's snapshot is kept") {
+  // Issue 49: 2500 connect/close cycles without NCCL_ROCE_STATS_FILE kept 4096 snapshots
+  // (about 30 MB) that nothing would ever read.
+  auto& registry = StatsRegistry::instance();
+  registry.keep_closed(0);
+  start_stats_writer({"", 10000, true});  // NCCL_ROCE_STATS=1 alone: summaries, no file
+  for (int i = 0; i < 100; ++i) {
+    CommStats c({Direction::Send, "d", "p", 1, 0});
+    registry.add(&c);
+    c.completed(8, 0, 10);
+    const auto last = registry.remove(&c);
+    CHECK(last.messages == 1);  // the close-time summary still gets its snapshot
+  }
+  CHECK(registry.closed_kept() == 0);
+  CHECK(registry.snapshot_all().empty());
+  stop_stats_writer();
+}
+
+TEST_CASE("the stats file writer keeps closed comms while it runs and drops them when stopped") {
+  auto& registry = StatsRegistry::instance();
+  registry.keep_closed(0);
+  char dir_template[] = "/tmp/roce-stats-test.XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  REQUIRE(dir != nullptr);
+  const std::string file = std::string(dir) + "/stats.jsonl";
+  start_stats_writer({file, 3600000, false});
+  {
+    CommStats c({Direction::Recv, "d", "p", 1, 0});
+    registry.add(&c);
+    registry.remove(&c);
+  }
+  CHECK(registry.closed_kept() == 1);  // the next write reports it
+  stop_stats_writer();                 // writes once more, then keeps nothing
+  CHECK(registry.closed_kept() == 0);
+  std::ifstream in(file);
+  std::string line;
+  bool closed_reported = false;
+  while (std::getline(in, line)) {
+    closed_reported = closed_reported || nlohmann::json::parse(line).value("closed", false);
+  }
+  CHECK(closed_reported);
+  std::remove(file.c_str());
+  std::remove((file + ".prom").c_str());
+  ::rmdir(dir);
 }
 
 TEST_CASE("sends that found their clear-to-send at once count as waits of zero") {

@@ -157,6 +157,7 @@ PendingAccept::Step PendingAccept::on_await_request() {
     return reject(net::RejectReason::Internal, "cannot send the reply: " + queued.error());
   }
   state_ = State::SendReply;
+  requested_at_ = net::Clock::now();
   return Step::Next;
 }
 

@@ -49,6 +49,14 @@ class PendingAccept {
   // Still waiting for a valid request: the connection to evict first when too many are pending.
   bool awaiting_request() const noexcept { return state_ == State::AwaitRequest; }
   net::Clock::time_point accepted_at() const noexcept { return accepted_at_; }
+  // Past a valid request (its nonce checked), holding the QPs, CQ and buffers made for it while
+  // the reply goes out and the sender's ready is awaited: what a peer that holds the nonce but
+  // never finishes makes the listener spend (issue 49), so the listener bounds how many do.
+  bool holds_resources() const noexcept {
+    return state_ == State::SendReply || state_ == State::AwaitReady;
+  }
+  // When the request was accepted and the resources made: the stalest is evicted first.
+  net::Clock::time_point requested_at() const noexcept { return requested_at_; }
 
  private:
   enum class State { AwaitRequest, SendReply, AwaitReady, Rejecting, Done, Dropped };
@@ -68,6 +76,7 @@ class PendingAccept {
   ClassOffer offer_;
   ConnectionSettings settings_;
   net::Clock::time_point accepted_at_;
+  net::Clock::time_point requested_at_{};
   State state_ = State::AwaitRequest;
   std::string peer_text_;
   std::string drop_reason_;

@@ -41,6 +41,16 @@ inline constexpr size_t kChunkAlignment = 128;
 // assumes for v8 plugins.
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
+// The immediate of a WRITE WITH IMMEDIATE is a message's size (one receive) or its count n
+// (a multi-receive). With this bit set it is a refusal instead: the sender matched an isend
+// larger than its receive buffer, refused it, and tells the receiver, whose request fails with
+// both sizes rather than waiting forever for data that will not come. The other 31 bits hold
+// the refused isend's size (at most kMaxMessageBytes). The notice carries no data.
+inline constexpr uint32_t kRefusedSendImm = uint32_t{1} << 31;
+inline constexpr uint32_t kRefusedSendSizeMask = kRefusedSendImm - 1;
+static_assert(kMaxMessageBytes <= kRefusedSendSizeMask,
+              "a message size must never look like a refusal");
+
 // Receives are posted ahead of the irecvs, kPrePostedRecvs per data QP at connection, and given
 // back in batches of kRecvRepostBatch as their completions are handled. At any time at most
 // kRecvRepostBatch - 1 handled ones wait to be posted again, and the sender has at most

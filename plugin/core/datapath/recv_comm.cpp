@@ -292,6 +292,11 @@ ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const n
 
 ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
   RecvRequest& r = requests_[index];
+  // A refusal is larger than any size a receive can hold, so the inline loop of on_completions
+  // always hands it here.
+  if ((wc.imm_data & kRefusedSendImm) != 0) [[unlikely]] {
+    return fail_refused_send(wc.imm_data & kRefusedSendSizeMask, r);
+  }
   if (r.count == 1) [[likely]] {
     const uint32_t size = wc.imm_data;
     if (size > r.posted[0]) [[unlikely]] {
@@ -367,6 +372,24 @@ ncclResult_t RecvComm::fail_oversized(uint32_t size, uint32_t posted) noexcept {
               "{} reported {} bytes written into a {}-byte receive; the peer is not a "
               "compatible RoCE plugin",
               peer_, size, posted);
+}
+
+ncclResult_t RecvComm::fail_refused_send(uint32_t size, const RecvRequest& r) noexcept {
+  if (r.count == 1) {
+    return fail(ncclInvalidUsage,
+                "{} refused an isend of {} bytes that matched this irecv of {} bytes; a send may "
+                "not be larger than its receive: the ranks posted mismatched sizes",
+                peer_, size, r.posted[0]);
+  }
+  std::string buffers;
+  for (int i = 0; i < r.count; ++i) {
+    buffers += fmt::format("{}{}", i == 0 ? "" : ", ", r.posted[static_cast<size_t>(i)]);
+  }
+  return fail(ncclInvalidUsage,
+              "{} refused an isend of {} bytes that matched a smaller buffer of this "
+              "multi-receive (buffers of {} bytes); a send may not be larger than its receive: "
+              "the ranks posted mismatched sizes",
+              peer_, size, buffers);
 }
 
 ncclResult_t RecvComm::fail_oversized_member(int32_t size, int i, uint32_t posted) noexcept {

@@ -97,6 +97,10 @@ class RecvComm final : public ConnectedComm {
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized(uint32_t size, uint32_t posted) noexcept;
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized_member(int32_t size, int i,
                                                                   uint32_t posted) noexcept;
+  // The peer refused an isend of `size` bytes that matched a buffer of r too small for it
+  // (kRefusedSendImm): r fails with both sizes, as the sender's isend did.
+  [[gnu::cold, gnu::noinline]] ncclResult_t fail_refused_send(uint32_t size,
+                                                              const RecvRequest& r) noexcept;
   // irecv's buffer i [addr, +size) is not covered by its memory handle: WARN and
   // ncclInvalidArgument.
   [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(int i, uintptr_t addr,

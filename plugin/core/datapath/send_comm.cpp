@@ -107,7 +107,7 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
                                   const MrHandle* mh, void* phandle, int q_begin, int q_end,
                                   SendRequest** out) noexcept {
   if (size > entry.size) [[unlikely]] {
-    return larger_than_receive(size, entry.tag, entry.size);
+    return larger_than_receive(size, entry.tag, entry.size, entry.addr, entry.rkey, q_begin);
   }
   const auto addr = reinterpret_cast<uintptr_t>(data);
   if (size > 0) {
@@ -149,11 +149,34 @@ void SendComm::set_buffer(SendRequest& r, const void* data, const MrHandle* mh) 
   r.host_memory = r.size == 0 || !mh->gpu_memory();
 }
 
-ncclResult_t SendComm::larger_than_receive(size_t size, int tag, uint32_t receive_size) noexcept {
+ncclResult_t SendComm::larger_than_receive(size_t size, int tag, uint32_t receive_size,
+                                           uint64_t receive_addr, uint32_t receive_rkey,
+                                           int q) noexcept {
+  // The receiver waits for this message's immediate on QP q (the first QP of the message): a
+  // zero-length WRITE WITH IMMEDIATE flagged as a refusal fails its request too (issue 49: it
+  // waited forever). Unsignaled: the comm fails now and nothing will poll for it; an error on
+  // it would only repeat this one. Without a send-queue entry left the receiver cannot be told,
+  // and the WARN says so.
+  auto& credits = credits_[static_cast<size_t>(q)];
+  bool told = false;
+  if (credits.can_post(1)) {
+    ibv_send_wr notice{};
+    notice.wr_id =
+        pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), requests_.kNoSlot, credits.post());
+    notice.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    notice.num_sge = 0;
+    notice.wr.rdma.remote_addr = receive_addr;
+    notice.wr.rdma.rkey = receive_rkey;
+    notice.imm_data = kRefusedSendImm | static_cast<uint32_t>(size);
+    ibv_send_wr* bad = nullptr;
+    told = qp_ptrs_[static_cast<size_t>(q)]->post_send(&notice, &bad) == 0;
+  }
   return fail(ncclInvalidUsage,
               "isend of {} bytes (tag {}) matched a receive of only {} bytes from {}; a send may "
-              "not be larger than its receive",
-              size, tag, receive_size, peer_);
+              "not be larger than its receive{}",
+              size, tag, receive_size, peer_,
+              told ? " (the receiver's irecv fails too)"
+                   : " (the receiver could not be told: its irecv waits until it is closed)");
 }
 
 ncclResult_t SendComm::uncovered_buffer(uintptr_t addr, size_t size, const MrHandle& mh) noexcept {

@@ -100,10 +100,15 @@ class SendComm final : public ConnectedComm {
                                                       SendQueueCredits& credits) noexcept;
   // Posts the chain `wrs` on QP q; a failure fails the comm.
   [[gnu::always_inline]] inline ncclResult_t post(int q, ibv_send_wr* wrs) noexcept;
-  // The send is larger than the receive it matched: the comm fails (NCCL's usage error). Out of
-  // line and by value, so that the clear-to-send entry it reports from can stay in registers.
+  // The send is larger than the receive it matched: the comm fails (NCCL's usage error), and a
+  // refusal notice (kRefusedSendImm) on QP q, the message's first, fails the receiver's request.
+  // Out of line and by value, so that the clear-to-send entry it reports from can stay in
+  // registers.
   [[gnu::cold, gnu::noinline]] ncclResult_t larger_than_receive(size_t size, int tag,
-                                                                uint32_t receive_size) noexcept;
+                                                                uint32_t receive_size,
+                                                                uint64_t receive_addr,
+                                                                uint32_t receive_rkey,
+                                                                int q) noexcept;
   [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(uintptr_t addr, size_t size,
                                                              const MrHandle& mh) noexcept;
   // The QPs [first, last) that carry the message of sequence next_seq_: all of them when

@@ -281,8 +281,15 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
   CHECK(plugin.close_send(send_comm) == ncclSuccess);
 }
 
-TEST_CASE("a send larger than its matched receive is refused with both sizes named",
-          "[fabric][errors][quick]") {
+namespace {
+
+// Posts one irecv of `recv_sizes` (tags 3, 4, ...), then isends of `send_sizes` in tag order until
+// one is refused; the receiver's request must then fail too, naming both sizes (issue 49: it
+// waited forever), while the sender's WARN names them as before.
+void oversized_send_fails_both_sides(const std::vector<size_t>& recv_sizes,
+                                     const std::vector<size_t>& send_sizes,
+                                     const std::vector<std::string>& sender_words,
+                                     const std::vector<std::string>& receiver_words) {
   use_test_devices({"pca", "pcb"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -290,33 +297,69 @@ TEST_CASE("a send larger than its matched receive is refused with both sizes nam
   void* recv_comm = nullptr;
   connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
                       &recv_comm);
-  std::vector<char> buffer(4096);
+  std::vector<char> buffer(8192);
   void* recv_mh = nullptr;
   void* send_mh = nullptr;
   REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &recv_mh) ==
           ncclSuccess);
   REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &send_mh) ==
           ncclSuccess);
-  void* data = buffer.data();
-  size_t size = 100;
-  int tag = 3;
+  const int n = static_cast<int>(recv_sizes.size());
+  std::vector<void*> data;
+  std::vector<int> tags;
+  std::vector<void*> mhandles(recv_sizes.size(), recv_mh);
+  for (int i = 0; i < n; ++i) {
+    data.push_back(buffer.data() + 512 * i);
+    tags.push_back(3 + i);
+  }
   void* request = nullptr;
-  REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+  REQUIRE(plugin.irecv(recv_comm, n, data.data(), recv_sizes.data(), tags.data(), mhandles.data(),
+                       &request) == ncclSuccess);
   REQUIRE(request != nullptr);
   reset_warn_count();
   ncclResult_t result = ncclSuccess;
-  void* send_request = nullptr;
-  const auto send_deadline = std::chrono::steady_clock::now() + kHangBound;
-  while (result == ncclSuccess && std::chrono::steady_clock::now() < send_deadline) {
-    result = plugin.isend(send_comm, buffer.data() + 1024, 200, 3, send_mh, &send_request);
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
+  for (size_t i = 0; i < send_sizes.size() && result == ncclSuccess; ++i) {
+    void* send_request = nullptr;
+    do {
+      result = plugin.isend(send_comm, buffer.data() + 4096, send_sizes[i], tags[i], send_mh,
+                            &send_request);
+    } while (result == ncclSuccess && send_request == nullptr &&
+             std::chrono::steady_clock::now() < deadline);
   }
-  CHECK(result != ncclSuccess);
-  CHECK(send_request == nullptr);
-  CHECK(any_warn_contains({"200", "100"}));
+  CHECK(result == ncclInvalidUsage);
+  CHECK(any_warn_contains(sender_words));
+  // The receiver learns it from the refusal notice, well before the hang bound.
+  int done = 0;
+  ncclResult_t recv_result = ncclSuccess;
+  while (recv_result == ncclSuccess && done == 0 && std::chrono::steady_clock::now() < deadline) {
+    recv_result = plugin.test(request, &done, nullptr);
+  }
+  CHECK(done == 0);
+  CHECK(recv_result == ncclInvalidUsage);
+  CHECK(any_warn_contains(receiver_words));
+  // The failure sticks: the request tested again gives the same answer.
+  CHECK(plugin.test(request, &done, nullptr) == ncclInvalidUsage);
   plugin.dereg_mr(recv_comm, recv_mh);
   plugin.dereg_mr(send_comm, send_mh);
   CHECK(plugin.close_send(send_comm) == ncclSuccess);
   CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("a send larger than its matched receive is refused with both sizes named",
+          "[fabric][errors][quick]") {
+  oversized_send_fails_both_sides(
+      {100}, {200}, {"isend of 200 bytes", "only 100 bytes", "the receiver's irecv fails too"},
+      {"recv comm", "refused an isend of 200 bytes", "this irecv of 100 bytes"});
+}
+
+TEST_CASE("a send larger than its buffer of a multi-receive fails the receive too",
+          "[fabric][errors][quick]") {
+  oversized_send_fails_both_sides(
+      {256, 64, 128}, {256, 300}, {"isend of 300 bytes", "only 64 bytes"},
+      {"recv comm", "refused an isend of 300 bytes", "buffers of 256, 64, 128 bytes"});
 }
 
 namespace {

@@ -15,8 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -467,4 +469,204 @@ TEST_CASE(
   CHECK(received.ok);
   CHECK(sender.wait(kHangBoundMs) == 0);
   CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+}
+
+namespace {
+
+// A connect request as the real sender's, with the listener's nonce, the GID of a device that
+// exists (`ipv4`: its address; the listener's QPs reach RTR against it) and `qps` QPs: the
+// listener makes a QP for each, a CQ and buffers, and waits for a ready that never comes.
+std::vector<uint8_t> stalling_request_bytes(uint64_t nonce, const std::string& ipv4, int qps) {
+  roce::net::ConnectRequest request;
+  request.nonce = nonce;
+  request.endpoint.plugin_version = roce::net::plugin_version_code();
+  request.endpoint.device_name = "staller";
+  request.endpoint.gid[10] = 0xff;
+  request.endpoint.gid[11] = 0xff;
+  REQUIRE(inet_pton(AF_INET, ipv4.c_str(), &request.endpoint.gid[12]) == 1);
+  request.endpoint.mtu = 3;
+  for (int q = 0; q < qps; ++q) {
+    request.endpoint.qps.push_back({static_cast<uint32_t>(0x100 + q), 7});
+  }
+  request.cts_ring = {0x1000, 1, 64, 256};
+  request.max_recvs = 8;
+  auto bytes = roce::net::encode_message(request);
+  INFO(roce::error_text(bytes));
+  REQUIRE(bytes);
+  return framed(*bytes);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "handshakes that hold the nonce and never send their ready: the stalest are evicted, the "
+    "legitimate connect succeeds, and the memory comes back",
+    "[hardening][hostile][vroce]") {
+  // Issue 49: 128 such handshakes filled the listener, every later connect failed at once, and
+  // the listener's memory grew to 2.37 GB (each holds the QPs, CQ and buffers of its request).
+  constexpr int kStalled = 136;   // past the 128 pending connections a listener keeps
+  constexpr int kPartial = 16;    // and some that stop inside their request's frame
+  constexpr int kQps = 16;        // per stalled request
+  constexpr int kMaxHolding = 8;  // ListenComm::kMaxHoldingResources
+  rlimit limit{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  const rlim_t wanted = 4 * (kStalled + kPartial) + kStalled * kQps + 1024;
+  if (limit.rlim_cur < wanted) {
+    limit.rlim_cur = std::min<rlim_t>(wanted, limit.rlim_max);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  }
+  use_test_devices({"hda", "hdb"});
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V11);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const int a = require_device(plugin, "hda");
+  const int b = require_device(plugin, "hdb");
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(b, &handle, &listen_comm) == ncclSuccess);
+  const roce::net::ListenHandle listen = decode_handle(handle);
+  const int64_t qps_before = vroce_stat(vroce_stats(), "live.qps");
+  const long memory_before = memory_in_use_kib();
+
+  // The service thread polls accept throughout, as NCCL's proxy does, and samples the QPs alive
+  // and the memory in use.
+  std::atomic<bool> stop{false};
+  std::atomic<void*> recv_comm{nullptr};
+  std::atomic<int> accept_errors{0};
+  std::atomic<int64_t> peak_qps{qps_before};
+  std::atomic<long> peak_memory{memory_before};
+  std::thread service([&] {
+    auto sampled = Clock::now();
+    while (!stop) {
+      void* comm = nullptr;
+      if (plugin.accept(listen_comm, &comm) != ncclSuccess) {
+        ++accept_errors;
+      }
+      if (comm != nullptr) {
+        recv_comm = comm;
+      }
+      if (Clock::now() - sampled > std::chrono::milliseconds(2)) {
+        sampled = Clock::now();
+        peak_qps = std::max(peak_qps.load(), vroce_stat(vroce_stats(), "live.qps"));
+        peak_memory = std::max(peak_memory.load(), memory_in_use_kib());
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  struct Stopper {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Stopper() {
+      stop = true;
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+  } stopper{stop, service};
+
+  // The GID of device hda (the first address of the block), whose QPs are never created.
+  const std::vector<uint8_t> request = stalling_request_bytes(listen.nonce, test_address(0), kQps);
+  OwnedFds stalled;
+  OwnedFds partial;
+  // The partial ones first: silent, they are what the listener evicts when the stalled ones
+  // arrive, which then fill all 128 pending slots (before the fix, every later connection was
+  // closed at once).
+  for (int i = 0; i < kPartial; ++i) {
+    const int fd = raw_connect(listen.address);
+    REQUIRE(fd >= 0);
+    partial.fds.push_back(fd);
+    send_all(fd, request.data(), request.size() / 2);
+  }
+  for (int i = 0; i < kStalled; ++i) {
+    const int fd = raw_connect(listen.address);
+    REQUIRE(fd >= 0);
+    stalled.fds.push_back(fd);
+    send_all(fd, request);  // and never a ready
+  }
+  // Every stalled request has been answered once each of its sockets is readable: the reply,
+  // and for an evicted one the close after it.
+  const auto deadline = Clock::now() + kHangBound;
+  std::vector<pollfd> waits;
+  for (int fd : stalled.fds) {
+    waits.push_back({fd, POLLIN, 0});
+  }
+  size_t answered = 0;
+  while (answered < waits.size() && Clock::now() < deadline) {
+    REQUIRE(poll(waits.data(), waits.size(), 100) >= 0);
+    answered = static_cast<size_t>(std::count_if(waits.begin(), waits.end(), [](const pollfd& p) {
+      return (p.revents & (POLLIN | POLLHUP)) != 0;
+    }));
+  }
+  CHECK(answered == waits.size());
+  // The evicted ones see the listener close after its reply; the ones kept stay open.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int closed_by_listener = 0;
+  for (int fd : stalled.fds) {
+    std::vector<uint8_t> sink(4096);
+    for (;;) {
+      const ssize_t n = recv(fd, sink.data(), sink.size(), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        ++closed_by_listener;  // EOF or reset
+        break;
+      }
+      if (n < 0) {
+        break;  // still open, nothing more to read
+      }
+    }
+  }
+  const int64_t qps_stalled = vroce_stat(vroce_stats(), "live.qps") - qps_before;
+  const long memory_stalled = memory_in_use_kib();
+
+  // The legitimate sender connects under that load.
+  void* send_comm = nullptr;
+  const auto legit_start = Clock::now();
+  const ncclResult_t connected = connect_until_ready(plugin, a, &handle, &send_comm, kHangBoundMs);
+  while (recv_comm == nullptr && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const double legit_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - legit_start).count();
+  stop = true;
+  service.join();
+  REQUIRE(connected == ncclSuccess);
+  REQUIRE(recv_comm != nullptr);
+  CHECK(accept_errors == 0);
+
+  PlanShape shape;
+  shape.groups = 30;
+  shape.max_single = 64 << 10;
+  TrafficOptions options;
+  options.idle = nap;
+  const auto runs = run_pairs(plugin, {{send_comm, recv_comm.load()}}, 64, shape, options);
+  INFO("sender: " << runs[0].sent.error << "; receiver: " << runs[0].received.error);
+  CHECK(runs[0].sent.ok);
+  CHECK(runs[0].received.ok);
+
+  stalled.close_all();
+  partial.close_all();
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
+  const int64_t qps_after = vroce_stat(vroce_stats(), "live.qps") - qps_before;
+  const long memory_after = memory_in_use_kib();
+  std::printf(
+      "STALLED handshakes=%d qps_each=%d closed_by_listener=%d qps_held=%lld qps_peak=%lld "
+      "qps_after_close=%lld legit_connect_ms=%.1f memory_before_kib=%ld memory_stalled_kib=%ld "
+      "memory_peak_kib=%ld memory_after_kib=%ld\n",
+      kStalled, kQps, closed_by_listener, static_cast<long long>(qps_stalled),
+      static_cast<long long>(peak_qps.load() - qps_before), static_cast<long long>(qps_after),
+      legit_ms, memory_before, memory_stalled, peak_memory.load(), memory_after);
+  std::fflush(stdout);
+  // Bounded: at most kMaxHolding handshakes keep their QPs (one more for a moment, before the
+  // stalest is evicted), each its data QPs and, where GPUDirect is usable (vroce's emulated
+  // GPUs), a flush QP; every other stalled one was closed by the listener.
+  constexpr int kQpsHeld = kQps + 1;
+  CHECK(qps_stalled <= kMaxHolding * kQpsHeld);
+  CHECK(peak_qps.load() - qps_before <= (kMaxHolding + 1) * kQpsHeld);
+  CHECK(closed_by_listener >= kStalled - kMaxHolding);
+  CHECK(qps_after == 0);  // the listener's close takes the rest
+  // Memory: 8 handshakes of 17 QPs cost about 60 MiB on vroce (0.4 MiB a QP); all 136 kept
+  // would cost over 900 MiB. And it comes back once they are gone (malloc_trim after the
+  // handshakes that held resources went): before, the heap kept it resident.
+  CHECK(peak_memory.load() - memory_before < 160 * 1024);
+  CHECK(memory_after - memory_before < 16 * 1024);
 }
