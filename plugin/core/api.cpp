@@ -3,8 +3,11 @@
 // api_connect.cpp.
 #include "core/api.h"
 
+#include <algorithm>
 #include <mutex>
 #include <set>
+#include <span>
+#include <string>
 
 #include "core/comm.h"
 #include "core/datapath/api_data_path.h"
@@ -15,6 +18,7 @@
 #include "core/memory/mr_handle.h"
 #include "core/plugin.h"
 #include "telemetry/profiler_events.h"
+#include "util/config.h"
 #include "util/log.h"
 
 namespace roce::api {
@@ -165,18 +169,16 @@ ncclResult_t devices(int* ndev) {
   return ncclSuccess;
 }
 
-ncclResult_t get_properties(int dev, Properties* props) {
-  std::shared_ptr<DeviceRuntime> device = Plugin::instance().device(dev);
-  if (device == nullptr) {
-    ROCE_WARN(NCCL_NET, "getProperties: device {} does not exist ({} devices)", dev,
-              Plugin::instance().device_count());
-    return ncclInvalidArgument;
-  }
-  const PluginDevice& info = device->info();
+namespace {
+
+// The properties of one physical device (port).
+void physical_properties(int dev, const DeviceRuntime& device, Properties* props) {
+  const PluginDevice& info = device.info();
   props->name = info.name.c_str();
-  props->pci_path = info.pci_path ? info.pci_path->c_str() : nullptr;
+  // Folded as net_ib folds it (NCCL_IB_MERGE_NICS), so NCCL fuses the ports of one card.
+  props->pci_path = info.reported_pci_path ? info.reported_pci_path->c_str() : nullptr;
   props->guid = info.guid;
-  props->ptr_support = device->gdr().ptr_support();
+  props->ptr_support = device.gdr().ptr_support();
   props->reg_is_global = 1;
   props->force_flush = 0;
   props->speed = info.speed_mbps;
@@ -193,6 +195,65 @@ ncclResult_t get_properties(int dev, Properties* props) {
   props->max_multi_request_size = 1;
   props->rail_id = info.rail_id;
   props->plane_id = info.plane_id;
+}
+
+// A virtual NIC's names ("mlx5_0+mlx5_1"), kept for the process: NCCL holds the name pointer
+// that getProperties gives it for as long as it likes.
+const char* virtual_name(const std::string& joined) {
+  static std::mutex mutex;
+  static std::set<std::string> names;
+  const std::lock_guard lock(mutex);
+  return names.insert(joined).first->c_str();
+}
+
+}  // namespace
+
+ncclResult_t get_properties(int dev, Properties* props) {
+  const std::vector<int> members = Plugin::instance().members_of(dev);
+  if (members.empty()) {
+    ROCE_WARN(NCCL_NET, "getProperties: device {} does not exist ({} devices)", dev,
+              Plugin::instance().device_count());
+    return ncclInvalidArgument;
+  }
+  std::shared_ptr<DeviceRuntime> first = Plugin::instance().device(members.front());
+  if (first == nullptr) {
+    return ncclInvalidArgument;  // finalized meanwhile
+  }
+  physical_properties(members.front(), *first, props);
+  if (members.size() == 1) {
+    return ncclSuccess;
+  }
+  // A virtual NIC: what NCCL expects of a fused one (net_ib's rules): the first member's path,
+  // guid and port; the sum of the speeds; the worst latency; the least of each limit; what
+  // every member supports; the rail and plane when all members share them.
+  std::string name = props->name;
+  props->vprops.ndevs = static_cast<int>(members.size());
+  for (size_t i = 1; i < members.size(); ++i) {
+    std::shared_ptr<DeviceRuntime> device = Plugin::instance().device(members[i]);
+    if (device == nullptr) {
+      return ncclInvalidArgument;
+    }
+    Properties member;
+    physical_properties(members[i], *device, &member);
+    name += "+" + std::string(member.name);
+    props->speed += member.speed;
+    props->latency = std::max(props->latency, member.latency);
+    props->max_comms = std::min(props->max_comms, member.max_comms);
+    props->max_recvs = std::min(props->max_recvs, member.max_recvs);
+    props->ptr_support &= member.ptr_support;
+    props->max_p2p_bytes = std::min(props->max_p2p_bytes, member.max_p2p_bytes);
+    props->max_coll_bytes = std::min(props->max_coll_bytes, member.max_coll_bytes);
+    if (member.rail_id != props->rail_id) {
+      props->rail_id = NCCL_NET_ID_UNDEF;
+    }
+    if (member.plane_id != props->plane_id) {
+      props->plane_id = NCCL_NET_ID_UNDEF;
+    }
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    props->vprops.devs[i] = members[i];
+  }
+  props->name = virtual_name(name);
   return ncclSuccess;
 }
 
@@ -209,12 +270,24 @@ ncclResult_t make_vdevice(int* d, const VDeviceMembers& props) {
     *d = props.devs[0];  // a single-member virtual NIC is the device itself
     return ncclSuccess;
   }
-  ROCE_WARN(NCCL_NET | NCCL_INIT,
-            "makeVDevice: merging {} devices into one virtual NIC is not supported by the RoCE "
-            "plugin (each connection runs on one port); set NCCL_NET_MERGE_LEVEL=LOC to turn NIC "
-            "fusion off",
-            props.ndevs);
-  return ncclInvalidUsage;
+  if (!config().merge_nics) {
+    ROCE_WARN(NCCL_NET | NCCL_INIT,
+              "makeVDevice: merging {} devices into one virtual NIC is turned off by "
+              "NCCL_IB_MERGE_NICS=0; unset it to fuse, or set NCCL_NET_MERGE_LEVEL=LOC (and no "
+              "NCCL_NET_FORCE_MERGE) so that NCCL does not ask",
+              props.ndevs);
+    return ncclInvalidUsage;
+  }
+  const Result<int> made = Plugin::instance().add_virtual_device(
+      std::span<const int>(props.devs, static_cast<size_t>(props.ndevs)));
+  if (!made) {
+    ROCE_WARN(NCCL_NET | NCCL_INIT, "makeVDevice: cannot merge {} devices: {}", props.ndevs,
+              made.error());
+    return ncclInvalidArgument;
+  }
+  *d = *made;
+  ROCE_INFO(NCCL_NET | NCCL_INIT, "makeVDevice: virtual NIC {} of {} devices", *d, props.ndevs);
+  return ncclSuccess;
 }
 
 ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhandle) {
