@@ -4,6 +4,7 @@
 #include "core/api.h"
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <set>
 #include <span>
@@ -58,8 +59,27 @@ MrHandle* as_mr(void* mhandle) {
   return mh->valid() ? mh : nullptr;
 }
 
-ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,
-                             const CachedRegion* region, void** mhandle) {
+// Registers on every member of the comm's NIC (one for a port) with `acquire(member's cache)`,
+// and hands out one handle holding each member's keys. A member that fails gives back what the
+// earlier ones acquired before the error goes on.
+template <typename Acquire>
+ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm, Acquire acquire,
+                             void** mhandle) {
+  auto& connected = static_cast<ConnectedComm&>(comm);  // registration_comm: send or recv
+  const auto& members = connected.members();
+  std::array<const CachedRegion*, MrHandle::kMaxMembers> regions{};
+  size_t acquired = 0;
+  try {
+    for (; acquired < members.size(); ++acquired) {
+      regions[acquired] = acquire(members[acquired]->mr_cache());
+    }
+  } catch (...) {
+    for (size_t m = 0; m < acquired; ++m) {
+      members[m]->mr_cache().release(regions[m]);
+    }
+    throw;
+  }
+  const CachedRegion* region = regions[0];
   auto* mh = new MrHandle;
   mh->lkey = region->lkey;
   mh->rkey = region->rkey;
@@ -68,6 +88,14 @@ ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,
   mh->kind = region->kind;
   mh->device = &comm.device();
   mh->region = region;
+  mh->device_id = connected.device_id();
+  mh->member_count = static_cast<uint8_t>(members.size());
+  for (size_t m = 0; m < members.size(); ++m) {
+    mh->lkeys[m] = regions[m]->lkey;
+    mh->rkeys[m] = regions[m]->rkey;
+    mh->regions[m] = regions[m];
+    mh->devices[m] = members[m].get();
+  }
   *mhandle = mh;
   ROCE_TRACE(NCCL_NET, "{}: [0x{:x}, +{}) lkey 0x{:x} rkey 0x{:x}", entry, mh->addr, mh->length,
              mh->lkey, mh->rkey);
@@ -306,10 +334,12 @@ ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhan
     }
     kind = MemoryKind::Cuda;
   }
-  const CachedRegion* region =
-      comm->device().mr_cache().acquire(reinterpret_cast<uintptr_t>(data), size, kind);
+  const ncclResult_t result = register_region(
+      "regMr", *comm,
+      [&](MrCache& cache) { return cache.acquire(reinterpret_cast<uintptr_t>(data), size, kind); },
+      mhandle);
   note_registration(*comm, kind == MemoryKind::Cuda, data, size);
-  return register_region("regMr", *comm, region, mhandle);
+  return result;
 }
 
 ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint64_t offset, int fd,
@@ -326,10 +356,14 @@ ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint
     return ncclInvalidUsage;
   }
   (void)type;  // the memory is whatever the dma-buf exports; NCCL passes NCCL_PTR_CUDA
-  const CachedRegion* region =
-      comm->device().mr_cache().acquire_dmabuf(reinterpret_cast<uintptr_t>(data), size, offset, fd);
+  const ncclResult_t result = register_region(
+      "regMrDmaBuf", *comm,
+      [&](MrCache& cache) {
+        return cache.acquire_dmabuf(reinterpret_cast<uintptr_t>(data), size, offset, fd);
+      },
+      mhandle);
   note_registration(*comm, true, data, size);
-  return register_region("regMrDmaBuf", *comm, region, mhandle);
+  return result;
 }
 
 ncclResult_t dereg_mr(void* handle, void* mhandle) {
@@ -341,17 +375,20 @@ ncclResult_t dereg_mr(void* handle, void* mhandle) {
   if (mh == nullptr) {
     return not_a("deregMr", "memory handle", mhandle);
   }
-  if (mh->device != &comm->device()) {
+  if (mh->device != &comm->device() ||
+      mh->device_id != static_cast<ConnectedComm*>(comm)->device_id()) {
     ROCE_WARN(NCCL_NET,
               "deregMr: memory handle of [0x{:x}, +{}) was registered on another device "
               "than {}, the device of this comm",
               mh->addr, mh->length, comm->device().name());
     return ncclInvalidArgument;
   }
-  if (!comm->device().mr_cache().release(mh->region)) {
-    ROCE_WARN(NCCL_NET, "deregMr: [0x{:x}, +{}) is not registered (deregistered twice?)", mh->addr,
-              mh->length);
-    return ncclInvalidArgument;
+  for (size_t m = 0; m < mh->member_count; ++m) {
+    if (!mh->devices[m]->mr_cache().release(mh->regions[m])) {
+      ROCE_WARN(NCCL_NET, "deregMr: [0x{:x}, +{}) is not registered on {} (deregistered twice?)",
+                mh->addr, mh->length, mh->devices[m]->name());
+      return ncclInvalidArgument;
+    }
   }
   mh->magic = 0;
   delete mh;

@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
+#include "core/datapath/comm_setup.h"
 #include "net/socket.h"
 
 namespace roce {
@@ -25,8 +26,8 @@ class ListenComm final : public Comm {
   static constexpr int kMaxAcceptsPerCall = 64;
   static constexpr uint64_t kMaxLoggedRefusals = 16;
 
-  ListenComm(std::shared_ptr<DeviceRuntime> device, net::Listener listener, uint64_t nonce,
-             ClassOffer offer);
+  // devices: the port, or the virtual NIC's members, that accepted comms run on.
+  ListenComm(CommDevices devices, net::Listener listener, uint64_t nonce, ClassOffer offer);
   ~ListenComm() override;
 
   // ncclSuccess with *comm null: nothing ready yet; call again. Set: the new RecvComm, as the
@@ -42,6 +43,7 @@ class ListenComm final : public Comm {
   // Drops the oldest connection that has not sent its request yet; false if there is none.
   bool evict_oldest_silent(const char* why);
 
+  CommDevices devices_;
   net::Listener listener_;
   uint64_t nonce_;
   ClassOffer offer_;

@@ -711,12 +711,25 @@ TEST_CASE("NCCL_IB_MERGE_NICS=0 refuses a merge, naming the setting",
   CHECK(any_warn_contains({"NCCL_IB_MERGE_NICS=0", "NCCL_NET_MERGE_LEVEL=LOC"}));
 }
 
+namespace {
+
+void use_peermem_sysfs(const TempDir& sysfs);  // below, with the flush tests
+
 // What NCCL does with NCCL_NET_FORCE_MERGE: makeVDevice, then getProperties, listen, connect,
-// accept, regMr and the data path on the virtual NICs. Every call must succeed, and the data
-// arrive intact both ways.
-TEST_CASE("a forced merge: every call on two virtual NICs succeeds and moves data both ways",
-          "[fabric][quick][vroce][vnic]") {
+// accept, regMr and the data path on the virtual NICs. Every call must succeed, the connection
+// must have QPs on both members, and the data arrive intact both ways (every byte checked; the
+// plan alternates messages over the members and has multi-receives, whose sizes go through the
+// member that carries them).
+void check_two_member_connection(int qps_per_member, bool split, bool gpu_flush) {
+  TempDir sysfs;
+  if (gpu_flush) {
+    use_peermem_sysfs(sysfs);
+  }
   use_test_devices({"pca", "pcb", "pcc", "pcd"});
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_IB_QPS_PER_CONNECTION", std::to_string(qps_per_member).c_str(), 1);
+  setenv("NCCL_IB_SPLIT_DATA_ON_QPS", split ? "1" : "0", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
   int left = -1;
@@ -729,17 +742,76 @@ TEST_CASE("a forced merge: every call on two virtual NICs succeeds and moves dat
   REQUIRE(plugin.properties(left, &props) == ncclSuccess);
   CHECK(props.vdev_count == 2);
   PlanShape shape;
-  shape.groups = 60;
+  shape.groups = 80;
   shape.max_single = 1 << 20;
+  TrafficOptions options;
+  if (gpu_flush) {
+    options.mr_type = NCCL_PTR_CUDA;  // the receiver flushes on both members
+  }
+  const std::string qps = std::to_string(2 * qps_per_member) + " qps";
   for (const bool forward : {true, false}) {
     INFO((forward ? "left to right" : "right to left"));
     void* send_comm = nullptr;
     void* recv_comm = nullptr;
     connect_two_threads(plugin, forward ? left : right, forward ? right : left, &send_comm,
                         &recv_comm);
-    run_two_threads(plugin, send_comm, recv_comm, forward ? 481 : 482, shape, {});
+    const std::string sender = forward ? test_device_name("pca") + "+" + test_device_name("pcb")
+                                       : test_device_name("pcc") + "+" + test_device_name("pcd");
+    const std::string receiver = forward ? test_device_name("pcc") + "+" + test_device_name("pcd")
+                                         : test_device_name("pca") + "+" + test_device_name("pcb");
+    CHECK(any_line_contains(info_lines(), {"connected on " + sender, qps}));
+    CHECK(any_line_contains(info_lines(), {"accepted on " + receiver, qps}));
+    run_two_threads(plugin, send_comm, recv_comm, forward ? 481 : 482, shape, options);
   }
   CHECK(warn_count() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a forced merge: a two-member virtual NIC connection stripes messages both ways",
+          "[fabric][quick][vroce][vnic]") {
+  check_two_member_connection(1, false, false);
+}
+
+TEST_CASE("a two-member virtual NIC with two QPs per member, messages split over a member's QPs",
+          "[fabric][quick][vroce][vnic]") {
+  check_two_member_connection(2, true, false);
+}
+
+TEST_CASE("a two-member virtual NIC with GPUDirect flushes on every member",
+          "[fabric][flush][quick][vroce][vnic]") {
+  check_two_member_connection(1, false, true);
+}
+
+TEST_CASE("a virtual NIC refuses a peer NIC with another member count, naming both",
+          "[fabric][quick][vroce][vnic]") {
+  use_test_devices({"pca", "pcb", "pcc"});
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int fused = -1;
+  REQUIRE(plugin.make_vdevice(&fused, {plugin.find_device("pca"), plugin.find_device("pcb")}) ==
+          ncclSuccess);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(plugin.find_device("pcc"), &handle, &listen_comm) == ncclSuccess);
+  reset_warn_count();
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  ncclResult_t accepted = ncclSuccess;
+  std::thread acceptor([&] {
+    // The listener drops the refused connection and keeps waiting: bounded by the sender's end.
+    for (int i = 0; i < 2000 && recv_comm == nullptr; ++i) {
+      accepted = plugin.accept(listen_comm, &recv_comm);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  CHECK(connect_until_ready(plugin, fused, &handle, &send_comm, kHangBoundMs) != ncclSuccess);
+  acceptor.join();
+  CHECK(send_comm == nullptr);
+  CHECK(recv_comm == nullptr);
+  CHECK(accepted == ncclSuccess);
+  CHECK(any_warn_contains({"2 member(s)", "1", "NCCL_NET_MERGE_LEVEL"}));
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }
 
 namespace {
