@@ -308,10 +308,13 @@ ncclResult_t SendComm::post_group() noexcept {
   }
 
   uint64_t last_signaled_wr_id = 0;
+  // Plain copies for the lambda: clang 14 cannot capture structured bindings.
+  const int first_qp = q_begin;
+  const int message_qps = q_end - q_begin;
   for (int q = q_begin; q < q_end; ++q) {
     auto& credits = credits_[static_cast<size_t>(q)];
     const auto part = [&](size_t size) {
-      return split_data_ ? chunk_for_qp(size, q - q_begin, q_end - q_begin) : Chunk{0, size};
+      return split_data_ ? chunk_for_qp(size, q - first_qp, message_qps) : Chunk{0, size};
     };
     int w = 0;
     if (n == 1) {
