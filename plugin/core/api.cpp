@@ -3,8 +3,12 @@
 // api_connect.cpp.
 #include "core/api.h"
 
+#include <algorithm>
+#include <array>
 #include <mutex>
 #include <set>
+#include <span>
+#include <string>
 
 #include "core/comm.h"
 #include "core/datapath/api_data_path.h"
@@ -15,6 +19,7 @@
 #include "core/memory/mr_handle.h"
 #include "core/plugin.h"
 #include "telemetry/profiler_events.h"
+#include "util/config.h"
 #include "util/log.h"
 
 namespace roce::api {
@@ -54,8 +59,27 @@ MrHandle* as_mr(void* mhandle) {
   return mh->valid() ? mh : nullptr;
 }
 
-ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,
-                             const CachedRegion* region, void** mhandle) {
+// Registers on every member of the comm's NIC (one for a port) with `acquire(member's cache)`,
+// and hands out one handle holding each member's keys. A member that fails gives back what the
+// earlier ones acquired before the error goes on.
+template <typename Acquire>
+ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm, Acquire acquire,
+                             void** mhandle) {
+  auto& connected = static_cast<ConnectedComm&>(comm);  // registration_comm: send or recv
+  const auto& members = connected.members();
+  std::array<const CachedRegion*, MrHandle::kMaxMembers> regions{};
+  size_t acquired = 0;
+  try {
+    for (; acquired < members.size(); ++acquired) {
+      regions[acquired] = acquire(members[acquired]->mr_cache());
+    }
+  } catch (...) {
+    for (size_t m = 0; m < acquired; ++m) {
+      members[m]->mr_cache().release(regions[m]);
+    }
+    throw;
+  }
+  const CachedRegion* region = regions[0];
   auto* mh = new MrHandle;
   mh->lkey = region->lkey;
   mh->rkey = region->rkey;
@@ -64,6 +88,14 @@ ncclResult_t register_region([[maybe_unused]] const char* entry, Comm& comm,
   mh->kind = region->kind;
   mh->device = &comm.device();
   mh->region = region;
+  mh->device_id = connected.device_id();
+  mh->member_count = static_cast<uint8_t>(members.size());
+  for (size_t m = 0; m < members.size(); ++m) {
+    mh->lkeys[m] = regions[m]->lkey;
+    mh->rkeys[m] = regions[m]->rkey;
+    mh->regions[m] = regions[m];
+    mh->devices[m] = members[m].get();
+  }
   *mhandle = mh;
   ROCE_TRACE(NCCL_NET, "{}: [0x{:x}, +{}) lkey 0x{:x} rkey 0x{:x}", entry, mh->addr, mh->length,
              mh->lkey, mh->rkey);
@@ -165,18 +197,16 @@ ncclResult_t devices(int* ndev) {
   return ncclSuccess;
 }
 
-ncclResult_t get_properties(int dev, Properties* props) {
-  std::shared_ptr<DeviceRuntime> device = Plugin::instance().device(dev);
-  if (device == nullptr) {
-    ROCE_WARN(NCCL_NET, "getProperties: device {} does not exist ({} devices)", dev,
-              Plugin::instance().device_count());
-    return ncclInvalidArgument;
-  }
-  const PluginDevice& info = device->info();
+namespace {
+
+// The properties of one physical device (port).
+void physical_properties(int dev, const DeviceRuntime& device, Properties* props) {
+  const PluginDevice& info = device.info();
   props->name = info.name.c_str();
-  props->pci_path = info.pci_path ? info.pci_path->c_str() : nullptr;
+  // Folded as net_ib folds it (NCCL_IB_MERGE_NICS), so NCCL fuses the ports of one card.
+  props->pci_path = info.reported_pci_path ? info.reported_pci_path->c_str() : nullptr;
   props->guid = info.guid;
-  props->ptr_support = device->gdr().ptr_support();
+  props->ptr_support = device.gdr().ptr_support();
   props->reg_is_global = 1;
   props->force_flush = 0;
   props->speed = info.speed_mbps;
@@ -193,6 +223,65 @@ ncclResult_t get_properties(int dev, Properties* props) {
   props->max_multi_request_size = 1;
   props->rail_id = info.rail_id;
   props->plane_id = info.plane_id;
+}
+
+// A virtual NIC's names ("mlx5_0+mlx5_1"), kept for the process: NCCL holds the name pointer
+// that getProperties gives it for as long as it likes.
+const char* virtual_name(const std::string& joined) {
+  static std::mutex mutex;
+  static std::set<std::string> names;
+  const std::lock_guard lock(mutex);
+  return names.insert(joined).first->c_str();
+}
+
+}  // namespace
+
+ncclResult_t get_properties(int dev, Properties* props) {
+  const std::vector<int> members = Plugin::instance().members_of(dev);
+  if (members.empty()) {
+    ROCE_WARN(NCCL_NET, "getProperties: device {} does not exist ({} devices)", dev,
+              Plugin::instance().device_count());
+    return ncclInvalidArgument;
+  }
+  std::shared_ptr<DeviceRuntime> first = Plugin::instance().device(members.front());
+  if (first == nullptr) {
+    return ncclInvalidArgument;  // finalized meanwhile
+  }
+  physical_properties(members.front(), *first, props);
+  if (members.size() == 1) {
+    return ncclSuccess;
+  }
+  // A virtual NIC: what NCCL expects of a fused one (net_ib's rules): the first member's path,
+  // guid and port; the sum of the speeds; the worst latency; the least of each limit; what
+  // every member supports; the rail and plane when all members share them.
+  std::string name = props->name;
+  props->vprops.ndevs = static_cast<int>(members.size());
+  for (size_t i = 1; i < members.size(); ++i) {
+    std::shared_ptr<DeviceRuntime> device = Plugin::instance().device(members[i]);
+    if (device == nullptr) {
+      return ncclInvalidArgument;
+    }
+    Properties member;
+    physical_properties(members[i], *device, &member);
+    name += "+" + std::string(member.name);
+    props->speed += member.speed;
+    props->latency = std::max(props->latency, member.latency);
+    props->max_comms = std::min(props->max_comms, member.max_comms);
+    props->max_recvs = std::min(props->max_recvs, member.max_recvs);
+    props->ptr_support &= member.ptr_support;
+    props->max_p2p_bytes = std::min(props->max_p2p_bytes, member.max_p2p_bytes);
+    props->max_coll_bytes = std::min(props->max_coll_bytes, member.max_coll_bytes);
+    if (member.rail_id != props->rail_id) {
+      props->rail_id = NCCL_NET_ID_UNDEF;
+    }
+    if (member.plane_id != props->plane_id) {
+      props->plane_id = NCCL_NET_ID_UNDEF;
+    }
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    props->vprops.devs[i] = members[i];
+  }
+  props->name = virtual_name(name);
   return ncclSuccess;
 }
 
@@ -209,12 +298,24 @@ ncclResult_t make_vdevice(int* d, const VDeviceMembers& props) {
     *d = props.devs[0];  // a single-member virtual NIC is the device itself
     return ncclSuccess;
   }
-  ROCE_WARN(NCCL_NET | NCCL_INIT,
-            "makeVDevice: merging {} devices into one virtual NIC is not supported by the RoCE "
-            "plugin (each connection runs on one port); set NCCL_NET_MERGE_LEVEL=LOC to turn NIC "
-            "fusion off",
-            props.ndevs);
-  return ncclInvalidUsage;
+  if (!config().merge_nics) {
+    ROCE_WARN(NCCL_NET | NCCL_INIT,
+              "makeVDevice: merging {} devices into one virtual NIC is turned off by "
+              "NCCL_IB_MERGE_NICS=0; unset it to fuse, or set NCCL_NET_MERGE_LEVEL=LOC (and no "
+              "NCCL_NET_FORCE_MERGE) so that NCCL does not ask",
+              props.ndevs);
+    return ncclInvalidUsage;
+  }
+  const Result<int> made = Plugin::instance().add_virtual_device(
+      std::span<const int>(props.devs, static_cast<size_t>(props.ndevs)));
+  if (!made) {
+    ROCE_WARN(NCCL_NET | NCCL_INIT, "makeVDevice: cannot merge {} devices: {}", props.ndevs,
+              made.error());
+    return ncclInvalidArgument;
+  }
+  *d = *made;
+  ROCE_INFO(NCCL_NET | NCCL_INIT, "makeVDevice: virtual NIC {} of {} devices", *d, props.ndevs);
+  return ncclSuccess;
 }
 
 ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhandle) {
@@ -233,10 +334,12 @@ ncclResult_t reg_mr(void* handle, void* data, size_t size, int type, void** mhan
     }
     kind = MemoryKind::Cuda;
   }
-  const CachedRegion* region =
-      comm->device().mr_cache().acquire(reinterpret_cast<uintptr_t>(data), size, kind);
+  const ncclResult_t result = register_region(
+      "regMr", *comm,
+      [&](MrCache& cache) { return cache.acquire(reinterpret_cast<uintptr_t>(data), size, kind); },
+      mhandle);
   note_registration(*comm, kind == MemoryKind::Cuda, data, size);
-  return register_region("regMr", *comm, region, mhandle);
+  return result;
 }
 
 ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint64_t offset, int fd,
@@ -253,10 +356,14 @@ ncclResult_t reg_mr_dmabuf(void* handle, void* data, size_t size, int type, uint
     return ncclInvalidUsage;
   }
   (void)type;  // the memory is whatever the dma-buf exports; NCCL passes NCCL_PTR_CUDA
-  const CachedRegion* region =
-      comm->device().mr_cache().acquire_dmabuf(reinterpret_cast<uintptr_t>(data), size, offset, fd);
+  const ncclResult_t result = register_region(
+      "regMrDmaBuf", *comm,
+      [&](MrCache& cache) {
+        return cache.acquire_dmabuf(reinterpret_cast<uintptr_t>(data), size, offset, fd);
+      },
+      mhandle);
   note_registration(*comm, true, data, size);
-  return register_region("regMrDmaBuf", *comm, region, mhandle);
+  return result;
 }
 
 ncclResult_t dereg_mr(void* handle, void* mhandle) {
@@ -268,17 +375,20 @@ ncclResult_t dereg_mr(void* handle, void* mhandle) {
   if (mh == nullptr) {
     return not_a("deregMr", "memory handle", mhandle);
   }
-  if (mh->device != &comm->device()) {
+  if (mh->device != &comm->device() ||
+      mh->device_id != static_cast<ConnectedComm*>(comm)->device_id()) {
     ROCE_WARN(NCCL_NET,
               "deregMr: memory handle of [0x{:x}, +{}) was registered on another device "
               "than {}, the device of this comm",
               mh->addr, mh->length, comm->device().name());
     return ncclInvalidArgument;
   }
-  if (!comm->device().mr_cache().release(mh->region)) {
-    ROCE_WARN(NCCL_NET, "deregMr: [0x{:x}, +{}) is not registered (deregistered twice?)", mh->addr,
-              mh->length);
-    return ncclInvalidArgument;
+  for (size_t m = 0; m < mh->member_count; ++m) {
+    if (!mh->devices[m]->mr_cache().release(mh->regions[m])) {
+      ROCE_WARN(NCCL_NET, "deregMr: [0x{:x}, +{}) is not registered on {} (deregistered twice?)",
+                mh->addr, mh->length, mh->devices[m]->name());
+      return ncclInvalidArgument;
+    }
   }
   mh->magic = 0;
   delete mh;

@@ -50,10 +50,65 @@ int Plugin::device_count() const {
 
 std::shared_ptr<DeviceRuntime> Plugin::device(int dev) const {
   const std::lock_guard lock(mutex_);
-  if (refs_ == 0 || dev < 0 || dev >= static_cast<int>(devices_.size())) {
+  if (refs_ == 0 || dev < 0) {
     return nullptr;
   }
-  return devices_[static_cast<size_t>(dev)];
+  const auto physical = static_cast<int>(devices_.size());
+  if (dev < physical) {
+    return devices_[static_cast<size_t>(dev)];
+  }
+  const auto virtual_index = static_cast<size_t>(dev - physical);
+  if (virtual_index >= virtual_devices_.size()) {
+    return nullptr;
+  }
+  return devices_[static_cast<size_t>(virtual_devices_[virtual_index].front())];
+}
+
+Result<int> Plugin::add_virtual_device(std::span<const int> members) {
+  const std::lock_guard lock(mutex_);
+  if (refs_ == 0) {
+    return failure("init has not succeeded");
+  }
+  const auto physical = static_cast<int>(devices_.size());
+  if (members.size() < 2 || members.size() > static_cast<size_t>(kMaxVirtualMembers)) {
+    return failure(fmt::format("a virtual NIC has 2 to {} members, not {}", kMaxVirtualMembers,
+                               members.size()));
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] < 0 || members[i] >= physical) {
+      return failure(
+          fmt::format("member {} is device {}, which is not one of the {} physical "
+                      "devices (a virtual NIC is made of ports, not of virtual NICs)",
+                      i, members[i], physical));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (members[j] == members[i]) {
+        return failure(fmt::format("device {} is named twice", members[i]));
+      }
+    }
+  }
+  const std::vector<int> wanted(members.begin(), members.end());
+  for (size_t k = 0; k < virtual_devices_.size(); ++k) {
+    if (virtual_devices_[k] == wanted) {
+      return physical + static_cast<int>(k);
+    }
+  }
+  virtual_devices_.push_back(wanted);
+  return physical + static_cast<int>(virtual_devices_.size() - 1);
+}
+
+std::vector<int> Plugin::members_of(int dev) const {
+  const std::lock_guard lock(mutex_);
+  if (refs_ == 0 || dev < 0) {
+    return {};
+  }
+  const auto physical = static_cast<int>(devices_.size());
+  if (dev < physical) {
+    return {dev};
+  }
+  const auto virtual_index = static_cast<size_t>(dev - physical);
+  return virtual_index < virtual_devices_.size() ? virtual_devices_[virtual_index]
+                                                 : std::vector<int>{};
 }
 
 ncclResult_t Plugin::init(ncclDebugLogger_t logger) {
@@ -81,6 +136,7 @@ bool Plugin::finalize() noexcept {
       return false;
     }
     released.swap(devices_);
+    virtual_devices_.clear();
   }
   // The writer's last write first, while the devices (and their fabric counters) are still
   // there; then the devices, outside the lock: stopping async threads waits for them.

@@ -7,11 +7,13 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "core/device/device_runtime.h"
 #include "ibv/library.h"
 #include "nccl_net/types.h"
+#include "roce/result.h"
 
 namespace roce {
 
@@ -27,9 +29,20 @@ class Plugin {
   bool finalize() noexcept;
 
   bool initialized() const;
+  // The physical devices (ports) NCCL sees in devices(); virtual NICs follow them.
   int device_count() const;
-  // nullptr when not initialised or out of range.
+  // nullptr when not initialised or out of range. For a virtual NIC, its first member: the
+  // device whose GID, address and class a connection's handshake uses.
   std::shared_ptr<DeviceRuntime> device(int dev) const;
+
+  // makeVDevice with two or more members: a virtual NIC, numbered after the physical devices
+  // and the virtual NICs made before it. The same member list gives the same number again (NCCL
+  // fuses once per communicator), so the table stays bounded. Fails with the reason: a member
+  // that is not a physical device, a member named twice, more than kMaxVirtualMembers.
+  Result<int> add_virtual_device(std::span<const int> members);
+  // The physical members of dev in order: {dev} for a physical device, the fused devices for a
+  // virtual NIC, empty when dev does not exist.
+  std::vector<int> members_of(int dev) const;
 
   ~Plugin();
 
@@ -41,6 +54,11 @@ class Plugin {
   int refs_ = 0;
   std::shared_ptr<const ibv::Library> library_;
   std::vector<std::shared_ptr<DeviceRuntime>> devices_;
+  std::vector<std::vector<int>> virtual_devices_;  // members, by number - device_count()
 };
+
+// The most members a virtual NIC can have: NCCL_NET_MAX_DEVS_PER_NIC of ncclNet v12 (v9..v11
+// tables hold 4; abi/ checks each table's capacity).
+inline constexpr int kMaxVirtualMembers = 8;
 
 }  // namespace roce

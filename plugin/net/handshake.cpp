@@ -93,6 +93,28 @@ RejectReason check_endpoint(const EndpointInfo& endpoint, std::string* detail) {
               std::to_string(kMaxQpsPerConnection);
     return RejectReason::BadQpCount;
   }
+  if (endpoint.member_count < 1 || endpoint.member_count > kMaxMembers ||
+      endpoint.more_members.size() + 1 != endpoint.member_count ||
+      endpoint.qps.size() % endpoint.member_count != 0) {
+    *detail = "member count " + std::to_string(endpoint.member_count) + " with " +
+              std::to_string(endpoint.more_members.size()) + " further members and " +
+              std::to_string(endpoint.qps.size()) + " QPs: a NIC has 1.." +
+              std::to_string(kMaxMembers) + " members and the same number of QPs on each";
+    return RejectReason::BadMembers;
+  }
+  for (size_t i = 0; i < endpoint.more_members.size(); ++i) {
+    const MemberInfo& member = endpoint.more_members[i];
+    if (is_zero(member.gid)) {
+      *detail = "member " + std::to_string(i + 1) + "'s GID (index " +
+                std::to_string(member.gid_index) + ") is all zero";
+      return RejectReason::ZeroGid;
+    }
+    if (mtu_bytes(member.mtu) == 0) {
+      *detail = "member " + std::to_string(i + 1) + "'s MTU code " + std::to_string(member.mtu) +
+                " is not an ibv_mtu (1=256 .. 5=4096)";
+      return RejectReason::BadMtu;
+    }
+  }
   for (size_t i = 0; i < endpoint.qps.size(); ++i) {
     const QpInfo& qp = endpoint.qps[i];
     if (qp.qpn == 0 || qp.qpn > kMaxQpn) {
@@ -143,6 +165,12 @@ void write_endpoint(ByteWriter& writer, const EndpointInfo& endpoint) {
     writer.u32(qp.qpn);
     writer.u32(qp.psn);
   }
+  writer.u8(endpoint.member_count);
+  for (const MemberInfo& member : endpoint.more_members) {
+    writer.bytes(member.gid);
+    writer.u8(member.gid_index);
+    writer.u8(member.mtu);
+  }
 }
 
 void write_ring(ByteWriter& writer, const RemoteRing& ring) {
@@ -170,6 +198,20 @@ bool read_endpoint(ByteReader& reader, EndpointInfo* endpoint) {
   for (QpInfo& qp : endpoint->qps) {
     reader.u32(&qp.qpn);
     reader.u32(&qp.psn);
+  }
+  if (!reader.u8(&endpoint->member_count)) {
+    return false;
+  }
+  // 18 bytes per further member, checked before resizing as for the QPs.
+  const size_t more = endpoint->member_count > 0 ? endpoint->member_count - 1U : 0U;
+  if (reader.remaining() < more * 18) {
+    return false;
+  }
+  endpoint->more_members.resize(more);
+  for (MemberInfo& member : endpoint->more_members) {
+    reader.bytes(member.gid);
+    reader.u8(&member.gid_index);
+    reader.u8(&member.mtu);
   }
   return true;
 }
@@ -218,9 +260,15 @@ bool read_body(ByteReader& reader, MessageKind kind, HandshakeMessage* message) 
     }
     case MessageKind::ConnectReply: {
       ConnectReply reply;
+      uint8_t rkeys = 0;
       if (!reader.u64(&reply.nonce) || !read_endpoint(reader, &reply.endpoint) ||
-          !read_ring(reader, &reply.sizes_area) || !read_ece(reader, &reply.ece)) {
+          !read_ring(reader, &reply.sizes_area) || !read_ece(reader, &reply.ece) ||
+          !reader.u8(&rkeys) || reader.remaining() < size_t{rkeys} * 4) {
         return false;
+      }
+      reply.more_sizes_rkeys.resize(rkeys);
+      for (uint32_t& rkey : reply.more_sizes_rkeys) {
+        reader.u32(&rkey);
       }
       *message = std::move(reply);
       return true;
@@ -300,6 +348,8 @@ const char* reject_reason_name(RejectReason reason) {
       return "invalid split mode";
     case RejectReason::BadEce:
       return "invalid ECE";
+    case RejectReason::BadMembers:
+      return "invalid virtual NIC members";
     case RejectReason::TrafficClassMismatch:
       return "traffic class mismatch";
     case RejectReason::QpCountMismatch:
@@ -312,6 +362,8 @@ const char* reject_reason_name(RejectReason reason) {
       return "shutting down";
     case RejectReason::Internal:
       return "internal error";
+    case RejectReason::MemberCountMismatch:
+      return "virtual NIC member count mismatch";
   }
   return "unknown reason";
 }
@@ -387,6 +439,13 @@ RejectReason validate_message(const HandshakeMessage& message, const DecodeExpec
     }
     if (reason == RejectReason::None) {
       reason = check_ece(reply->ece, detail);
+    }
+    if (reason == RejectReason::None &&
+        reply->more_sizes_rkeys.size() + 1 != reply->endpoint.member_count) {
+      *detail = std::to_string(reply->more_sizes_rkeys.size()) +
+                " sizes-area keys for members after the first, but " +
+                std::to_string(reply->endpoint.member_count) + " members";
+      reason = RejectReason::BadMembers;
     }
     return reason;
   }
@@ -487,6 +546,10 @@ Result<std::vector<uint8_t>> encode_message(const HandshakeMessage& message) {
     write_endpoint(writer, reply->endpoint);
     write_ring(writer, reply->sizes_area);
     write_ece(writer, reply->ece);
+    writer.u8(static_cast<uint8_t>(reply->more_sizes_rkeys.size()));
+    for (const uint32_t rkey : reply->more_sizes_rkeys) {
+      writer.u32(rkey);
+    }
   } else if (const auto* ready = std::get_if<Ready>(&message)) {
     writer.u64(ready->nonce);
   } else {

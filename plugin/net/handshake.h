@@ -26,8 +26,10 @@ namespace roce::net {
 
 inline constexpr uint32_t kHandshakeMagic = 0x53484352;  // "RCHS"
 // 2: ConnectRequest.split_data; 3: ECE at the end of the request and the reply, and the listen
-// nonce at the end of a Reject.
-inline constexpr uint16_t kHandshakeVersion = 3;
+// nonce at the end of a Reject; 4: the members of a virtual NIC (issue 48): each endpoint's
+// member count and, per member after the first, its GID, GID index and MTU; the reply's sizes
+// area rkey per member after the first.
+inline constexpr uint16_t kHandshakeVersion = 4;
 inline constexpr size_t kHandshakeHeaderSize = 12;
 
 inline constexpr size_t kMaxQpsPerConnection = 128;  // NCCL_IB_QPS_PER_CONNECTION's range
@@ -41,6 +43,7 @@ inline constexpr uint32_t kMaxRingSlots = 65536;     // slot counts are powers o
 inline constexpr uint32_t kMaxRingSlotSize = 65536;  // bytes, a multiple of 8
 inline constexpr uint64_t kMaxRingBytes = 64ULL << 20;
 inline constexpr uint32_t kMaxRecvsLimit = 8;  // ncclNet maxRecvs we can group
+inline constexpr uint8_t kMaxMembers = 8;      // ncclNet v12's NCCL_NET_MAX_DEVS_PER_NIC
 
 enum class MessageKind : uint16_t { ConnectRequest = 1, ConnectReply = 2, Ready = 3, Reject = 4 };
 
@@ -67,6 +70,7 @@ enum class RejectReason : uint16_t {
   BadRejectText = 18,
   BadSplitMode = 19,
   BadEce = 20,
+  BadMembers = 21,
   // Sent in a Reject by a peer whose decoder accepted the message but who cannot go on.
   TrafficClassMismatch = 100,
   QpCountMismatch = 101,
@@ -74,6 +78,7 @@ enum class RejectReason : uint16_t {
   ResourceFailure = 103,
   ShuttingDown = 104,
   Internal = 105,
+  MemberCountMismatch = 106,
 };
 
 const char* reject_reason_name(RejectReason reason);
@@ -107,9 +112,21 @@ struct Ece {
   bool operator==(const Ece&) const = default;
 };
 
+// A member of a virtual NIC after the first (the first is EndpointInfo's own GID and MTU). Wire:
+// GID [16], GID index u8, MTU u8.
+struct MemberInfo {
+  std::array<uint8_t, 16> gid{};
+  uint8_t gid_index = 0;
+  uint8_t mtu = 0;
+  bool operator==(const MemberInfo&) const = default;
+};
+
 // Fields shared by the request and the reply, in wire order: plugin version u32, device name
 // (length u8 + printable ASCII), GID [16], GID index u8, port MTU u8 (an ibv_mtu: 1=256 ..
-// 5=4096), traffic class u16, service level u8, QP count u8, then per QP qpn u32 and psn u32.
+// 5=4096), traffic class u16, service level u8, QP count u8, then per QP qpn u32 and psn u32,
+// then the member count u8 (1 for a port, up to kMaxMembers for a virtual NIC) and a MemberInfo
+// per member after the first. The QPs are the members' in blocks: QP q is on member
+// q / (QP count / member count), so the QP count is a multiple of the member count.
 struct EndpointInfo {
   uint32_t plugin_version = 0;  // (major << 16) | (minor << 8) | patch
   std::string device_name;
@@ -119,6 +136,8 @@ struct EndpointInfo {
   uint16_t traffic_class = 0;
   uint8_t service_level = 0;
   std::vector<QpInfo> qps;
+  uint8_t member_count = 1;
+  std::vector<MemberInfo> more_members;  // member_count - 1 entries
   bool operator==(const EndpointInfo&) const = default;
 };
 
@@ -137,12 +156,15 @@ struct ConnectRequest {
 };
 
 // Body: nonce u64 (echoed), EndpointInfo, then the sizes area (address u64, rkey u32, slot count
-// u32, slot size u32) and the receiver's Ece.
+// u32, slot size u32), the receiver's Ece, and the count u8 and rkeys u32 of the sizes area's
+// registrations on the members after the first (one per member: the sender writes the sizes of a
+// multi-receive through the member that carries it).
 struct ConnectReply {
   uint64_t nonce = 0;
   EndpointInfo endpoint;
   RemoteRing sizes_area;
   Ece ece;  // what the receiver's device reduced the sender's ECE to; unsupported: all zero
+  std::vector<uint32_t> more_sizes_rkeys;  // endpoint.member_count - 1 entries
   bool operator==(const ConnectReply&) const = default;
 };
 

@@ -254,12 +254,18 @@ bool read_gid_selection(Reader& reader, Config* config) {
   assign(roce_version, &config->roce_version);
   std::optional<bool> pci_order;
   std::optional<bool> query_speed;
+  std::optional<bool> merge_nics;
+  std::optional<bool> merge_vfs;
   if (!reader.boolean("NCCL_IB_DEVICE_PCI_ORDER", &pci_order) ||
-      !reader.boolean("NCCL_IB_QUERY_PORT_SPEED", &query_speed)) {
+      !reader.boolean("NCCL_IB_QUERY_PORT_SPEED", &query_speed) ||
+      !reader.boolean("NCCL_IB_MERGE_NICS", &merge_nics) ||
+      !reader.boolean("NCCL_IB_MERGE_VFS", &merge_vfs)) {
     return false;
   }
   assign(pci_order, &config->device_pci_order);
   assign(query_speed, &config->query_port_speed);
+  assign(merge_nics, &config->merge_nics);
+  assign(merge_vfs, &config->merge_vfs);
   if (const auto hca = reader.text("NCCL_IB_HCA")) {
     config->ib_hca = *hca;
   }

@@ -29,6 +29,8 @@ struct Config {
   int roce_version = 2;          // NCCL_IB_ROCE_VERSION_NUM (1 is refused with a hint)
   bool device_pci_order = true;  // NCCL_IB_DEVICE_PCI_ORDER: devices sorted by PCI path
   bool query_port_speed = true;  // NCCL_IB_QUERY_PORT_SPEED: ibv_query_port_speed first
+  bool merge_nics = true;        // NCCL_IB_MERGE_NICS: pciPath folded, makeVDevice fuses
+  bool merge_vfs = true;         // NCCL_IB_MERGE_VFS: the fold takes the device digits too
 
   // Traffic class and service level. traffic_class is set when any of NCCL_ROCE_TC,
   // NCCL_ROCE_DSCP (tc = dscp << 2) or NCCL_IB_TC is set, in that order of precedence; otherwise

@@ -109,6 +109,21 @@ constexpr Setting kRegistry[] = {
       "only.",
       "boolean", "NCCL_IB_QUERY_PORT_SPEED", ""},
      K::Boolean},
+    {{"NCCL_IB_MERGE_NICS", "1", "0, 1",
+      "1: each device reports NCCL a pciPath with the PCI function digit set to 0, as net_ib "
+      "does, so the ports of a dual-port card (one PCI function each) share a path and NCCL's "
+      "default NCCL_NET_MERGE_LEVEL (PORT) fuses them into one virtual NIC (makeVDevice), whose "
+      "connections run QPs on every member. 0: each device reports its real path and "
+      "makeVDevice refuses more than one member, so NCCL never fuses.",
+      "boolean", "NCCL_IB_MERGE_NICS",
+      "NCCL_NET_MERGE_LEVEL=LOC also keeps NICs apart (NCCL never proposes a merge)."},
+     K::Boolean},
+    {{"NCCL_IB_MERGE_VFS", "1", "0, 1",
+      "1: the folded pciPath also sets the PCI device digits to 00, so the virtual functions of "
+      "a card fuse with it as well, as in net_ib; the reported port (verbs port + realPort) "
+      "counts the devices that share the folded path. 0: only the function digit is folded.",
+      "boolean", "NCCL_IB_MERGE_VFS", "Only with NCCL_IB_MERGE_NICS=1 for the path."},
+     K::Boolean},
 
     // Queue pairs.
     {{"NCCL_IB_TIMEOUT", "20", "0..31",
@@ -285,15 +300,6 @@ constexpr Setting kRegistry[] = {
      0,
      86400000},
     // Recognised NCCL settings that this plugin does not apply.
-    {{"NCCL_IB_MERGE_NICS", "", "",
-      "Ignored: the plugin never fuses ports into virtual NICs on its own; each port is one "
-      "device.",
-      "", "NCCL_IB_MERGE_NICS", "", false},
-     K::Recognised},
-    {{"NCCL_IB_MERGE_VFS", "", "",
-      "Ignored: pciPath is the device's real sysfs path, virtual functions are not merged.", "",
-      "NCCL_IB_MERGE_VFS", "", false},
-     K::Recognised},
     {{"NCCL_IB_DATA_DIRECT", "", "", "Ignored: mlx5 Data-Direct is not used.", "",
       "NCCL_IB_DATA_DIRECT", "", false},
      K::Recognised},

@@ -15,16 +15,20 @@ def write(target, name, data):
 
 
 # Handshake: 12-byte header (magic, version, kind, body length), then the body.
-def message(kind, body, version=3):
+def message(kind, body, version=4):
     return struct.pack("<IHHI", 0x53484352, version, kind, len(body)) + body
 
 
-def endpoint(name=b"vroce0", qps=((0x11, 0x100),), tc=106, sl=3, mtu=5):
+def endpoint(name=b"vroce0", qps=((0x11, 0x100),), tc=106, sl=3, mtu=5, more_members=()):
     gid = bytes(10) + b"\xff\xff" + bytes([10, 0, 0, 1])
     out = struct.pack("<IB", 0x000100, len(name)) + name + gid
     out += struct.pack("<BBHBB", 3, mtu, tc, sl, len(qps))
     for qpn, psn in qps:
         out += struct.pack("<II", qpn, psn)
+    # Version 4: the member count, then GID, GID index and MTU of each member after the first.
+    out += struct.pack("<B", 1 + len(more_members))
+    for member_gid in more_members:
+        out += member_gid + struct.pack("<BB", 3, mtu)
     return out
 
 
@@ -39,15 +43,25 @@ write("handshake", "request", request)
 write("handshake", "request_4qps",
       message(1, struct.pack("<Q", nonce) + endpoint(qps=((1, 2), (3, 4), (5, 6), (7, 8))) + ring +
               struct.pack("<IB", 1, 1) + no_ece))
+# The reply ends with the count and the rkeys of the sizes area on the members after the first.
 write("handshake", "reply",
       message(2, struct.pack("<Q", nonce) + endpoint(b"mlx5_0") +
-              struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32) + ece))
+              struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32) + ece + struct.pack("<B", 0)))
+member_gid = bytes(10) + b"\xff\xff" + bytes([10, 0, 1, 1])
+write("handshake", "request_two_members",
+      message(1, struct.pack("<Q", nonce) +
+              endpoint(qps=((1, 2), (3, 4)), more_members=(member_gid,)) + ring +
+              struct.pack("<IB", 8, 0) + ece))
+write("handshake", "reply_two_members",
+      message(2, struct.pack("<Q", nonce) +
+              endpoint(b"mlx5_0", qps=((1, 2), (3, 4)), more_members=(member_gid,)) +
+              struct.pack("<QIII", 0x7F0000002000, 0x99, 32, 32) + ece + struct.pack("<BI", 1, 0x77)))
 write("handshake", "ready", message(3, struct.pack("<Q", nonce)))
 text = b"traffic class mismatch: 106 vs 0"
 # A Reject ends with the listen nonce (version 3; 0 when the sender of the Reject does not know it).
 write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + text +
                                      struct.pack("<Q", nonce)))
-write("handshake", "future_version", message(1, request[12:], version=4))
+write("handshake", "future_version", message(1, request[12:], version=5))
 
 # Listen handle: 48 bytes.
 def handle(family, port, addr, stage=0):

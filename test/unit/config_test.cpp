@@ -252,10 +252,24 @@ TEST_CASE("NCCL_IB_FIFO_TC is its own class, independent of the traffic class", 
 
 TEST_CASE("recognised NCCL settings that are not applied are reported with what happens instead",
           "[config]") {
-  const roce::Config config = parse({{"NCCL_IB_DATA_DIRECT", "0"}, {"NCCL_IB_MERGE_NICS", "0"}});
+  const roce::Config config =
+      parse({{"NCCL_IB_DATA_DIRECT", "0"}, {"NCCL_IB_WARN_RAIL_LOCAL", "0"}});
   CHECK(has_note(config, "NCCL_IB_DATA_DIRECT=0: Ignored: mlx5 Data-Direct is not used"));
-  CHECK(has_note(config, "NCCL_IB_MERGE_NICS=0: Ignored"));
+  CHECK(has_note(config, "NCCL_IB_WARN_RAIL_LOCAL=0: Ignored"));
   CHECK(config.notes.size() == 2);
+}
+
+TEST_CASE("NCCL_IB_MERGE_NICS and NCCL_IB_MERGE_VFS are applied, on by default as in net_ib",
+          "[config]") {
+  const roce::Config defaults = parse({});
+  CHECK(defaults.merge_nics);
+  CHECK(defaults.merge_vfs);
+  const roce::Config off = parse({{"NCCL_IB_MERGE_NICS", "0"}, {"NCCL_IB_MERGE_VFS", "0"}});
+  CHECK_FALSE(off.merge_nics);
+  CHECK_FALSE(off.merge_vfs);
+  // Applied settings, not "recognised but ignored" ones.
+  CHECK_FALSE(has_note(off, "NCCL_IB_MERGE_NICS=0: Ignored"));
+  CHECK_FALSE(has_note(off, "NCCL_IB_MERGE_VFS=0: Ignored"));
 }
 
 TEST_CASE("ECE and adaptive routing take NCCL's settings and defaults", "[config]") {

@@ -78,3 +78,44 @@ TEST_CASE("the functions of one PCI device get distinct reported ports", "[order
   CHECK(devices[3].port + devices[3].real_port == 1);
   CHECK(devices[4].port + devices[4].real_port == 2);
 }
+
+TEST_CASE("pciPath is folded as net_ib folds it: the function digit, and virtual functions",
+          "[order]") {
+  const std::string root = "/sys/devices/pci0000:3a/0000:3a:00.0/";
+  CHECK(roce::fold_pci_path(root + "0000:3b:00.1", false) == root + "0000:3b:00.0");
+  CHECK(roce::fold_pci_path(root + "0000:3b:00.1", true) == root + "0000:3b:00.0");
+  // A virtual function (device 02, function 3) folds onto its card only with NCCL_IB_MERGE_VFS.
+  CHECK(roce::fold_pci_path(root + "0000:3b:02.3", false) == root + "0000:3b:02.0");
+  CHECK(roce::fold_pci_path(root + "0000:3b:02.3", true) == root + "0000:3b:00.0");
+  // Not a PCI address: left alone rather than corrupted.
+  CHECK(roce::fold_pci_path("/sys/devices/virtual/net/x1", true) == "/sys/devices/virtual/net/x1");
+  CHECK(roce::fold_pci_path("", true).empty());
+}
+
+TEST_CASE("both functions of a dual-port card report one pciPath unless NCCL_IB_MERGE_NICS=0",
+          "[order]") {
+  std::vector<PluginDevice> devices = {
+      device("mlx5_0", 1, "/sys/devices/pci0000:3a/0000:3b:00.0"),
+      device("mlx5_1", 1, "/sys/devices/pci0000:3a/0000:3b:00.1"),
+      device("mlx5_2", 1, "/sys/devices/pci0000:3a/0000:3b:01.2"),  // a VF of the same card
+      device("nopci", 1, nullptr),
+  };
+  roce::assign_reported_pci_paths(devices, true, true);
+  CHECK(devices[0].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:00.0");
+  CHECK(devices[1].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:00.0");
+  CHECK(devices[2].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:00.0");
+  CHECK_FALSE(devices[3].reported_pci_path.has_value());
+  roce::assign_real_ports(devices, true);
+  CHECK(devices[2].real_port == 2);  // net_ib counts the VF too
+  roce::assign_real_ports(devices, false);
+  CHECK(devices[2].real_port == 0);
+
+  roce::assign_reported_pci_paths(devices, true, false);
+  CHECK(devices[1].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:00.0");
+  CHECK(devices[2].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:01.0");
+
+  roce::assign_reported_pci_paths(devices, false, true);
+  CHECK(devices[0].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:00.0");
+  CHECK(devices[1].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:00.1");
+  CHECK(devices[2].reported_pci_path == "/sys/devices/pci0000:3a/0000:3b:01.2");
+}

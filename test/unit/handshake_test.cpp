@@ -203,15 +203,64 @@ TEST_CASE("the request and the reply carry ECE, all zero when unsupported", "[ha
 
 TEST_CASE("another protocol version is refused naming both versions", "[handshake]") {
   // Version 1 had no split mode in the request (before NCCL_IB_SPLIT_DATA_ON_QPS), version 2 no
-  // ECE (before NCCL_IB_ECE_ENABLE).
-  for (const uint8_t older : {uint8_t{1}, uint8_t{2}}) {
+  // ECE (before NCCL_IB_ECE_ENABLE), version 3 no virtual NIC members (issue 48).
+  for (const uint8_t older : {uint8_t{1}, uint8_t{2}, uint8_t{3}}) {
     const DecodeResult result = decode_mutated(request(), [&](auto& b) { b[4] = older; });
     CHECK(result.reason == RejectReason::UnsupportedVersion);
     CHECK_THAT(result.detail,
                Catch::Contains("peer speaks handshake version " + std::to_string(older)) &&
-                   Catch::Contains("speaks version 3") &&
+                   Catch::Contains("speaks version 4") &&
                    Catch::Contains("nccl-net-roce " ROCE_VERSION));
   }
+}
+
+TEST_CASE("a virtual NIC's members travel in the request and the reply", "[handshake]") {
+  ConnectRequest two = request();  // 4 QPs: 2 per member
+  two.endpoint.member_count = 2;
+  two.endpoint.more_members.push_back(
+      {{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9}, 1, 5});
+  CHECK(std::get<ConnectRequest>(round_trip(two)) == two);
+  ConnectReply reply_two = reply();
+  reply_two.endpoint.member_count = 2;
+  reply_two.endpoint.more_members.push_back(
+      {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 3, 4});
+  reply_two.more_sizes_rkeys = {0x4242};
+  CHECK(std::get<ConnectReply>(round_trip(reply_two)) == reply_two);
+
+  // The QPs must split evenly over the members.
+  ConnectRequest three = two;
+  three.endpoint.member_count = 3;
+  three.endpoint.more_members.push_back(two.endpoint.more_members[0]);
+  DecodeResult result = refusal_of(three);
+  CHECK(result.reason == RejectReason::BadMembers);
+  CHECK_THAT(result.detail, Catch::Contains("member count 3") && Catch::Contains("4 QPs"));
+  // A member count that disagrees with the members listed, or above 8.
+  ConnectRequest missing = two;
+  missing.endpoint.more_members.clear();
+  CHECK(refusal_of(missing).reason == RejectReason::BadMembers);
+  ConnectRequest zero = request();
+  zero.endpoint.member_count = 0;
+  CHECK(refusal_of(zero).reason == RejectReason::BadMembers);
+  // A member without a usable GID or MTU.
+  ConnectRequest no_gid = two;
+  no_gid.endpoint.more_members[0].gid = {};
+  result = refusal_of(no_gid);
+  CHECK(result.reason == RejectReason::ZeroGid);
+  CHECK_THAT(result.detail, Catch::Contains("member 1"));
+  ConnectRequest bad_mtu = two;
+  bad_mtu.endpoint.more_members[0].mtu = 9;
+  CHECK(refusal_of(bad_mtu).reason == RejectReason::BadMtu);
+  // The reply carries one sizes-area key per member after the first.
+  ConnectReply keys = reply_two;
+  keys.more_sizes_rkeys.clear();
+  result = refusal_of(keys);
+  CHECK(result.reason == RejectReason::BadMembers);
+  CHECK_THAT(result.detail, Catch::Contains("sizes-area keys"));
+  // A lying member count cannot make the decoder read past the message.
+  const DecodeResult truncated = decode_mutated(two, [](auto& b) { b.resize(b.size() - 10); });
+  CHECK_FALSE(truncated.ok());
+  CHECK(reject_reason_name(static_cast<uint16_t>(RejectReason::MemberCountMismatch)) ==
+        "virtual NIC member count mismatch");
 }
 
 TEST_CASE("an unknown message kind is refused", "[handshake]") {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "core/api.h"
 #include "core/connect/handshake_checks.h"
@@ -40,6 +41,25 @@ std::shared_ptr<DeviceRuntime> device_or_warn(const char* entry, int dev) {
   return device;
 }
 
+// The devices a comm on plugin device `dev` runs on: the port, or the virtual NIC's members;
+// empty (after a WARN) when one is gone.
+std::optional<CommDevices> comm_devices(const char* entry, int dev) {
+  CommDevices devices;
+  devices.id = dev;
+  for (const int member : Plugin::instance().members_of(dev)) {
+    auto device = device_or_warn(entry, member);
+    if (device == nullptr) {
+      return std::nullopt;
+    }
+    devices.members.push_back(std::move(device));
+  }
+  if (devices.members.empty()) {
+    device_or_warn(entry, dev);
+    return std::nullopt;
+  }
+  return devices;
+}
+
 // The GID's address, or (not an address of this namespace) NCCL_SOCKET_IFNAME's / the default
 // route's, as net_ib does.
 Result<ListenAddressChoice> listen_address_for(const DeviceRuntime& device) {
@@ -67,10 +87,11 @@ Result<ListenAddressChoice> listen_address_for(const DeviceRuntime& device) {
 }  // namespace
 
 ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm) {
-  auto device = device_or_warn("listen", dev);
-  if (device == nullptr) {
+  std::optional<CommDevices> devices = comm_devices("listen", dev);
+  if (!devices) {
     return ncclInvalidArgument;
   }
+  const std::shared_ptr<DeviceRuntime> device = devices->members.front();
   auto offer = local_class_offer(traffic_class);
   if (!offer) {
     ROCE_WARN(NCCL_NET, "listen on {}: {}", device->name(), offer.error());
@@ -99,7 +120,7 @@ ncclResult_t listen(int dev, int traffic_class, void* handle, void** listen_comm
   std::memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
   net::encode_listen_handle(
       out, std::span<uint8_t>(static_cast<uint8_t*>(handle), NCCL_NET_HANDLE_MAXSIZE));
-  auto* comm = new ListenComm(device, std::move(*listener), *nonce, *offer);
+  auto* comm = new ListenComm(std::move(*devices), std::move(*listener), *nonce, *offer);
   ROCE_INFO(NCCL_NET, "listening on {} at {} ({})", device->name(), comm->address().to_string(),
             bind->why);
   *listen_comm = static_cast<Comm*>(comm);
@@ -117,10 +138,11 @@ ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm)
     it = g_attempts.end();
   }
   if (it == g_attempts.end()) {
-    auto device = device_or_warn("connect", dev);
-    if (device == nullptr) {
+    std::optional<CommDevices> devices = comm_devices("connect", dev);
+    if (!devices) {
       return ncclInvalidArgument;
     }
+    const std::shared_ptr<DeviceRuntime>& device = devices->members.front();
     auto decoded = net::decode_listen_handle(bytes);
     if (!decoded) {
       ROCE_WARN(NCCL_NET, "connect on {}: the handle is not a RoCE listen handle: {}",
@@ -128,7 +150,7 @@ ncclResult_t connect(int dev, int traffic_class, void* handle, void** send_comm)
       return ncclInvalidArgument;
     }
     ncclResult_t result = ncclSuccess;
-    auto connector = SendConnector::start(device, traffic_class, *decoded, &result);
+    auto connector = SendConnector::start(*devices, traffic_class, *decoded, &result);
     if (connector == nullptr) {
       return result;
     }

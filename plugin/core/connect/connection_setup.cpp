@@ -44,9 +44,11 @@ Result<ClassOffer> local_class_offer(int comm_traffic_class) {
   return offer;
 }
 
-net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class, int service_level,
+net::EndpointInfo local_endpoint(const std::vector<std::shared_ptr<DeviceRuntime>>& members,
+                                 int traffic_class, int service_level,
                                  const std::vector<std::unique_ptr<verbs::QueuePair>>& qps,
                                  const std::vector<uint32_t>& psns) {
+  const DeviceRuntime& device = *members.front();
   net::EndpointInfo info;
   info.plugin_version = net::plugin_version_code();
   info.device_name = device.name();
@@ -58,7 +60,22 @@ net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class,
   for (size_t i = 0; i < qps.size(); ++i) {
     info.qps.push_back(net::QpInfo{qps[i]->qp_num(), psns[i]});
   }
+  info.member_count = static_cast<uint8_t>(members.size());
+  for (size_t m = 1; m < members.size(); ++m) {
+    const DeviceRuntime& member = *members[m];
+    info.more_members.push_back(net::MemberInfo{member.info().gid.entry.gid,
+                                                static_cast<uint8_t>(member.gid_index()),
+                                                static_cast<uint8_t>(member.info().active_mtu)});
+  }
   return info;
+}
+
+std::string devices_name(const std::vector<std::shared_ptr<DeviceRuntime>>& members) {
+  std::string name;
+  for (const auto& member : members) {
+    name += (name.empty() ? "" : "+") + member->name();
+  }
+  return name;
 }
 
 std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint) {

@@ -48,10 +48,15 @@ inline constexpr size_t kMaxHandshakeFrame = 4096;
 // (NCCL_NET_TRAFFIC_CLASS_UNDEF: none); fails for an invalid class.
 Result<ClassOffer> local_class_offer(int comm_traffic_class);
 
-// This side's EndpointInfo: device, GID, MTU, class and SL, and each QP with its starting PSN.
-net::EndpointInfo local_endpoint(const DeviceRuntime& device, int traffic_class, int service_level,
+// This side's EndpointInfo: device, GID, MTU, class and SL, and each QP with its starting PSN;
+// for a virtual NIC the GID and MTU of every member after the first.
+net::EndpointInfo local_endpoint(const std::vector<std::shared_ptr<DeviceRuntime>>& members,
+                                 int traffic_class, int service_level,
                                  const std::vector<std::unique_ptr<verbs::QueuePair>>& qps,
                                  const std::vector<uint32_t>& psns);
+
+// "mlx5_0", or a virtual NIC's "mlx5_0+mlx5_1", for logs.
+std::string devices_name(const std::vector<std::shared_ptr<DeviceRuntime>>& members);
 
 // "10.0.0.2:41234 (dev mlx5_1, gid ::ffff:10.0.0.2)" for logs and errors.
 std::string describe_peer(const net::SocketAddress& address, const net::EndpointInfo* endpoint);

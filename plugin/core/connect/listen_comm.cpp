@@ -13,9 +13,10 @@
 
 namespace roce {
 
-ListenComm::ListenComm(std::shared_ptr<DeviceRuntime> device, net::Listener listener,
-                       uint64_t nonce, ClassOffer offer)
-    : Comm(CommKind::Listen, std::move(device)),
+ListenComm::ListenComm(CommDevices devices, net::Listener listener, uint64_t nonce,
+                       ClassOffer offer)
+    : Comm(CommKind::Listen, devices.members.front()),
+      devices_(std::move(devices)),
       listener_(std::move(listener)),
       nonce_(nonce),
       offer_(std::move(offer)),
@@ -138,8 +139,8 @@ void ListenComm::take_new_connections() {
         continue;
       }
     }
-    pending_.push_back(std::make_unique<PendingAccept>(device_ptr(), std::move(socket), nonce_,
-                                                       offer_, settings_));
+    pending_.push_back(
+        std::make_unique<PendingAccept>(devices_, std::move(socket), nonce_, offer_, settings_));
   }
 }
 

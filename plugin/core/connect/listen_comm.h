@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
+#include "core/datapath/comm_setup.h"
 #include "net/socket.h"
 
 namespace roce {
@@ -32,8 +33,8 @@ class ListenComm final : public Comm {
   static constexpr int kMaxAcceptsPerCall = 64;
   static constexpr uint64_t kMaxLoggedRefusals = 16;
 
-  ListenComm(std::shared_ptr<DeviceRuntime> device, net::Listener listener, uint64_t nonce,
-             ClassOffer offer);
+  // devices: the port, or the virtual NIC's members, that accepted comms run on.
+  ListenComm(CommDevices devices, net::Listener listener, uint64_t nonce, ClassOffer offer);
   ~ListenComm() override;
 
   // ncclSuccess with *comm null: nothing ready yet; call again. Set: the new RecvComm, as the
@@ -58,6 +59,7 @@ class ListenComm final : public Comm {
   // resources were dropped.
   static void give_memory_back() noexcept;
 
+  CommDevices devices_;
   net::Listener listener_;
   uint64_t nonce_;
   ClassOffer offer_;

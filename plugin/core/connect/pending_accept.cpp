@@ -12,9 +12,10 @@
 
 namespace roce {
 
-PendingAccept::PendingAccept(std::shared_ptr<DeviceRuntime> device, net::Socket socket,
-                             uint64_t nonce, ClassOffer offer, const ConnectionSettings& settings)
-    : device_(std::move(device)),
+PendingAccept::PendingAccept(const CommDevices& devices, net::Socket socket, uint64_t nonce,
+                             ClassOffer offer, const ConnectionSettings& settings)
+    : device_(devices.members.front()),
+      devices_(devices),
       channel_(std::move(socket), net::Clock::now() + settings.handshake_timeout,
                kMaxHandshakeFrame),
       nonce_(nonce),
@@ -46,7 +47,7 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
         setup_.peer = peer_text_;
         *comm = new RecvComm(device_, std::move(setup_));
         ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}, {}{}",
-                  device_->name(), peer_text_, (*comm)->qp_count(),
+                  devices_name(devices_.members), peer_text_, (*comm)->qp_count(),
                   (*comm)->qp_count() == 1 ? "" : "s", (*comm)->traffic_class(),
                   (*comm)->fifo_traffic_class() != (*comm)->traffic_class()
                       ? fmt::format(" (clear-to-send path tc {}, NCCL_IB_FIFO_TC)",
@@ -132,6 +133,15 @@ PendingAccept::Step PendingAccept::on_await_request() {
   if (auto refusal = check_connect_request(*request)) {
     return reject(refusal->reason, refusal->text);
   }
+  if (request->endpoint.member_count != devices_.members.size()) {
+    // Both ends pair their members index by index (QP q on member q / per-member count).
+    return reject(net::RejectReason::MemberCountMismatch,
+                  fmt::format("the sender's NIC has {} member(s), this receiver's ({}) {}: fuse "
+                              "NICs alike on every node (NCCL_NET_MERGE_LEVEL, "
+                              "NCCL_IB_MERGE_NICS)",
+                              request->endpoint.member_count, devices_name(devices_.members),
+                              devices_.members.size()));
+  }
   auto agreed =
       receiver_agree(offer_, request->endpoint.traffic_class, request->endpoint.service_level)
           .and_then([&](const ClassAgreement& received) {
@@ -149,10 +159,13 @@ PendingAccept::Step PendingAccept::on_await_request() {
   }
   net::ConnectReply reply;
   reply.nonce = nonce_;
-  reply.endpoint =
-      local_endpoint(*device_, agreed->traffic_class, agreed->service_level, setup_.qps, psns_);
+  reply.endpoint = local_endpoint(devices_.members, agreed->traffic_class, agreed->service_level,
+                                  setup_.qps, psns_);
   reply.sizes_area = sizes_area_geometry(setup_.sizes_area.addr(), setup_.sizes_area.rkey());
   reply.ece = ece_to_wire(ece_in_force_);
+  for (size_t m = 1; m < devices_.members.size(); ++m) {
+    reply.more_sizes_rkeys.push_back(setup_.sizes_area.rkey(m));
+  }
   if (const roce::Status queued = queue_message(channel_, reply); !queued) {
     return reject(net::RejectReason::Internal, "cannot send the reply: " + queued.error());
   }
@@ -164,63 +177,100 @@ PendingAccept::Step PendingAccept::on_await_request() {
 void PendingAccept::create_resources(const net::ConnectRequest& request,
                                      const ClassAgreement& agreed) {
   const size_t nqps = request.endpoint.qps.size();
-  const bool flush = settings_.flush && device_->gdr().usable();
-  setup_.cq = create_comm_cq(*device_, static_cast<int>(nqps));
-  const ibv_mtu mtu = link_mtu(device_->info().active_mtu, request.endpoint.mtu);
+  const size_t members = devices_.members.size();
+  const size_t per_member = nqps / members;  // the codec checked that it divides
+  setup_.members = devices_.members;
+  setup_.device_id = devices_.id;
   // As net_ib: the receiver's data QPs carry the clear-to-send writes and the ACKs of the data,
-  // so NCCL_IB_FIFO_TC (when set) is their class; the flush QP keeps the agreed one.
+  // so NCCL_IB_FIFO_TC (when set) is their class; the flush QPs keep the agreed one.
   const int qp_class = settings_.fifo_traffic_class.value_or(agreed.traffic_class);
   // As net_ib: the sender's ECE is set on every QP before RTR, and QP 0's reduced ECE is the
   // reply (a device without ECE answers none).
   const std::optional<ibv_ece> peer_ece = ece_from_wire(request.ece);
   bool ece_set = peer_ece.has_value();
-  for (size_t q = 0; q < nqps; ++q) {
-    setup_.qps.push_back(
-        create_data_qp(*device_, setup_.cq, kRecvQueueDepth, settings_.use_inline));
-    psns_.push_back(random_psn());
-    QpLink link;
-    link.peer_gid = request.endpoint.gid;
-    link.peer_qpn = request.endpoint.qps[q].qpn;
-    link.peer_psn = request.endpoint.qps[q].psn;
-    link.local_psn = psns_.back();
-    link.mtu = mtu;
-    link.traffic_class = static_cast<uint8_t>(qp_class);
-    link.service_level = static_cast<uint8_t>(agreed.service_level);
-    link.timeout = settings_.timeout;
-    link.retry_count = settings_.retry_count;
-    link.pkey_index = settings_.pkey_index;
-    link.access = IBV_ACCESS_REMOTE_WRITE;  // the sender writes data and sizes
-    link.ece = peer_ece;
-    ece_set = connect_qp(*setup_.qps.back(), *device_, link) && ece_set;
+  for (size_t m = 0; m < members; ++m) {
+    // QP q of member m (q / per_member == m) reaches the sender's QP q, on its member m.
+    DeviceRuntime& member = *devices_.members[m];
+    std::shared_ptr<verbs::CompletionQueue> cq =
+        create_comm_cq(member, static_cast<int>(per_member));
+    const ibv_mtu mtu =
+        link_mtu(member.info().active_mtu,
+                 m == 0 ? request.endpoint.mtu : request.endpoint.more_members[m - 1].mtu);
+    for (size_t i = 0; i < per_member; ++i) {
+      const size_t q = m * per_member + i;
+      setup_.qps.push_back(create_data_qp(member, cq, kRecvQueueDepth, settings_.use_inline));
+      psns_.push_back(random_psn());
+      QpLink link;
+      link.peer_gid = m == 0 ? request.endpoint.gid : request.endpoint.more_members[m - 1].gid;
+      link.peer_qpn = request.endpoint.qps[q].qpn;
+      link.peer_psn = request.endpoint.qps[q].psn;
+      link.local_psn = psns_.back();
+      link.mtu = mtu;
+      link.traffic_class = static_cast<uint8_t>(qp_class);
+      link.service_level = static_cast<uint8_t>(agreed.service_level);
+      link.timeout = settings_.timeout;
+      link.retry_count = settings_.retry_count;
+      link.pkey_index = settings_.pkey_index;
+      link.access = IBV_ACCESS_REMOTE_WRITE;  // the sender writes data and sizes
+      link.ece = peer_ece;
+      ece_set = connect_qp(*setup_.qps.back(), member, link) && ece_set;
+    }
+    if (m == 0) {
+      setup_.cq = std::move(cq);
+    } else {
+      setup_.more_cqs.push_back(std::move(cq));
+    }
   }
   ece_in_force_ = ece_set ? setup_.qps.front()->query_ece() : std::nullopt;
   setup_.cts_staging =
       RegisteredBuffer(device_->pd(), size_t{kMaxRequests} * kCtsSlotBytes, IBV_ACCESS_LOCAL_WRITE);
+  // The sender writes a multi-receive's sizes through the member that carries the message.
   setup_.sizes_area =
       RegisteredBuffer(device_->pd(), size_t{kMaxRequests} * kMaxRecvs * sizeof(int32_t),
                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  for (size_t m = 1; m < members; ++m) {
+    setup_.sizes_area.register_also(devices_.members[m]->pd(),
+                                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  }
   setup_.remote_ring_addr = request.cts_ring.address;
   setup_.remote_ring_rkey = request.cts_ring.rkey;
   setup_.traffic_class = agreed.traffic_class;
   setup_.fifo_traffic_class = qp_class;
   setup_.split_data = request.split_data != 0;
+  // GPUDirect flush: a QP connected to itself on every member, since each member's NIC wrote the
+  // messages it carried; all members must offer GPUDirect for any to flush.
+  bool flush = settings_.flush;
+  for (const auto& member : devices_.members) {
+    flush = flush && member->gdr().usable();
+  }
   if (flush) {
-    // A QP connected to itself, on the comm's class, reads back one byte of GPU memory.
     setup_.flush_word = RegisteredBuffer(device_->pd(), 64, IBV_ACCESS_LOCAL_WRITE);
-    setup_.flush_qp = create_data_qp(*device_, setup_.cq, 1, false);  // posts only READs
-    QpLink self;
-    self.peer_gid = device_->info().gid.entry.gid;
-    self.peer_qpn = setup_.flush_qp->qp_num();
-    self.peer_psn = random_psn();
-    self.local_psn = self.peer_psn;
-    self.mtu = device_->info().active_mtu;
-    self.traffic_class = static_cast<uint8_t>(agreed.traffic_class);
-    self.service_level = static_cast<uint8_t>(agreed.service_level);
-    self.timeout = settings_.timeout;
-    self.retry_count = settings_.retry_count;
-    self.pkey_index = settings_.pkey_index;
-    self.access = IBV_ACCESS_REMOTE_READ;
-    connect_qp(*setup_.flush_qp, *device_, self);
+    for (size_t m = 0; m < members; ++m) {
+      DeviceRuntime& member = *devices_.members[m];
+      if (m > 0) {
+        setup_.flush_word.register_also(member.pd(), IBV_ACCESS_LOCAL_WRITE);
+      }
+      // Posts only READs; its completions go to its member's CQ.
+      auto qp = create_data_qp(member, m == 0 ? setup_.cq : setup_.more_cqs[m - 1], 1, false);
+      QpLink self;
+      self.peer_gid = member.info().gid.entry.gid;
+      self.peer_qpn = qp->qp_num();
+      self.peer_psn = random_psn();
+      self.local_psn = self.peer_psn;
+      self.mtu = member.info().active_mtu;
+      self.traffic_class = static_cast<uint8_t>(agreed.traffic_class);
+      self.service_level = static_cast<uint8_t>(agreed.service_level);
+      self.timeout = settings_.timeout;
+      self.retry_count = settings_.retry_count;
+      self.pkey_index = settings_.pkey_index;
+      self.access = IBV_ACCESS_REMOTE_READ;
+      connect_qp(*qp, member, self);
+      if (m == 0) {
+        setup_.flush_qp = std::move(qp);
+      } else {
+        setup_.more_flush_qps.push_back(std::move(qp));
+      }
+    }
   }
 }
 

@@ -29,8 +29,8 @@ class RecvComm;
 
 class PendingAccept {
  public:
-  PendingAccept(std::shared_ptr<DeviceRuntime> device, net::Socket socket, uint64_t nonce,
-                ClassOffer offer, const ConnectionSettings& settings);
+  PendingAccept(const CommDevices& devices, net::Socket socket, uint64_t nonce, ClassOffer offer,
+                const ConnectionSettings& settings);
   ~PendingAccept();  // out of line: the setup's verbs owners are complete only there
 
   enum class Status { Waiting, Connected, Dropped };
@@ -70,7 +70,8 @@ class PendingAccept {
   Step drop(const std::string& message);
   void create_resources(const net::ConnectRequest& request, const ClassAgreement& agreed);
 
-  std::shared_ptr<DeviceRuntime> device_;
+  std::shared_ptr<DeviceRuntime> device_;  // member 0
+  CommDevices devices_;
   net::FramedChannel channel_;
   uint64_t nonce_;
   ClassOffer offer_;

@@ -12,6 +12,7 @@
 #include "core/datapath/send_comm.h"
 #include "core/device/device_runtime.h"
 #include "util/log.h"
+#include "verbs/error.h"
 
 namespace roce {
 namespace {
@@ -45,10 +46,11 @@ void tell_listener_refused(const net::ListenHandle& handle, const std::string& t
 
 }  // namespace
 
-std::unique_ptr<SendConnector> SendConnector::start(const std::shared_ptr<DeviceRuntime>& device,
+std::unique_ptr<SendConnector> SendConnector::start(const CommDevices& devices,
                                                     int comm_traffic_class,
                                                     const net::ListenHandle& handle,
                                                     ncclResult_t* result) {
+  const std::shared_ptr<DeviceRuntime>& device = devices.members.front();
   Result<ClassOffer> offer = local_class_offer(comm_traffic_class);
   if (offer) {
     // What leaves this host is what the override says, when one is set.
@@ -72,7 +74,7 @@ std::unique_ptr<SendConnector> SendConnector::start(const std::shared_ptr<Device
     return nullptr;
   }
   std::unique_ptr<SendConnector> connector(
-      new SendConnector(device, handle, *offer, ConnectionSettings::from_config()));
+      new SendConnector(devices, handle, *offer, ConnectionSettings::from_config()));
   try {
     connector->create_resources();
   } catch (const std::bad_alloc&) {
@@ -96,9 +98,10 @@ std::unique_ptr<SendConnector> SendConnector::start(const std::shared_ptr<Device
   return connector;
 }
 
-SendConnector::SendConnector(std::shared_ptr<DeviceRuntime> device, const net::ListenHandle& handle,
+SendConnector::SendConnector(const CommDevices& devices, const net::ListenHandle& handle,
                              ClassOffer offer, ConnectionSettings settings)
-    : device_(std::move(device)),
+    : device_(devices.members.front()),
+      devices_(devices),
       peer_address_(handle.address),
       nonce_(handle.nonce),
       offer_(std::move(offer)),
@@ -106,18 +109,44 @@ SendConnector::SendConnector(std::shared_ptr<DeviceRuntime> device, const net::L
       peer_text_(handle.address.to_string()) {}
 
 void SendConnector::create_resources() {
-  const int nqps = settings_.qps_per_connection;
-  setup_.cq = create_comm_cq(*device_, nqps);
-  for (int q = 0; q < nqps; ++q) {
-    // The sender's QPs receive nothing (the receiver only writes into the ring).
-    setup_.qps.push_back(create_data_qp(*device_, setup_.cq, 1, settings_.use_inline));
-    psns_.push_back(random_psn());
+  // NCCL_IB_QPS_PER_CONNECTION QPs on each member of a virtual NIC, member by member, each
+  // member's on a CQ of its own (a QP's CQ belongs to its device).
+  const int per_member = settings_.qps_per_connection;
+  const auto members = static_cast<int>(devices_.members.size());
+  if (per_member * members > static_cast<int>(net::kMaxQpsPerConnection)) {
+    throw verbs::VerbsError(
+        fmt::format("{} QPs per connection on each of {} members is more than the {} a "
+                    "connection holds; lower NCCL_IB_QPS_PER_CONNECTION",
+                    per_member, members, net::kMaxQpsPerConnection),
+        EINVAL);
   }
+  setup_.members = devices_.members;
+  setup_.device_id = devices_.id;
+  for (int m = 0; m < members; ++m) {
+    DeviceRuntime& member = *devices_.members[static_cast<size_t>(m)];
+    std::shared_ptr<verbs::CompletionQueue> cq = create_comm_cq(member, per_member);
+    for (int q = 0; q < per_member; ++q) {
+      // The sender's QPs receive nothing (the receiver only writes into the ring).
+      setup_.qps.push_back(create_data_qp(member, cq, 1, settings_.use_inline));
+      psns_.push_back(random_psn());
+    }
+    if (m == 0) {
+      setup_.cq = std::move(cq);
+    } else {
+      setup_.more_cqs.push_back(std::move(cq));
+    }
+  }
+  // The receiver writes the clear-to-send ring through its QPs on member 0, which reach ours on
+  // member 0; the sizes of a multi-receive leave through the member that carries it.
   setup_.ring = RegisteredBuffer(device_->pd(), kCtsRingBytes,
                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   setup_.sizes_staging =
       RegisteredBuffer(device_->pd(), size_t{kMaxSendRequests} * kMaxRecvs * sizeof(int32_t),
                        IBV_ACCESS_LOCAL_WRITE);
+  for (int m = 1; m < members; ++m) {
+    setup_.sizes_staging.register_also(devices_.members[static_cast<size_t>(m)]->pd(),
+                                       IBV_ACCESS_LOCAL_WRITE);
+  }
   setup_.traffic_class = offer_.traffic_class;
   setup_.split_data = settings_.split_data;
   if (settings_.adaptive_routing) {
@@ -152,7 +181,7 @@ ncclResult_t SendConnector::step(Comm** comm) {
         auto* connected = new SendComm(device_, std::move(setup_));
         *comm = connected;
         ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
-                  device_->name(), peer_text_, connected->qp_count(),
+                  devices_name(devices_.members), peer_text_, connected->qp_count(),
                   connected->qp_count() == 1 ? "" : "s", connected->traffic_class(),
                   offer_.service_level, connected->max_inline(), describe_ece(ece_in_force_),
                   settings_.ece_enable ? "" : " (NCCL_IB_ECE_ENABLE=0)",
@@ -201,8 +230,8 @@ SendConnector::Step SendConnector::on_tcp_connect() {
                    kMaxHandshakeFrame);
   net::ConnectRequest request;
   request.nonce = nonce_;
-  request.endpoint =
-      local_endpoint(*device_, offer_.traffic_class, offer_.service_level, setup_.qps, psns_);
+  request.endpoint = local_endpoint(devices_.members, offer_.traffic_class, offer_.service_level,
+                                    setup_.qps, psns_);
   request.cts_ring = cts_ring_geometry(setup_.ring.addr(), setup_.ring.rkey());
   request.max_recvs = kMaxRecvs;
   request.split_data = settings_.split_data ? 1 : 0;
@@ -261,18 +290,31 @@ SendConnector::Step SendConnector::on_await_reply() {
   if (const Status checked = check_connect_reply(*reply, setup_.qps.size()); !checked) {
     return fail(ncclRemoteError, net::RejectReason::QpCountMismatch, checked.error());
   }
+  const size_t members = devices_.members.size();
+  if (reply->endpoint.member_count != members) {
+    return fail(ncclInvalidUsage, net::RejectReason::MemberCountMismatch,
+                fmt::format("this side's NIC has {} member(s), the receiver's {}: fuse NICs alike "
+                            "on every node (NCCL_NET_MERGE_LEVEL, NCCL_IB_MERGE_NICS)",
+                            members, reply->endpoint.member_count));
+  }
   auto agreed = sender_accept(offer_, reply->endpoint.traffic_class, reply->endpoint.service_level);
   if (!agreed) {
     return fail(ncclInvalidUsage, net::RejectReason::TrafficClassMismatch, agreed.error());
   }
-  const ibv_mtu mtu = link_mtu(device_->info().active_mtu, reply->endpoint.mtu);
+  const size_t per_member = setup_.qps.size() / members;
   // The receiver's device reduced our ECE; set that on our QPs (neither side supporting: none).
   const std::optional<ibv_ece> reduced = local_ece_ ? ece_from_wire(reply->ece) : std::nullopt;
   bool ece_set = reduced.has_value();
   try {
     for (size_t q = 0; q < setup_.qps.size(); ++q) {
+      // QP q of member m reaches the receiver's QP q, on its member m.
+      const size_t m = q / per_member;
+      DeviceRuntime& member = *devices_.members[m];
       QpLink link;
-      link.peer_gid = reply->endpoint.gid;
+      link.peer_gid = m == 0 ? reply->endpoint.gid : reply->endpoint.more_members[m - 1].gid;
+      const uint8_t peer_mtu =
+          m == 0 ? reply->endpoint.mtu : reply->endpoint.more_members[m - 1].mtu;
+      const ibv_mtu mtu = link_mtu(member.info().active_mtu, peer_mtu);
       link.peer_qpn = reply->endpoint.qps[q].qpn;
       link.peer_psn = reply->endpoint.qps[q].psn;
       link.local_psn = psns_[q];
@@ -284,7 +326,7 @@ SendConnector::Step SendConnector::on_await_reply() {
       link.pkey_index = settings_.pkey_index;
       link.access = IBV_ACCESS_REMOTE_WRITE;  // the receiver writes clear-to-send slots
       link.ece = reduced;
-      ece_set = connect_qp(*setup_.qps[q], *device_, link) && ece_set;
+      ece_set = connect_qp(*setup_.qps[q], member, link) && ece_set;
     }
   } catch (const std::exception& e) {
     return fail(ncclSystemError, net::RejectReason::ResourceFailure, e.what());
@@ -292,6 +334,7 @@ SendConnector::Step SendConnector::on_await_reply() {
   ece_in_force_ = ece_set ? reduced : std::nullopt;
   setup_.remote_sizes_addr = reply->sizes_area.address;
   setup_.remote_sizes_rkey = reply->sizes_area.rkey;
+  setup_.more_remote_sizes_rkeys = reply->more_sizes_rkeys;
   setup_.traffic_class = agreed->traffic_class;
   net::Ready ready;
   ready.nonce = nonce_;

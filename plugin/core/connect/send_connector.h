@@ -33,8 +33,7 @@ class SendConnector {
  public:
   // Creates the QPs and ring and starts the TCP connect. Returns nullptr after logging why
   // (*result set) when that fails.
-  static std::unique_ptr<SendConnector> start(const std::shared_ptr<DeviceRuntime>& device,
-                                              int comm_traffic_class,
+  static std::unique_ptr<SendConnector> start(const CommDevices& devices, int comm_traffic_class,
                                               const net::ListenHandle& handle,
                                               ncclResult_t* result);
 
@@ -51,8 +50,8 @@ class SendConnector {
   enum class State { TcpConnect, SendRequest, AwaitReply, SendReady, Done, Failed };
   enum class Step { Next, Wait, Failed };
 
-  SendConnector(std::shared_ptr<DeviceRuntime> device, const net::ListenHandle& handle,
-                ClassOffer offer, ConnectionSettings settings);
+  SendConnector(const CommDevices& devices, const net::ListenHandle& handle, ClassOffer offer,
+                ConnectionSettings settings);
   void create_resources();
   Step on_tcp_connect();
   Step on_send_request();
@@ -60,7 +59,8 @@ class SendConnector {
   Step on_send_ready();
   Step fail(ncclResult_t result, net::RejectReason reason, const std::string& message);
 
-  std::shared_ptr<DeviceRuntime> device_;
+  std::shared_ptr<DeviceRuntime> device_;  // member 0
+  CommDevices devices_;
   net::SocketAddress peer_address_;
   uint64_t nonce_;
   ClassOffer offer_;

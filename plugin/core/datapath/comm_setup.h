@@ -10,13 +10,28 @@
 
 namespace roce {
 
+class DeviceRuntime;
+
 namespace verbs {
 class CompletionQueue;
 class QueuePair;
 }  // namespace verbs
 
+// The devices a comm runs on: one port, or the members of a virtual NIC (member 0 first), and the
+// plugin's device number NCCL named for them.
+struct CommDevices {
+  std::vector<std::shared_ptr<DeviceRuntime>> members;
+  int id = 0;
+};
+
 struct ConnectionSetup {
+  // The comm's devices: its port, or the members of the virtual NIC NCCL named (member 0 is the
+  // comm's device, whose GID and class the handshake uses). QP q is on member
+  // q / (qps.size() / members.size()); cq is member 0's, more_cqs the others' in order.
+  std::vector<std::shared_ptr<DeviceRuntime>> members;
+  int device_id = 0;  // the plugin's device number NCCL named (a port's or a virtual NIC's)
   std::shared_ptr<verbs::CompletionQueue> cq;
+  std::vector<std::shared_ptr<verbs::CompletionQueue>> more_cqs;
   std::vector<std::unique_ptr<verbs::QueuePair>> qps;  // connected, in RTS
   int traffic_class = 0;
   bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/datapath/size_split.h)

@@ -12,9 +12,16 @@ ConnectedComm::ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> devic
     : Comm(kind, std::move(device)),
       checks_due_(&this->device().monitor()->checks_due_counter()),
       nqps_(static_cast<int>(setup.qps.size())),
+      more_cqs_count_(static_cast<int>(setup.more_cqs.size())),
+      member_count_(static_cast<int>(setup.more_cqs.size()) + 1),
+      qps_per_member_(static_cast<int>(setup.qps.size()) /
+                      (static_cast<int>(setup.more_cqs.size()) + 1)),
+      device_id_(setup.device_id),
       split_data_(setup.split_data),
       profiling_(telemetry::profiler() != nullptr),
       cq_(std::move(setup.cq)),
+      more_cqs_(std::move(setup.more_cqs)),
+      members_(std::move(setup.members)),
       qps_(std::move(setup.qps)),
       traffic_class_(setup.traffic_class),
       peer_(std::move(setup.peer)),
@@ -23,7 +30,27 @@ ConnectedComm::ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> devic
                  telemetry_settings(), this->device().fabric()) {
   for (int q = 0; q < nqps_; ++q) {
     qp_ptrs_[static_cast<size_t>(q)] = qps_[static_cast<size_t>(q)].get();
+    qp_member_[static_cast<size_t>(q)] = static_cast<uint8_t>(q / qps_per_member_);
   }
+  if (members_.empty()) {
+    members_.push_back(device_ptr());  // setups that name no members run on the comm's device
+  }
+}
+
+int ConnectedComm::poll_members() noexcept {
+  // Every member's CQ in turn, starting one further each time, until the batch is full.
+  int got = 0;
+  for (int i = 0; i < member_count_ && got < kPollBatch; ++i) {
+    const int m = (next_member_cq_ + i) % member_count_;
+    verbs::CompletionQueue& cq = m == 0 ? *cq_ : *more_cqs_[static_cast<size_t>(m - 1)];
+    const int n = cq.poll(kPollBatch - got, wcs_.data() + got);
+    if (n < 0) {
+      return n;
+    }
+    got += n;
+  }
+  next_member_cq_ = (next_member_cq_ + 1) % member_count_;
+  return got;
 }
 
 ConnectedComm::~ConnectedComm() = default;
@@ -54,15 +81,20 @@ ncclResult_t ConnectedComm::fail_unexpected_wr_id(const ibv_wc& wc) noexcept {
 }
 
 ncclResult_t ConnectedComm::run_health_checks() noexcept {
-  if (device().fatal()) [[unlikely]] {
-    return fail(ncclSystemError,
-                "the device reported a fatal asynchronous event (see the event logged "
-                "above); connection {} {} is lost",
-                direction(), peer_);
+  for (const auto& member : members_) {
+    if (member->fatal()) [[unlikely]] {
+      return fail(ncclSystemError,
+                  "the device {} reported a fatal asynchronous event (see the event logged "
+                  "above); connection {} {} is lost",
+                  member->name(), direction(), peer_);
+    }
   }
-  if (cq_->has_fatal_event()) [[unlikely]] {
-    return fail(ncclSystemError, "cq {} reported IBV_EVENT_CQ_ERR (overrun); connection {} {}",
-                cq_->id(), direction(), peer_);
+  for (int m = 0; m < member_count_; ++m) {
+    const verbs::CompletionQueue& cq = m == 0 ? *cq_ : *more_cqs_[static_cast<size_t>(m - 1)];
+    if (cq.has_fatal_event()) [[unlikely]] {
+      return fail(ncclSystemError, "cq {} reported IBV_EVENT_CQ_ERR (overrun); connection {} {}",
+                  cq.id(), direction(), peer_);
+    }
   }
   for (int q = 0; q < nqps_; ++q) {
     const verbs::QueuePair* qp = qp_ptrs_[static_cast<size_t>(q)];

@@ -34,6 +34,11 @@ class ConnectedComm : public Comm {
   ~ConnectedComm() override;
 
   int qp_count() const noexcept { return nqps_; }
+  // The comm's devices: its port, or the members of its virtual NIC (member 0 is device()).
+  const std::vector<std::shared_ptr<DeviceRuntime>>& members() const noexcept { return members_; }
+  // The plugin's device number NCCL named (a port's or a virtual NIC's): memory handles carry
+  // it, so one registered for another device is refused.
+  int device_id() const noexcept { return device_id_; }
   int traffic_class() const noexcept { return traffic_class_; }
   const std::string& peer() const noexcept { return peer_; }
 
@@ -72,8 +77,18 @@ class ConnectedComm : public Comm {
   }
 
   // One poll of the CQ: up to kPollBatch completions into wcs_; their count (0 for most polls),
-  // or negative when the poll failed. Each side's on_completions() looks at them.
-  int poll_cq() noexcept { return cq_->poll(kPollBatch, wcs_.data()); }
+  // or negative when the poll failed. Each side's on_completions() looks at them. A virtual NIC
+  // has a CQ per member: poll_members() polls them all.
+  int poll_cq() noexcept {
+    if (more_cqs_count_ == 0) [[likely]] {
+      return cq_->poll(kPollBatch, wcs_.data());
+    }
+    return poll_members();
+  }
+  [[gnu::noinline]] int poll_members() noexcept;
+
+  // The member of a virtual NIC that QP q is on (0 for a port's QPs): QPs go member by member.
+  uint8_t member_of_qp(int q) const noexcept { return qp_member_[static_cast<size_t>(q)]; }
 
   // A side's progress(): one poll, and `handle(got)` (the side's out-of-line on_completions) only
   // when it found something or failed. Inline: most polls find nothing, and that case costs no
@@ -115,17 +130,25 @@ class ConnectedComm : public Comm {
   const std::atomic<uint64_t>* checks_due_;  // the device's AsyncEventMonitor::checks_due()
   uint64_t checks_seen_ = 0;
   int nqps_;
-  bool split_data_;  // each message over all QPs, else on qp_of_message(seq) only
+  int more_cqs_count_;  // the members after the first (0 for a port)
+  int member_count_;    // 1 for a port
+  int qps_per_member_;  // nqps_ / member_count_
+  int device_id_;
+  bool split_data_;  // each message over all QPs (of its member), else on qp_of_message(seq) only
   // NCCL passed a profiler callback to init (which comes before any comm): QP events are due.
   bool profiling_;
   uint64_t next_seq_ = 1;  // the sequence of the next message (the receiver's irecv order)
   std::array<verbs::QueuePair*, kMaxQpsPerConnection> qp_ptrs_{};
+  std::array<uint8_t, kMaxQpsPerConnection> qp_member_{};
   std::array<ibv_wc, kPollBatch> wcs_{};
 
   // Cold: the owners. Each side's destructor destroys the QPs first, before the buffers its work
   // requests point into and before the telemetry's close-time summary reads the port counters
   // (vroce publishes a QP's counts as the QP goes).
   std::shared_ptr<verbs::CompletionQueue> cq_;
+  std::vector<std::shared_ptr<verbs::CompletionQueue>> more_cqs_;
+  int next_member_cq_ = 0;  // where poll_members() starts, in turn, so no member's CQ waits
+  std::vector<std::shared_ptr<DeviceRuntime>> members_;
   std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
   int traffic_class_;
   std::string peer_;

@@ -18,19 +18,25 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
       sizes_area_(static_cast<const int32_t*>(setup.sizes_area.data())),
       remote_ring_addr_(setup.remote_ring_addr),
       remote_ring_rkey_(setup.remote_ring_rkey),
-      flush_lkey_(setup.flush_word.size() > 0 ? setup.flush_word.lkey() : 0),
       flush_addr_(setup.flush_word.addr()),
       max_inline_(qps_.front()->capabilities().max_inline_data),
       cts_staging_buffer_(std::move(setup.cts_staging)),
       sizes_area_buffer_(std::move(setup.sizes_area)),
       flush_word_(std::move(setup.flush_word)),
       flush_qp_(std::move(setup.flush_qp)),
+      more_flush_qps_(std::move(setup.more_flush_qps)),
       fifo_traffic_class_(setup.fifo_traffic_class) {
   // CTS writes go on QP 0; one send-queue entry stays free for the drain marker at close.
   cts_credits_ = SendQueueCredits(qps_.front()->capabilities().max_send_wr - 1, kCtsSignalInterval);
   if (flush_qp_ != nullptr) {
     flush_qp_ptr_ = flush_qp_.get();
-    flush_credits_ = SendQueueCredits(flush_qp_->capabilities().max_send_wr - 1, 1);
+    for (int m = 0; m < member_count_; ++m) {
+      const auto i = static_cast<size_t>(m);
+      verbs::QueuePair* qp = m == 0 ? flush_qp_.get() : more_flush_qps_[i - 1].get();
+      flush_qp_ptrs_[i] = qp;
+      flush_credits_[i] = SendQueueCredits(qp->capabilities().max_send_wr - 1, 1);
+      flush_lkeys_[i] = flush_word_.lkey(i);
+    }
   }
   for (uint16_t i = 0; i < requests_.capacity(); ++i) {
     requests_[i].kind = RequestKind::Recv;
@@ -59,12 +65,19 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
   flush_wr_.send_flags = IBV_SEND_SIGNALED;
   flush_sge_.addr = flush_addr_;
   flush_sge_.length = 1;
-  flush_sge_.lkey = flush_lkey_;
-  // Each data QP carries every message (split) or every nqps-th one, from sequence 1 on; its
-  // receives are posted before any irecv, so the sender's first immediate finds one.
-  recv_seq_step_ = split_data_ || nqps_ <= 1 ? 1 : static_cast<uint64_t>(nqps_);
+
+  // Each data QP carries every message (split), every member_count-th one (split on a virtual
+  // NIC: its member's turn) or every nqps-th one, from sequence 1 on; its receives are posted
+  // before any irecv, so the sender's first immediate finds one.
+  if (split_data_) {
+    recv_seq_step_ = static_cast<uint64_t>(member_count_);
+  } else {
+    recv_seq_step_ = nqps_ <= 1 ? 1 : static_cast<uint64_t>(nqps_);
+  }
   for (int q = 0; q < nqps_; ++q) {
-    next_recv_seq_[static_cast<size_t>(q)] = split_data_ ? 1 : first_message_of_qp(q, nqps_);
+    next_recv_seq_[static_cast<size_t>(q)] =
+        split_data_ ? first_message_of_qp(member_of_qp(q), member_count_)
+                    : first_message_of_qp(q, nqps_);
     for (uint32_t posted = 0; posted < kPrePostedRecvs; posted += kRecvRepostBatch) {
       if (int rc = post_receive_batch(q); rc != 0) {
         throw verbs::VerbsError(
@@ -79,6 +92,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
 RecvComm::~RecvComm() {
   // The QPs go first, before the telemetry's close-time summary reads the port counters, so
   // that what the NIC counted for them is in (vroce publishes its counters as a QP goes).
+  more_flush_qps_.clear();
   flush_qp_.reset();
   qps_.clear();
 }
@@ -110,6 +124,12 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     return ncclSuccess;  // kMaxRequests receives in flight: NCCL retries later
   }
   RecvRequest& r = requests_[index];
+  // The member of a virtual NIC that will carry this message, whose registration's rkey the
+  // sender must write with (0 for a port).
+  const uint8_t member = member_count_ == 1 ? 0
+                         : split_data_
+                             ? static_cast<uint8_t>(qp_of_message(next_seq_, member_count_))
+                             : member_of_qp(qp_of_message(next_seq_, nqps_));
 
   // One pass over the buffers: each is checked, staged as its CTS entry and remembered as posted.
   // Nothing is posted before every buffer has passed, so a bad one only gives the slot back.
@@ -120,10 +140,10 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
     uint32_t rkey = 0;
     if (size > 0) {
       const auto* mh = static_cast<const MrHandle*>(mhandles[i]);
-      if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
+      if (!mh->valid() || mh->device_id != device_id_ || !mh->covers(addr, size)) [[unlikely]] {
         return false;
       }
-      rkey = mh->rkey;
+      rkey = mh->rkeys[member];
     }
     fill_cts_entry(staged[i], CtsBuffer{addr, size, rkey, tags[i]}, next_seq_, index,
                    static_cast<uint8_t>(n));
@@ -171,14 +191,15 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
 
   r.state = RequestState::Pending;
   r.count = static_cast<uint8_t>(n);
-  r.remaining_qps = static_cast<uint8_t>(split_data_ ? nqps_ : 1);
+  r.remaining_qps = static_cast<uint8_t>(split_data_ ? qps_per_member_ : 1);
   r.posted_ticks = telemetry::now_ticks();
   // received[] is written by on_receive for every buffer before the request is Done.
   // r.profiled is false here: it is set only below, and complete() clears it.
   if (phandles != nullptr && profiling_) [[unlikely]] {
     r.profiled = true;
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
-    const int last_qp = split_data_ ? nqps_ - 1 : qp_of_message(next_seq_, nqps_);
+    const int last_qp =
+        split_data_ ? (member + 1) * qps_per_member_ - 1 : qp_of_message(next_seq_, nqps_);
     const uint32_t qpn = qp_ptrs_[static_cast<size_t>(last_qp)]->qp_num();
     const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(last_qp), index);
     for (int i = 0; i < n; ++i) {
@@ -243,31 +264,42 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   // A NULL request would tell NCCL the flush is done and let the GPU read data the NIC may not
   // have written yet, so running out of flush slots or send-queue entries is an error, never a
   // skipped flush. (NCCL keeps far fewer flushes in flight; this is a caller that never tests.)
-  if (!flush_credits_.can_post(1)) [[unlikely]] {
-    if (ncclResult_t r = progress(); r != ncclSuccess) {
-      return r;
-    }
-    if (!flush_credits_.can_post(1)) {
-      return flush_exhausted("send-queue entries of the flush qp", flush_credits_.depth());
+  // On a virtual NIC every member's NIC wrote messages of this comm, so each member flushes.
+  for (int m = 0; m < member_count_; ++m) {
+    SendQueueCredits& credits = flush_credits_[static_cast<size_t>(m)];
+    if (!credits.can_post(1)) [[unlikely]] {
+      if (ncclResult_t r = progress(); r != ncclSuccess) {
+        return r;
+      }
+      if (!credits.can_post(1)) {
+        return flush_exhausted("send-queue entries of the flush qp", credits.depth());
+      }
     }
   }
   const uint16_t index = flushes_.take();
   if (index == flushes_.kNoSlot) [[unlikely]] {
     return flush_exhausted("flush requests", kMaxRequests);
   }
+  FlushRequest& f = flushes_[index];
+  f.remaining = static_cast<uint8_t>(member_count_);
   const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
   flush_wr_.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(data[last]);
-  flush_wr_.wr.rdma.rkey = mh->rkey;
-  const uint32_t pos = flush_credits_.post();
-  flush_credits_.signaled_at(pos);
-  flush_wr_.wr_id = pack_wr_id(WrKind::Flush, 0, index, pos);
-  ibv_send_wr* bad = nullptr;
-  if (int rc = flush_qp_ptr_->post_send(&flush_wr_, &bad); rc != 0) [[unlikely]] {
-    flushes_.give_back(index);
-    return fail(ncclSystemError, "ibv_post_send (flush read) on qp 0x{:x} failed: {}",
-                flush_qp_ptr_->qp_num(), verbs::errno_text(rc));
+  for (int m = 0; m < member_count_; ++m) {
+    const auto i = static_cast<size_t>(m);
+    flush_wr_.wr.rdma.rkey = mh->rkeys[i];
+    flush_sge_.lkey = flush_lkeys_[i];
+    const uint32_t pos = flush_credits_[i].post();
+    flush_credits_[i].signaled_at(pos);
+    flush_wr_.wr_id = pack_wr_id(WrKind::Flush, static_cast<uint8_t>(m), index, pos);
+    ibv_send_wr* bad = nullptr;
+    if (int rc = flush_qp_ptrs_[i]->post_send(&flush_wr_, &bad); rc != 0) [[unlikely]] {
+      if (m == 0) {
+        flushes_.give_back(index);
+      }
+      return fail(ncclSystemError, "ibv_post_send (flush read) on qp 0x{:x} failed: {}",
+                  flush_qp_ptrs_[i]->qp_num(), verbs::errno_text(rc));
+    }
   }
-  FlushRequest& f = flushes_[index];
   f.state = RequestState::Pending;
   *request = static_cast<RequestHeader*>(&f);
   return ncclSuccess;
@@ -485,9 +517,11 @@ ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
         cts_credits_.retire(id.sq_pos);
         continue;
       case WrKind::Flush:
-        if (flushes_.in_use(id.index)) {
-          flush_credits_.retire(id.sq_pos);
-          flushes_[id.index].state = RequestState::Done;
+        if (flushes_.in_use(id.index) && id.qp < member_count_) {
+          flush_credits_[id.qp].retire(id.sq_pos);
+          if (--flushes_[id.index].remaining == 0) {
+            flushes_[id.index].state = RequestState::Done;
+          }
           continue;
         }
         break;
@@ -536,9 +570,12 @@ ncclResult_t RecvComm::check_side_health() noexcept {
   if (telemetry_.stall().enabled()) {
     check_stall();
   }
-  if (flush_qp_ptr_ != nullptr && flush_qp_ptr_->has_fatal_event()) [[unlikely]] {
-    return fail(ncclSystemError, "the flush qp 0x{:x} reported a fatal asynchronous event",
-                flush_qp_ptr_->qp_num());
+  for (int m = 0; flush_qp_ptr_ != nullptr && m < member_count_; ++m) {
+    const verbs::QueuePair* qp = flush_qp_ptrs_[static_cast<size_t>(m)];
+    if (qp->has_fatal_event()) [[unlikely]] {
+      return fail(ncclSystemError, "the flush qp 0x{:x} reported a fatal asynchronous event",
+                  qp->qp_num());
+    }
   }
   return ncclSuccess;
 }

@@ -129,7 +129,6 @@ class RecvComm final : public ConnectedComm {
   const int32_t* sizes_area_;
   uint64_t remote_ring_addr_;
   uint32_t remote_ring_rkey_;
-  uint32_t flush_lkey_;
   uint64_t flush_addr_;
   uint32_t max_inline_;
   // Until the first irecv has run check_staging. Read unlocked on the data path (a plain load on
@@ -138,15 +137,21 @@ class RecvComm final : public ConnectedComm {
   RequestPool<RecvRequest, kMaxRequests> requests_;
   RequestPool<FlushRequest, kMaxRequests> flushes_;
   SendQueueCredits cts_credits_;
-  SendQueueCredits flush_credits_;
-  verbs::QueuePair* flush_qp_ptr_ = nullptr;
+  // The flush QP of each member (a port: one), its send-queue credits and the flush word's key on
+  // that member's PD.
+  std::array<SendQueueCredits, MrHandle::kMaxMembers> flush_credits_{};
+  std::array<verbs::QueuePair*, MrHandle::kMaxMembers> flush_qp_ptrs_{};
+  std::array<uint32_t, MrHandle::kMaxMembers> flush_lkeys_{};
+  verbs::QueuePair* flush_qp_ptr_ = nullptr;  // member 0's, null: no flush
   // The request of each sequence number in flight (irecv order; kCtsRingSlots > kMaxRequests).
   std::array<uint16_t, kCtsRingSlots> request_of_seq_{};
   // Per data QP: the sequence of the message whose immediate it delivers next, and how many of
   // its receives were handled since they were last posted again.
   std::array<uint64_t, kMaxQpsPerConnection> next_recv_seq_{};
   std::array<uint32_t, kMaxQpsPerConnection> recvs_to_repost_{};
-  uint64_t recv_seq_step_ = 1;  // 1 when every QP carries every message, else nqps
+  // 1 when every QP carries every message (split, one member), the member count when each
+  // member's QPs carry its turn (split on a virtual NIC), else nqps.
+  uint64_t recv_seq_step_ = 1;
   std::array<ibv_recv_wr, kRecvRepostBatch> repost_wrs_{};  // chained: one post per batch
   ibv_send_wr cts_wr_{};
   ibv_sge cts_sge_{};
@@ -159,6 +164,7 @@ class RecvComm final : public ConnectedComm {
   RegisteredBuffer sizes_area_buffer_;
   RegisteredBuffer flush_word_;
   std::unique_ptr<verbs::QueuePair> flush_qp_;
+  std::vector<std::unique_ptr<verbs::QueuePair>> more_flush_qps_;
   int fifo_traffic_class_;
   std::mutex staging_mutex_;  // note_registration against check_staging
   StagingRecord staging_;     // what was registered before the first irecv

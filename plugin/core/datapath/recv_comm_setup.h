@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/datapath/comm_setup.h"
 #include "core/memory/registered_buffer.h"
@@ -13,9 +14,11 @@ namespace roce {
 
 struct RecvCommSetup : ConnectionSetup {
   std::unique_ptr<verbs::QueuePair> flush_qp;  // connected to itself; null: no flush
-  RegisteredBuffer cts_staging;                // kMaxRequests x kMaxRecvs entries, local
-  RegisteredBuffer sizes_area;                 // kMaxRequests x kMaxRecvs int32, remote-writable
-  RegisteredBuffer flush_word;                 // the RDMA READ target of iflush
+  // A virtual NIC's flush QPs on members 1.. (flush_word registered on each member's PD too).
+  std::vector<std::unique_ptr<verbs::QueuePair>> more_flush_qps;
+  RegisteredBuffer cts_staging;  // kMaxRequests x kMaxRecvs entries, local
+  RegisteredBuffer sizes_area;   // kMaxRequests x kMaxRecvs int32, remote-writable
+  RegisteredBuffer flush_word;   // the RDMA READ target of iflush
   uint64_t remote_ring_addr = 0;
   uint32_t remote_ring_rkey = 0;
   int fifo_traffic_class = 0;  // the data QPs' class (NCCL_IB_FIFO_TC, else traffic_class)

@@ -54,7 +54,10 @@ struct RecvRequest : RequestHeader {
   std::array<telemetry::ProfilerEvent, kMaxRecvs> events{};  // one per buffer with a phandle
 };
 
-struct FlushRequest : RequestHeader {};
+// One iflush: a READ on the flush QP of every member of a virtual NIC (one for a port).
+struct FlushRequest : RequestHeader {
+  uint8_t remaining = 0;  // flush READs not yet completed
+};
 
 // The pending request of a pool posted first (telemetry's stall checks; a cold path that scans
 // the whole pool), or nullptr.

@@ -12,9 +12,7 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
                     std::move(static_cast<ConnectionSetup&>(setup))),
       ring_entries_(static_cast<const CtsEntry*>(setup.ring.data())),
       sizes_staging_(static_cast<int32_t*>(setup.sizes_staging.data())),
-      sizes_staging_lkey_(setup.sizes_staging.lkey()),
       remote_sizes_addr_(setup.remote_sizes_addr),
-      remote_sizes_rkey_(setup.remote_sizes_rkey),
       ar_threshold_(setup.ar_threshold ? *setup.ar_threshold : UINT64_MAX),
       max_inline_(UINT32_MAX),
       single_qp_messages_(!split_data_ || nqps_ == 1),
@@ -24,6 +22,12 @@ SendComm::SendComm(std::shared_ptr<DeviceRuntime> device, SendCommSetup setup)
     verbs::QueuePair& qp = *qps_[static_cast<size_t>(q)];
     credits_[static_cast<size_t>(q)] = SendQueueCredits(qp.capabilities().max_send_wr - 1, 1);
     max_inline_ = std::min(max_inline_, qp.capabilities().max_inline_data);
+  }
+  for (int m = 0; m < member_count_; ++m) {
+    const auto i = static_cast<size_t>(m);
+    sizes_staging_lkeys_[i] = sizes_staging_buffer_.lkey(i);
+    remote_sizes_rkeys_[i] =
+        m == 0 ? setup.remote_sizes_rkey : setup.more_remote_sizes_rkeys[i - 1];
   }
   // What the work request of a send matched to a single receive never changes.
   single_wr_.sg_list = &single_sge_;
@@ -81,7 +85,7 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
       res != ncclSuccess || r == nullptr) {
     return res;
   }
-  set_buffer(*r, data, mh);
+  set_buffer(*r, data, mh, member_of_qp(q_begin));
   pending_.match(i, r->index, r->size);
   *request = static_cast<RequestHeader*>(r);
   if (pending_.complete()) {
@@ -111,7 +115,7 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
   }
   const auto addr = reinterpret_cast<uintptr_t>(data);
   if (size > 0) {
-    if (!mh->valid() || mh->device != &device() || !mh->covers(addr, size)) [[unlikely]] {
+    if (!mh->valid() || mh->device_id != device_id_ || !mh->covers(addr, size)) [[unlikely]] {
       return uncovered_buffer(addr, size, *mh);
     }
   }
@@ -143,9 +147,10 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
   return ncclSuccess;
 }
 
-void SendComm::set_buffer(SendRequest& r, const void* data, const MrHandle* mh) noexcept {
+void SendComm::set_buffer(SendRequest& r, const void* data, const MrHandle* mh,
+                          uint8_t member) noexcept {
   r.addr = reinterpret_cast<uintptr_t>(data);
-  r.lkey = r.size > 0 ? mh->lkey : 0;
+  r.lkey = r.size > 0 ? mh->lkeys[member] : 0;
   r.host_memory = r.size == 0 || !mh->gpu_memory();
 }
 
@@ -208,7 +213,7 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
     single_sge_.addr = reinterpret_cast<uintptr_t>(data);
     single_sge_.length = r->size;
     if (size > 0) {
-      single_sge_.lkey = mh->lkey;
+      single_sge_.lkey = mh->lkeys[member_of_qp(q)];
       single_wr_.num_sge = 1;
       single_wr_.send_flags = IBV_SEND_SIGNALED | inline_flag(!mh->gpu_memory(), size);
     } else {
@@ -226,7 +231,7 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
     }
     posted = &single_wr_;
   } else {
-    set_buffer(*r, data, mh);
+    set_buffer(*r, data, mh, member_of_qp(q));
     const int w = add_single_wrs(*r, entry, Chunk{0, r->size}, q, credits);
     if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
       return res;
@@ -326,10 +331,13 @@ ncclResult_t SendComm::post_group() noexcept {
   }
 
   uint64_t last_signaled_wr_id = 0;
+  // Plain copies for the lambda: clang 14 cannot capture structured bindings.
+  const int first_qp = q_begin;
+  const int message_qps = q_end - q_begin;
   for (int q = q_begin; q < q_end; ++q) {
     auto& credits = credits_[static_cast<size_t>(q)];
     const auto part = [&](size_t size) {
-      return split_data_ ? chunk_for_qp(size, q, nqps_) : Chunk{0, size};
+      return split_data_ ? chunk_for_qp(size, q - first_qp, message_qps) : Chunk{0, size};
     };
     int w = 0;
     if (n == 1) {
@@ -347,8 +355,10 @@ ncclResult_t SendComm::post_group() noexcept {
       // The first QP of the message delivers the sizes; the others only their immediate, which
       // counts the group done (the receiver reads the sizes after the last immediate).
       const uint32_t sizes_bytes = q == q_begin ? static_cast<uint32_t>(n) * 4u : 0;
+      const uint8_t member = member_of_qp(q);
       add_wr(w++, IBV_WR_RDMA_WRITE_WITH_IMM, reinterpret_cast<uintptr_t>(staged), sizes_bytes,
-             sizes_staging_lkey_, sizes_remote, remote_sizes_rkey_, true, q, lead.index, credits);
+             sizes_staging_lkeys_[member], sizes_remote, remote_sizes_rkeys_[member], true, q,
+             lead.index, credits);
       wrs_[static_cast<size_t>(w - 1)].imm_data = static_cast<uint32_t>(n);
     }
     last_signaled_wr_id = wrs_[static_cast<size_t>(w - 1)].wr_id;

@@ -79,7 +79,7 @@ class SendComm final : public ConnectedComm {
   // The buffer of a request start_send took, for the paths that build its work requests later
   // from the request (multi-receives, split messages, adaptive routing).
   [[gnu::always_inline]] inline void set_buffer(SendRequest& r, const void* data,
-                                                const MrHandle* mh) noexcept;
+                                                const MrHandle* mh, uint8_t member) noexcept;
   // An isend matched to a receive of one buffer carried by one QP (every message on one QP:
   // single_qp_messages_): posted at once.
   ncclResult_t isend_single(const CtsEntry& entry, void* data, size_t size, const MrHandle* mh,
@@ -111,11 +111,16 @@ class SendComm final : public ConnectedComm {
                                                                 int q) noexcept;
   [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(uintptr_t addr, size_t size,
                                                              const MrHandle& mh) noexcept;
-  // The QPs [first, last) that carry the message of sequence next_seq_: all of them when
-  // splitting, else the one qp_of_message names.
+  // The QPs [first, last) that carry the message of sequence next_seq_: when splitting, all of
+  // them, or on a virtual NIC all of the member's whose turn it is (a message stays on one
+  // member, so one key of each registration serves it); else the one qp_of_message names.
   std::pair<int, int> qps_of_message() const noexcept {
     if (split_data_) {
-      return {0, nqps_};
+      if (member_count_ == 1) {
+        return {0, nqps_};
+      }
+      const int m = qp_of_message(next_seq_, member_count_);
+      return {m * qps_per_member_, (m + 1) * qps_per_member_};
     }
     const int q = qp_of_message(next_seq_, nqps_);
     return {q, q + 1};
@@ -164,9 +169,11 @@ class SendComm final : public ConnectedComm {
   // Hot members first.
   const CtsEntry* ring_entries_;
   int32_t* sizes_staging_;
-  uint32_t sizes_staging_lkey_;
   uint64_t remote_sizes_addr_;
-  uint32_t remote_sizes_rkey_;
+  // Per member of a virtual NIC ([0] for a port): the keys of the sizes staging area and of the
+  // receiver's sizes area, which the message's member writes through.
+  std::array<uint32_t, MrHandle::kMaxMembers> sizes_staging_lkeys_{};
+  std::array<uint32_t, MrHandle::kMaxMembers> remote_sizes_rkeys_{};
   // Sends above this go as WRITE + zero-length WRITE WITH IMMEDIATE (adaptive routing); off:
   // UINT64_MAX, so the data path compares without a branch on the mode.
   uint64_t ar_threshold_;

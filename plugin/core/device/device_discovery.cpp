@@ -103,6 +103,8 @@ DiscoveryOptions DiscoveryOptions::from_config(const Config& config) {
   options.sysfs_root = config.sysfs_root;
   options.pci_order = config.device_pci_order;
   options.query_port_speed = config.query_port_speed;
+  options.merge_nics = config.merge_nics;
+  options.merge_vfs = config.merge_vfs;
   return options;
 }
 
@@ -266,15 +268,17 @@ Result<DiscoveryResult> discover_devices(const std::shared_ptr<const ibv::Librar
   if (options.pci_order) {
     sort_by_pci_path(result.devices);
   }
-  assign_real_ports(result.devices);
+  assign_real_ports(result.devices, options.merge_vfs);
+  assign_reported_pci_paths(result.devices, options.merge_nics, options.merge_vfs);
   for (PluginDevice& dev : result.devices) {
     ROCE_INFO(NCCL_INIT,
-              "dev {}: verbs {} port {} (reported as {}), pci {}, guid 0x{:016x}, {}, mtu {}, gid "
+              "dev {}: verbs {} port {} (reported as {}), pci {} (reported as {}), guid 0x{:016x}, "
+              "{}, mtu {}, gid "
               "index {} ({} {}), max_qp {}",
               dev.name, dev.ibv_name, dev.port, dev.port + dev.real_port,
-              dev.pci_path.value_or("none"), dev.guid, dev.speed_text,
-              verbs::mtu_bytes(dev.active_mtu), dev.gid.index, gid_type_name(dev.gid.entry.type),
-              gid_to_string(dev.gid.entry.gid), dev.max_comms);
+              dev.pci_path.value_or("none"), dev.reported_pci_path.value_or("none"), dev.guid,
+              dev.speed_text, verbs::mtu_bytes(dev.active_mtu), dev.gid.index,
+              gid_type_name(dev.gid.entry.type), gid_to_string(dev.gid.entry.gid), dev.max_comms);
   }
   return result;
 }

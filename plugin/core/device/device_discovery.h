@@ -34,10 +34,13 @@ struct PluginDevice {
   // NCCL is told port + real_port, as net_ib reports it.
   int real_port = 0;
   std::optional<std::string> pci_path;  // sysfs PCI function directory, when there is one
-  uint64_t guid = 0;                    // sys_image_guid as reported (one per ASIC)
-  int speed_mbps = 0;                   // 0 when the port reported codes we do not know (WARNed)
-  std::string speed_text;               // "4X NDR (400 Gb/s)"
-  int max_comms = 0;                    // max_qp
+  // What getProperties tells NCCL: pci_path folded as net_ib folds it (device_order.h), so that
+  // NCCL fuses the ports of one card; the real path when NCCL_IB_MERGE_NICS=0.
+  std::optional<std::string> reported_pci_path;
+  uint64_t guid = 0;       // sys_image_guid as reported (one per ASIC)
+  int speed_mbps = 0;      // 0 when the port reported codes we do not know (WARNed)
+  std::string speed_text;  // "4X NDR (400 Gb/s)"
+  int max_comms = 0;       // max_qp
   ibv_mtu active_mtu = IBV_MTU_1024;
   uint8_t link_layer = IBV_LINK_LAYER_ETHERNET;
   uint32_t vendor_id = 0;
@@ -58,6 +61,8 @@ struct DiscoveryOptions {
   std::string sysfs_root = "/sys";  // NCCL_ROCE_SYSFS_ROOT
   bool pci_order = true;            // NCCL_IB_DEVICE_PCI_ORDER
   bool query_port_speed = true;     // NCCL_IB_QUERY_PORT_SPEED
+  bool merge_nics = true;           // NCCL_IB_MERGE_NICS
+  bool merge_vfs = true;            // NCCL_IB_MERGE_VFS
 
   static DiscoveryOptions from_config(const Config& config);
 };

@@ -3,6 +3,7 @@
 // so a handle used on a comm of another device is refused instead of sending a wrong key.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "core/memory/mr_cache.h"
@@ -22,6 +23,17 @@ struct MrHandle {
   MemoryKind kind = MemoryKind::Host;
   DeviceRuntime* device = nullptr;
   const CachedRegion* region = nullptr;
+  // The plugin's device number of the comm it was registered on (a port's or a virtual NIC's);
+  // the data path uses a handle only on comms of that number.
+  int device_id = -1;
+  // A virtual NIC's registration on each member's PD (member 0: lkey, rkey, region above); a
+  // member's QPs use that member's keys.
+  static constexpr size_t kMaxMembers = 8;
+  uint8_t member_count = 1;
+  std::array<uint32_t, kMaxMembers> lkeys{};
+  std::array<uint32_t, kMaxMembers> rkeys{};
+  std::array<const CachedRegion*, kMaxMembers> regions{};
+  std::array<DeviceRuntime*, kMaxMembers> devices{};
 
   // Handles live in recycled blocks, so a deregistered handle keeps reading a zero tag.
   static void* operator new(std::size_t size) { return recycled::allocate(size); }

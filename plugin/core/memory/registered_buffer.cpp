@@ -32,8 +32,16 @@ RegisteredBuffer::~RegisteredBuffer() {
   reset();
 }
 
+void RegisteredBuffer::register_also(const std::shared_ptr<verbs::ProtectionDomain>& pd,
+                                     int access) {
+  more_mrs_.push_back(verbs::MemoryRegion::register_memory(pd, data_, size_, access));
+}
+
 RegisteredBuffer::RegisteredBuffer(RegisteredBuffer&& other) noexcept
-    : data_(other.data_), size_(other.size_), mr_(std::move(other.mr_)) {
+    : data_(other.data_),
+      size_(other.size_),
+      mr_(std::move(other.mr_)),
+      more_mrs_(std::move(other.more_mrs_)) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
@@ -44,6 +52,7 @@ RegisteredBuffer& RegisteredBuffer::operator=(RegisteredBuffer&& other) noexcept
     data_ = other.data_;
     size_ = other.size_;
     mr_ = std::move(other.mr_);
+    more_mrs_ = std::move(other.more_mrs_);
     other.data_ = nullptr;
     other.size_ = 0;
   }
@@ -51,7 +60,8 @@ RegisteredBuffer& RegisteredBuffer::operator=(RegisteredBuffer&& other) noexcept
 }
 
 void RegisteredBuffer::reset() noexcept {
-  mr_.reset();  // deregister before the memory goes
+  more_mrs_.clear();  // deregister before the memory goes
+  mr_.reset();
   std::free(data_);
   data_ = nullptr;
   size_ = 0;

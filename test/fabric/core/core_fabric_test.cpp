@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -487,8 +488,10 @@ void check_two_functions(const std::string& list) {
       REQUIRE(plugin.properties(1, &second) == ncclSuccess);
       CHECK(first.name == "pfa");  // function .0 first (NCCL_IB_DEVICE_PCI_ORDER)
       CHECK(second.name == "pfb");
+      // Both report the card's path with the function digit folded, as net_ib does, so
+      // NCCL's default merge level fuses them (NCCL_IB_MERGE_NICS).
       CHECK(first.pci_path.ends_with("0000:3b:00.0"));
-      CHECK(second.pci_path.ends_with("0000:3b:00.1"));
+      CHECK(second.pci_path.ends_with("0000:3b:00.0"));
       CHECK(first.port == 1);   // verbs port 1
       CHECK(second.port == 2);  // verbs port 1 + realPort 1, as net_ib reports it
       // The same guid (sys_image_guid, NCCL's asic), so only the port tells them apart.
@@ -517,6 +520,49 @@ TEST_CASE("two functions of one PCI device get distinct ports, the .1 function l
 TEST_CASE("two functions of one PCI device get distinct ports, the .0 function listed first",
           "[fabric][pci][quick][vroce]") {
   check_two_functions(vroce_device_list({"pfa", "pfb"}));
+}
+
+namespace {
+
+// vroce's dual-port model (VROCE_PCI_FUNCTIONS): pfa and pfb are functions .0 and .1 of one PCI
+// device with one sys_image_guid. The plugin reports both with the card's folded path unless
+// NCCL_IB_MERGE_NICS=0, and with distinct ports either way.
+void check_dual_port_card(bool merge_nics) {
+  TempDir sysfs;
+  use_devices(vroce_device_list({"pfa", "pfb"}));
+  setenv("VROCE_PCI_FUNCTIONS", "pfa+pfb", 1);
+  setenv("VROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
+  setenv("NCCL_IB_MERGE_NICS", merge_nics ? "1" : "0", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V12);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int ndev = 0;
+  REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+  REQUIRE(ndev == 2);
+  Properties first;
+  Properties second;
+  REQUIRE(plugin.properties(0, &first) == ncclSuccess);
+  REQUIRE(plugin.properties(1, &second) == ncclSuccess);
+  CHECK(first.name == "pfa");
+  CHECK(second.name == "pfb");
+  CHECK(first.pci_path.ends_with("/pci0000:00/0000:80:00.0"));
+  CHECK(second.pci_path.ends_with(merge_nics ? "/pci0000:00/0000:80:00.0"
+                                             : "/pci0000:00/0000:80:00.1"));
+  CHECK(first.port == 1);
+  CHECK(second.port == 2);  // verbs port 1 + realPort 1
+  CHECK(first.guid == second.guid);
+}
+
+}  // namespace
+
+TEST_CASE("a dual-port card (VROCE_PCI_FUNCTIONS) reports one folded pciPath, so NCCL fuses it",
+          "[fabric][pci][quick][vroce][vnic]") {
+  check_dual_port_card(true);
+}
+
+TEST_CASE("NCCL_IB_MERGE_NICS=0: each function of a dual-port card reports its real pciPath",
+          "[fabric][pci][quick][vroce][vnic]") {
+  check_dual_port_card(false);
 }
 
 TEST_CASE("a host-wide class override that differs from NCCL_ROCE_TC fails init, naming both",
@@ -620,18 +666,195 @@ TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index t
   CHECK(any_warn_contains({"NCCL_IB_GID_INDEX=2", "NCCL_IB_GID_INDEX=3"}));
 }
 
-TEST_CASE("makeVDevice accepts a single-device virtual NIC and refuses a merge, saying why",
-          "[fabric][quick][vroce]") {
+TEST_CASE("makeVDevice fuses up to 4 members through v9; the virtual NIC's properties",
+          "[fabric][quick][vroce][vnic]") {
+  use_test_devices({"pca", "pcb", "pcc", "pcd", "pce"});
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int ndev = 0;
+  REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+  REQUIRE(ndev == 5);
+  int d = -1;
+  CHECK(plugin.make_vdevice(&d, {1}) == ncclSuccess);
+  CHECK(d == 1);  // a single member is the device itself
+  const int a = plugin.find_device("pca");
+  const int b = plugin.find_device("pcb");
+  Properties pa;
+  Properties pb;
+  REQUIRE(plugin.properties(a, &pa) == ncclSuccess);
+  REQUIRE(plugin.properties(b, &pb) == ncclSuccess);
+  reset_warn_count();
+  REQUIRE(plugin.make_vdevice(&d, {a, b}) == ncclSuccess);
+  CHECK(d == ndev);  // numbered after the physical devices
+  Properties v;
+  REQUIRE(plugin.properties(d, &v) == ncclSuccess);
+  CHECK(v.name == pa.name + "+" + pb.name);
+  CHECK(v.speed == pa.speed + pb.speed);
+  CHECK(v.port == pa.port);
+  CHECK(v.guid == pa.guid);
+  CHECK(v.pci_path == pa.pci_path);
+  CHECK(v.vdev_count == 2);
+  CHECK(v.max_recvs == pa.max_recvs);
+  CHECK(v.max_comms == std::min(pa.max_comms, pb.max_comms));
+  CHECK(v.ptr_support == (pa.ptr_support & pb.ptr_support));
+  CHECK(v.reg_is_global == 1);
+  CHECK(v.max_p2p_bytes == pa.max_p2p_bytes);
+  // NCCL fuses once per communicator: the same members give the same virtual NIC.
+  int again = -1;
+  REQUIRE(plugin.make_vdevice(&again, {a, b}) == ncclSuccess);
+  CHECK(again == d);
+  int four = -1;
+  REQUIRE(plugin.make_vdevice(&four, {0, 1, 2, 3}) == ncclSuccess);
+  CHECK(four == ndev + 1);
+  Properties v4;
+  REQUIRE(plugin.properties(four, &v4) == ncclSuccess);
+  CHECK(v4.vdev_count == 4);
+  CHECK(warn_count() == 0);
+  // v9's table holds 4 members; a member named twice, a virtual NIC as a member or a device
+  // that does not exist is refused with a WARN.
+  CHECK(plugin.make_vdevice(&d, {0, 1, 2, 3, 4}) != ncclSuccess);
+  CHECK(any_warn_contains({"ndevs 5", "1..4"}));
+  CHECK(plugin.make_vdevice(&d, {0, 0}) != ncclSuccess);
+  CHECK(any_warn_contains({"named twice"}));
+  CHECK(plugin.make_vdevice(&d, {0, ndev}) != ncclSuccess);
+  CHECK(plugin.make_vdevice(&d, {7}) != ncclSuccess);
+  Properties none;
+  CHECK(plugin.properties(ndev + 2, &none) != ncclSuccess);
+}
+
+TEST_CASE("makeVDevice fuses up to 8 members through v12", "[fabric][quick][vroce][vnic]") {
+  use_test_devices({"pca", "pcb", "pcc", "pcd", "pce", "pcf", "pcg", "pch"});
+  PluginDriver plugin(plugin_path_from_env(), Api::V12);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int ndev = 0;
+  REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+  REQUIRE(ndev == 8);
+  int d = -1;
+  REQUIRE(plugin.make_vdevice(&d, {0, 1, 2, 3, 4, 5, 6, 7}) == ncclSuccess);
+  Properties v;
+  REQUIRE(plugin.properties(d, &v) == ncclSuccess);
+  CHECK(v.vdev_count == 8);
+  Properties p0;
+  REQUIRE(plugin.properties(0, &p0) == ncclSuccess);
+  CHECK(v.speed == 8 * p0.speed);
+  CHECK(v.rail_id == p0.rail_id);
+}
+
+TEST_CASE("NCCL_IB_MERGE_NICS=0 refuses a merge, naming the setting",
+          "[fabric][quick][vroce][vnic]") {
   use_test_devices({"pca", "pcb"});
+  setenv("NCCL_IB_MERGE_NICS", "0", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
   int d = -1;
   CHECK(plugin.make_vdevice(&d, {1}) == ncclSuccess);
-  CHECK(d == 1);
   reset_warn_count();
   CHECK(plugin.make_vdevice(&d, {0, 1}) != ncclSuccess);
-  CHECK(any_warn_contains({"NCCL_NET_MERGE_LEVEL=LOC"}));
-  CHECK(plugin.make_vdevice(&d, {7}) != ncclSuccess);
+  CHECK(warn_count() == 1);
+  CHECK(any_warn_contains({"NCCL_IB_MERGE_NICS=0", "NCCL_NET_MERGE_LEVEL=LOC"}));
+}
+
+namespace {
+
+void use_peermem_sysfs(const TempDir& sysfs);  // below, with the flush tests
+
+// What NCCL does with NCCL_NET_FORCE_MERGE: makeVDevice, then getProperties, listen, connect,
+// accept, regMr and the data path on the virtual NICs. Every call must succeed, the connection
+// must have QPs on both members, and the data arrive intact both ways (every byte checked; the
+// plan alternates messages over the members and has multi-receives, whose sizes go through the
+// member that carries them).
+void check_two_member_connection(int qps_per_member, bool split, bool gpu_flush) {
+  TempDir sysfs;
+  if (gpu_flush) {
+    use_peermem_sysfs(sysfs);
+  }
+  use_test_devices({"pca", "pcb", "pcc", "pcd"});
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  setenv("NCCL_IB_QPS_PER_CONNECTION", std::to_string(qps_per_member).c_str(), 1);
+  setenv("NCCL_IB_SPLIT_DATA_ON_QPS", split ? "1" : "0", 1);
+  PluginDriver plugin(plugin_path_from_env(), Api::V11);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int left = -1;
+  int right = -1;
+  REQUIRE(plugin.make_vdevice(&left, {plugin.find_device("pca"), plugin.find_device("pcb")}) ==
+          ncclSuccess);
+  REQUIRE(plugin.make_vdevice(&right, {plugin.find_device("pcc"), plugin.find_device("pcd")}) ==
+          ncclSuccess);
+  Properties props;
+  REQUIRE(plugin.properties(left, &props) == ncclSuccess);
+  CHECK(props.vdev_count == 2);
+  PlanShape shape;
+  shape.groups = 80;
+  shape.max_single = 1 << 20;
+  TrafficOptions options;
+  if (gpu_flush) {
+    options.mr_type = NCCL_PTR_CUDA;  // the receiver flushes on both members
+  }
+  const std::string qps = std::to_string(2 * qps_per_member) + " qps";
+  for (const bool forward : {true, false}) {
+    INFO((forward ? "left to right" : "right to left"));
+    void* send_comm = nullptr;
+    void* recv_comm = nullptr;
+    connect_two_threads(plugin, forward ? left : right, forward ? right : left, &send_comm,
+                        &recv_comm);
+    const std::string sender = forward ? test_device_name("pca") + "+" + test_device_name("pcb")
+                                       : test_device_name("pcc") + "+" + test_device_name("pcd");
+    const std::string receiver = forward ? test_device_name("pcc") + "+" + test_device_name("pcd")
+                                         : test_device_name("pca") + "+" + test_device_name("pcb");
+    CHECK(any_line_contains(info_lines(), {"connected on " + sender, qps}));
+    CHECK(any_line_contains(info_lines(), {"accepted on " + receiver, qps}));
+    run_two_threads(plugin, send_comm, recv_comm, forward ? 481 : 482, shape, options);
+  }
+  CHECK(warn_count() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a forced merge: a two-member virtual NIC connection stripes messages both ways",
+          "[fabric][quick][vroce][vnic]") {
+  check_two_member_connection(1, false, false);
+}
+
+TEST_CASE("a two-member virtual NIC with two QPs per member, messages split over a member's QPs",
+          "[fabric][quick][vroce][vnic]") {
+  check_two_member_connection(2, true, false);
+}
+
+TEST_CASE("a two-member virtual NIC with GPUDirect flushes on every member",
+          "[fabric][flush][quick][vroce][vnic]") {
+  check_two_member_connection(1, false, true);
+}
+
+TEST_CASE("a virtual NIC refuses a peer NIC with another member count, naming both",
+          "[fabric][quick][vroce][vnic]") {
+  use_test_devices({"pca", "pcb", "pcc"});
+  PluginDriver plugin(plugin_path_from_env(), Api::V9);
+  REQUIRE(plugin.init() == ncclSuccess);
+  int fused = -1;
+  REQUIRE(plugin.make_vdevice(&fused, {plugin.find_device("pca"), plugin.find_device("pcb")}) ==
+          ncclSuccess);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(plugin.find_device("pcc"), &handle, &listen_comm) == ncclSuccess);
+  reset_warn_count();
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  ncclResult_t accepted = ncclSuccess;
+  std::thread acceptor([&] {
+    // The listener drops the refused connection and keeps waiting: bounded by the sender's end.
+    for (int i = 0; i < 2000 && recv_comm == nullptr; ++i) {
+      accepted = plugin.accept(listen_comm, &recv_comm);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  CHECK(connect_until_ready(plugin, fused, &handle, &send_comm, kHangBoundMs) != ncclSuccess);
+  acceptor.join();
+  CHECK(send_comm == nullptr);
+  CHECK(recv_comm == nullptr);
+  CHECK(accepted == ncclSuccess);
+  CHECK(any_warn_contains({"2 member(s)", "1", "NCCL_NET_MERGE_LEVEL"}));
+  CHECK(plugin.close_listen(listen_comm) == ncclSuccess);
 }
 
 namespace {

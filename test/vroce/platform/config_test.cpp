@@ -289,6 +289,36 @@ TEST_CASE("ECE options and a shared sys_image_guid", "[config]") {
   CHECK(set.sys_image_guid == 0xabcU);
 }
 
+TEST_CASE("VROCE_PCI_FUNCTIONS: groups of devices that are the functions of one PCI device",
+          "[config]") {
+  auto groups = vroce::parse_pci_functions(" pfa + pfb ,pfc+pfd+pfe");
+  REQUIRE(groups);
+  REQUIRE(groups->size() == 2);
+  CHECK((*groups)[0] == std::vector<std::string>{"pfa", "pfb"});
+  CHECK((*groups)[1] == std::vector<std::string>{"pfc", "pfd", "pfe"});
+  CHECK(vroce::parse_pci_functions("")->empty());
+  CHECK(contains(failure_of(vroce::parse_pci_functions("pfa")), "2 to 8"));
+  CHECK(contains(failure_of(vroce::parse_pci_functions("a+b+c+d+e+f+g+h+i")), "has 9 functions"));
+  CHECK(contains(failure_of(vroce::parse_pci_functions("pfa+pfb,pfb+pfc")), "pfb is in two"));
+  CHECK(contains(failure_of(vroce::parse_pci_functions("pfa+")), "device name \"\""));
+  CHECK(contains(failure_of(vroce::parse_pci_functions("pfa+1x")), "\"1x\""));
+
+  std::vector<std::string> errors;
+  const Config set =
+      parse({{"VROCE_DEVICES", "pfa=127.0.0.1,pfb=127.0.0.2"}, {"VROCE_PCI_FUNCTIONS", "pfa+pfb"}},
+            &errors);
+  CHECK(errors.empty());
+  REQUIRE(set.pci_functions.size() == 1);
+  CHECK(set.pci_functions[0] == std::vector<std::string>{"pfa", "pfb"});
+  // A name VROCE_DEVICES does not hold is refused whole, naming it.
+  const Config typo =
+      parse({{"VROCE_DEVICES", "pfa=127.0.0.1,pfb=127.0.0.2"}, {"VROCE_PCI_FUNCTIONS", "pfa+pfc"}},
+            &errors);
+  CHECK(typo.pci_functions.empty());
+  REQUIRE(errors.size() == 1);
+  CHECK(contains(errors[0], "VROCE_PCI_FUNCTIONS names pfc"));
+}
+
 TEST_CASE("parse_config: defaults when nothing is set", "[config]") {
   std::vector<std::string> errors;
   Config config = parse({}, &errors);

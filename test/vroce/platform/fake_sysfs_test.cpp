@@ -99,6 +99,7 @@ TEST_CASE("kernel text forms", "[sysfs]") {
   CHECK(vroce::fake_pci_address(0) == "0000:80:00.0");
   CHECK(vroce::fake_pci_address(3) == "0000:83:00.0");
   CHECK(vroce::fake_pci_address(130) == "0001:82:00.0");
+  CHECK(vroce::fake_pci_address(3, 1) == "0000:83:00.1");
 }
 
 TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
@@ -163,6 +164,38 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   struct stat st {};
   CHECK(stat((ib + "/tc/1/traffic_class").c_str(), &st) == -1);
   CHECK(read_file(port + "/gid_attrs/types/3") == "RoCE v2\n");
+}
+
+// VROCE_PCI_FUNCTIONS: a dual-port adapter is two devices on one bus, functions .0 and .1,
+// with one sys_image_guid, as a ConnectX in Ethernet mode shows its ports.
+TEST_CASE("two devices placed as functions .0 and .1 of one PCI device", "[sysfs]") {
+  TempDir root;
+  auto dev0 = make_device("vpf0", test_address(0).c_str(), 0);
+  auto dev1 = make_device("vpf1", test_address(1).c_str(), 1);
+  auto alone = make_device("vpf2", test_address(2).c_str(), 2);
+  dev0->place_on_pci_device(0, 0, dev0->node_guid());
+  dev1->place_on_pci_device(0, 1, dev0->node_guid());
+  std::vector<vroce::Device*> devices{dev0.get(), dev1.get(), alone.get()};
+  REQUIRE(vroce::write_fake_sysfs(root.path(), devices, vroce::Config{}).empty());
+
+  auto pci_of = [&](const char* name) {
+    char resolved[PATH_MAX];
+    const std::string link = root.path() + "/class/infiniband/" + name + "/device";
+    REQUIRE(realpath(link.c_str(), resolved) != nullptr);
+    return std::string(resolved);
+  };
+  const std::string f0 = pci_of("vpf0");
+  const std::string f1 = pci_of("vpf1");
+  CHECK(f0.ends_with("/pci0000:00/0000:80:00.0"));
+  CHECK(f1.ends_with("/pci0000:00/0000:80:00.1"));
+  CHECK(pci_of("vpf2").ends_with("/pci0000:00/0000:82:00.0"));  // a card of its own
+  CHECK(read_file(f1 + "/vendor") == read_file(f0 + "/vendor"));
+  const std::string guid = vroce::sysfs_guid_text(dev0->node_guid()) + "\n";
+  CHECK(read_file(root.path() + "/class/infiniband/vpf0/sys_image_guid") == guid);
+  CHECK(read_file(root.path() + "/class/infiniband/vpf1/sys_image_guid") == guid);
+  CHECK(read_file(root.path() + "/class/infiniband/vpf1/node_guid") ==
+        vroce::sysfs_guid_text(dev1->node_guid()) + "\n");
+  CHECK(dev1->device_attr().sys_image_guid == dev0->node_guid());
 }
 
 TEST_CASE("an unwritable root is reported, not fatal", "[sysfs]") {

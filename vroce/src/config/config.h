@@ -109,6 +109,13 @@ struct Config {
   // of one adapter share it (each keeps its own node_guid); unset, each device's is its
   // node_guid.
   std::optional<uint64_t> sys_image_guid;
+  // VROCE_PCI_FUNCTIONS="pfa+pfb,pfc+pfd": each group of device names joined by '+' is one PCI
+  // device (one adapter) whose functions .0, .1, ... are those devices in the order given, the
+  // way a dual-port ConnectX in Ethernet mode shows one PCI function per port. The fake sysfs
+  // puts them under one bus number, and they share the first one's node_guid as
+  // sys_image_guid (VROCE_SYS_IMAGE_GUID, when set, still wins). A device in no group keeps a
+  // bus of its own, as a separate card.
+  std::vector<std::vector<std::string>> pci_functions;
   bool ece_enabled = true;
   uint32_t ece_options = 0x30000002;
 };
@@ -123,5 +130,6 @@ uint32_t spin_after_activity_us();
 // Pure parsers, exposed for unit tests. Bad input fails with what is accepted.
 Result<std::vector<DeviceSpec>> parse_device_specs(const std::string& text);
 Result<FaultSpec> parse_fault_spec(const std::string& text);
+Result<std::vector<std::vector<std::string>>> parse_pci_functions(const std::string& text);
 
 }  // namespace vroce

@@ -16,6 +16,7 @@ constexpr uint32_t kMaxDelayUs = 10'000'000;  // 10 s: longer is a typo, not a t
 constexpr double kMaxTimeScale = 1000.0;
 constexpr size_t kMaxDeviceNameLength = 63;  // IBV_SYSFS_NAME_MAX - 1
 constexpr size_t kMaxBindingLength = 63;
+constexpr size_t kMaxPciFunctions = 8;
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
@@ -157,6 +158,37 @@ Result<std::vector<DeviceSpec>> parse_device_specs(const std::string& text) {
     specs.push_back({std::string(name), std::string(binding)});
   }
   return specs;
+}
+
+Result<std::vector<std::vector<std::string>>> parse_pci_functions(const std::string& text) {
+  std::vector<std::vector<std::string>> groups;
+  if (trim(text).empty()) {
+    return groups;
+  }
+  std::set<std::string, std::less<>> seen;
+  for (std::string_view entry : split(text, ',')) {
+    std::vector<std::string> group;
+    for (std::string_view name : split(entry, '+')) {
+      name = trim(name);
+      if (!valid_device_name(name)) {
+        return failure("device name " + quoted(name) + " in " + quoted(trim(entry)) +
+                       " is not a vroce device name (example: pfa+pfb,pfc+pfd)");
+      }
+      if (!seen.insert(std::string(name)).second) {
+        return failure("device " + std::string(name) +
+                       " is in two places; each device is one function of one PCI device");
+      }
+      group.emplace_back(name);
+    }
+    // A PCI device has 8 functions (0..7) without ARI; one function alone is what every
+    // device already is.
+    if (group.size() < 2 || group.size() > kMaxPciFunctions) {
+      return failure("PCI device " + quoted(trim(entry)) + " has " + std::to_string(group.size()) +
+                     " functions; give 2 to 8 device names joined by '+'");
+    }
+    groups.push_back(std::move(group));
+  }
+  return groups;
 }
 
 Result<FaultSpec> parse_fault_spec(const std::string& text) {
@@ -458,6 +490,23 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
     config.ece_enabled = v.enabled;
     config.ece_options = v.options;
   });
+  apply("VROCE_PCI_FUNCTIONS", "one PCI device per vroce device", parse_pci_functions,
+        [&](std::vector<std::vector<std::string>> v) {
+          // A name that is not one of VROCE_DEVICES is a typo that would leave a card
+          // half-built; refuse the whole setting, as every other malformed variable.
+          for (const auto& group : v) {
+            for (const std::string& name : group) {
+              if (std::none_of(config.devices.begin(), config.devices.end(),
+                               [&](const DeviceSpec& d) { return d.name == name; })) {
+                errors->push_back("VROCE_PCI_FUNCTIONS names " + name +
+                                  ", which is not a device of VROCE_DEVICES; keeping one PCI "
+                                  "device per vroce device");
+                return;
+              }
+            }
+          }
+          config.pci_functions = std::move(v);
+        });
   return config;
 }
 

@@ -30,6 +30,38 @@ void copy_string(char* target, size_t size, const std::string& value) {
   std::snprintf(target, size, "%s", value.c_str());
 }
 
+// VROCE_PCI_FUNCTIONS: each group becomes the functions of one PCI device, on the bus of its
+// first member that exists (a device that failed to come up leaves its function number unused,
+// so the others keep the numbers the setting gave them).
+void place_pci_functions(const std::vector<Device*>& devices, const Config& cfg) {
+  auto find = [&](const std::string& name) -> Device* {
+    for (Device* device : devices) {
+      if (device->name() == name) {
+        return device;
+      }
+    }
+    return nullptr;
+  };
+  for (const std::vector<std::string>& group : cfg.pci_functions) {
+    Device* first = nullptr;
+    for (size_t function = 0; function < group.size(); ++function) {
+      Device* device = find(group[function]);
+      if (device == nullptr) {
+        continue;
+      }
+      if (first == nullptr) {
+        first = device;
+      }
+      // The functions of one adapter share its sys_image_guid, as a ConnectX's PFs do.
+      std::optional<uint64_t> guid;
+      if (!cfg.sys_image_guid) {
+        guid = first->node_guid();
+      }
+      device->place_on_pci_device(first->index(), static_cast<int>(function), guid);
+    }
+  }
+}
+
 struct Registry {
   std::vector<Device*> devices;  // never freed: handed-out pointers stay valid until exit
 };
@@ -60,6 +92,7 @@ Registry& registry() {
       }
       built->devices.push_back(device.release());
     }
+    place_pci_functions(built->devices, cfg);
     if (cfg.sysfs_root) {
       std::vector<std::string> errors = write_fake_sysfs(*cfg.sysfs_root, built->devices, cfg);
       for (const std::string& error : errors) {
@@ -97,6 +130,7 @@ Result<std::unique_ptr<Device>> Device::create(const DeviceSpec& spec, int index
   std::unique_ptr<Device> device(new Device);
   device->name_ = spec.name;
   device->index_ = index;
+  device->pci_slot_ = index;
   device->netdev_ = binding->netdev;
   device->ifindex_ = binding->ifindex;
   device->address_ = binding->address;
@@ -158,6 +192,20 @@ std::span<const GidEntry> Device::gids() const noexcept {
 }
 int Device::index() const noexcept {
   return index_;
+}
+int Device::pci_slot() const noexcept {
+  return pci_slot_;
+}
+int Device::pci_function() const noexcept {
+  return pci_function_;
+}
+void Device::place_on_pci_device(int slot, int function,
+                                 std::optional<uint64_t> sys_image_guid_be) {
+  pci_slot_ = slot;
+  pci_function_ = function;
+  if (sys_image_guid_be) {
+    device_attr_.sys_image_guid = *sys_image_guid_be;
+  }
 }
 uint32_t Device::port_speed_gbps() const noexcept {
   return port_speed_gbps_;

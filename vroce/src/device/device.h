@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -79,6 +80,14 @@ class Device {
   std::span<const GidEntry> gids() const noexcept;
 
   int index() const noexcept;  // position in the device list
+  // Where the fake sysfs puts the device: the bus of device pci_slot() (fake_pci_address), and
+  // its function. A device alone is its own slot, function 0.
+  int pci_slot() const noexcept;
+  int pci_function() const noexcept;
+  // Makes this device function `function` of the PCI device of device `slot` (an adapter with
+  // one PCI function per port, VROCE_PCI_FUNCTIONS); with sys_image_guid_be, the adapter's
+  // GUID that every function reports. Called while the device list is built, before any use.
+  void place_on_pci_device(int slot, int function, std::optional<uint64_t> sys_image_guid_be);
   uint32_t port_speed_gbps() const noexcept;
   const std::array<uint8_t, 6>& mac() const noexcept;  // the netdev's, or derived for lo
 
@@ -104,6 +113,8 @@ class Device {
   VerbsDevice verbs_device_{};
   std::string name_;
   int index_ = 0;
+  int pci_slot_ = 0;
+  int pci_function_ = 0;
   std::string netdev_;
   int ifindex_ = 0;
   sockaddr_storage address_{};

@@ -184,7 +184,8 @@ void write_port(TreeWriter& out, const std::string& dir, Device& device) {
 
 void write_device(TreeWriter& out, const std::string& root, Device& device, const Config& cfg) {
   std::string dir = root + "/class/infiniband/" + device.name();
-  std::string pci = root + "/devices/pci0000:00/" + fake_pci_address(device.index());
+  std::string pci =
+      root + "/devices/pci0000:00/" + fake_pci_address(device.pci_slot(), device.pci_function());
   if (!out.make_dirs(dir)) {
     return;
   }
@@ -282,12 +283,13 @@ std::string sysfs_gid_type_text(ibv_gid_type type) {
   return type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : "IB/RoCE v1";
 }
 
-std::string fake_pci_address(int device_index) {
+std::string fake_pci_address(int device_index, int function) {
   // One bus per device, as separate NICs in separate slots: NCCL merges devices whose PCI paths
-  // differ only in the function digit, which must not happen to independent vroce devices.
-  char text[16];
-  std::snprintf(text, sizeof(text), "%04x:%02x:00.0", device_index / 128,
-                0x80 + device_index % 128);
+  // differ only in the function digit, which must not happen to independent vroce devices. The
+  // functions of one adapter (VROCE_PCI_FUNCTIONS) share their first device's bus.
+  char text[24];
+  std::snprintf(text, sizeof(text), "%04x:%02x:00.%d", device_index / 128,
+                0x80 + device_index % 128, function & 7);
   return text;
 }
 

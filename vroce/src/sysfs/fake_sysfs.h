@@ -11,7 +11,8 @@
 //                                 lid_mask_count,cap_mask,gids/<i>,pkeys/0,
 //                                 gid_attrs/types/<i>,gid_attrs/ndevs/<i>}
 //   <dir>/class/infiniband/<dev>/ports/1/{hw_counters,counters}/<name> (sysfs/port_counter_files.h)
-//   <dir>/class/infiniband/<dev>/device -> <dir>/devices/pci0000:00/0000:BB:00.0 (absolute)
+//   <dir>/class/infiniband/<dev>/device -> <dir>/devices/pci0000:00/0000:BB:00.F (absolute; F
+//                                 is 0 but for the functions of one adapter, VROCE_PCI_FUNCTIONS)
 //   <dir>/class/infiniband/<dev>/tc/1/traffic_class  (only with VROCE_TC_OVERRIDE; removed
 //                                                     when a later run has none)
 //   <dir>/class/infiniband_verbs/{abi_version,uverbsN/{ibdev,abi_version,dev,device}}
@@ -50,7 +51,8 @@ std::string sysfs_gid_text(const ibv_gid& gid);       // "fe80:0000:...:0001"
 std::string sysfs_guid_text(uint64_t guid_be);        // "0202:03ff:fe04:0506"
 std::string sysfs_rate_text(const PortSpeed& speed);  // "400 Gb/sec (4X NDR)"
 std::string sysfs_gid_type_text(ibv_gid_type type);   // "RoCE v2" or "IB/RoCE v1"
-std::string fake_pci_address(int device_index);       // "0000:80:00.0" for device 0
+// "0000:80:00.0" for device 0; function: the digit after the dot (VROCE_PCI_FUNCTIONS).
+std::string fake_pci_address(int device_index, int function = 0);
 
 // <root made absolute, without trailing slashes>/class/infiniband/<device>/ports/1
 std::string fake_sysfs_port_dir(const std::string& root, const std::string& device_name);
