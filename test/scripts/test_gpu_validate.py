@@ -49,6 +49,9 @@ class Summary(unittest.TestCase):
                          busbw_gbs=0, wrong=0),
                     dict(op="all_reduce", dtype="float32", bytes=262144, count=65536, time_us=578.3,
                          algbw_gbs=0.45, busbw_gbs=0.45, wrong=0)]
+            # The dma-buf step ran and left only its log (it crashed): a FAIL row. The pointer and
+            # socket steps never ran (--steps without them): no row at all.
+            Path(d, "collectives-gdr-dmabuf.log").write_text("Segmentation fault\n")
             Path(d, "collectives-host.json").write_text(json.dumps(
                 dict(world=2, nccl="2.28.9", network="RoCE", gdr_channels=0, channels=12, rows=rows, passed=True)))
             Path(d, "tp-allreduce-socket.log").write_text(
@@ -61,6 +64,8 @@ class Summary(unittest.TestCase):
         self.assertIn("Out of bounds values : 3 FAILED", out)
         self.assertIn("| plugin, host-staged | RoCE | 0/12 | 2 | 0 | 112.6 | 578.3 |", out)
         self.assertIn("(no result: see collectives-gdr-dmabuf.log)", out)
+        self.assertNotIn("collectives-gdr-pointer", out)
+        self.assertNotIn("collectives-socket", out)
         self.assertIn("| NCCL Socket (TCP) | 174.2 | 196.5 | 225.6 | 27.87 ms |", out)
 
 

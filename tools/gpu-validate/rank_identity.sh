@@ -12,6 +12,9 @@ if [[ -z $rank ]]; then
   exit 2
 fi
 export NCCL_HOSTID="${HOSTNAME:-host}-rank$rank"
+# nccl-tests picks its GPU by the rank's index among the processes of its host name (the real
+# one, not NCCL_HOSTID), so rank 1 would ask for a second GPU; the ranks share GPU 0.
+export NCCL_TESTS_DEVICE=${NCCL_TESTS_DEVICE:-0}
 if [[ -n ${ROCE_EXAMPLE_VROCE_BASE:-} ]]; then
   base=$ROCE_EXAMPLE_VROCE_BASE
   export VROCE_DEVICES="vroce$rank=${base%.*}.$((${base##*.} + rank))"

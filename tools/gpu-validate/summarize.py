@@ -45,10 +45,14 @@ def main(folder):
     if os.path.exists(env):
         print("```\n" + open(env).read().split("plugin:")[0].strip() + "\n```\n")
 
-    print("## Collectives through PyTorch (tools/gpu-validate/collectives.py)\n")
-    print("| mode | network | net channels with GDRDMA | cases | wrong | all_reduce fp32 8 B us | 256 KiB us | 64 MiB busbw GB/s | verdict |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for mode in MODES:
+    # Only the modes whose step ran (its log exists): a run given --steps without them has none.
+    ran = [m for m in MODES if os.path.exists(os.path.join(folder, f"collectives-{m}.log"))
+           or os.path.exists(os.path.join(folder, f"collectives-{m}.json"))]
+    if ran:
+        print("## Collectives through PyTorch (tools/gpu-validate/collectives.py)\n")
+        print("| mode | network | net channels with GDRDMA | cases | wrong | all_reduce fp32 8 B us | 256 KiB us | 64 MiB busbw GB/s | verdict |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    for mode in ran:
         path = os.path.join(folder, f"collectives-{mode}.json")
         if not os.path.exists(path):
             print(f"| {MODE_TEXT[mode]} | (no result: see collectives-{mode}.log) |||||||FAIL|")
