@@ -6,10 +6,12 @@ ones docs/results/ gives (so nobody types them)."""
 import importlib.machinery
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 from pathlib import Path
 
 from scripttest import HANG_BOUND_S, REPO
@@ -124,6 +126,16 @@ host: 6.8.0, Ubuntu 24.04
 torch 2.11.0+cu130 nccl 2.28.9
 plugin: /x
 """
+
+
+class PortableCommand(unittest.TestCase):
+    def test_paths_in_the_checkout_and_the_output_folder_hold_no_build_path(self):
+        # The records ship in the packages' docs; package.deb refuses any file holding the build path.
+        with unittest.mock.patch.dict(os.environ, {"OUT": "/root/out/"}):
+            self.assertEqual(side_by_side.portable(str(side_by_side.REPO / "build/release")), "build/release")
+            self.assertEqual(side_by_side.portable("/root/out/sbs2/x.json"), "$OUT/sbs2/x.json")
+            self.assertEqual(side_by_side.portable("/opt/nccl/lib"), "/opt/nccl/lib")
+            self.assertEqual(side_by_side.portable("/root/outside"), "/root/outside")
 
 
 class Records(unittest.TestCase):

@@ -260,6 +260,17 @@ def print_table(group, names):
         print(line)
 
 
+def portable(arg):
+    """An argument as the record shows it: paths inside the checkout relative to it, and the run's
+    output folder as $OUT. The records ship in the packages' docs, which must hold no build path."""
+    out = os.environ.get("OUT", "").rstrip("/")
+    if out and (arg == out or arg.startswith(out + "/")):
+        return "$OUT" + arg[len(out):]
+    if arg.startswith(str(REPO) + "/"):
+        return os.path.relpath(arg, REPO)
+    return arg
+
+
 def main(argv=None):
     a = parse_args(argv)
     out = Path(a.out)
@@ -285,7 +296,8 @@ def main(argv=None):
     if a.dry_run:
         return 0
     record = {"kind": "side-by-side", "date": started.strftime("%Y-%m-%dT%H:%M:%SZ"), **machine_facts(a),
-              "command": "tools/gpu-validate/side_by_side.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "command": "tools/gpu-validate/side_by_side.py " + " ".join(
+                  portable(arg) for arg in (sys.argv[1:] if argv is None else argv)),
               "method": {"rounds": a.rounds, "order": "rotating", "control": "control" in a.contenders,
                          "iters": a.iters, "warmup": a.warmup, "contenders": a.contenders,
                          "time": "slowest rank's mean per all-reduce, median over rounds"},
