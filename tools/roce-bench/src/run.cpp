@@ -470,6 +470,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   if (!options.vdevice.empty() && options.path != Path::Raw) {
     // Read now that this rank's QPs are gone: vroce writes its counter files exactly then.
     std::vector<MemberTraffic> carried;
+    carried.reserve(member_counters.size());
     for (const auto& m : member_counters) {
       carried.push_back({rank, m.name, traffic_delta(m.before, read_port_traffic(m.dir))});
     }

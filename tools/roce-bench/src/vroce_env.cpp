@@ -60,7 +60,9 @@ RankEnvironment rank_environment(const std::vector<VroceDevice>& devices, int ra
   env.nccl_ib_hca = "=";
   env.ibverbs_lib = ibverbs_lib;
   for (int i = 0; i < per_rank; ++i) {
-    const VroceDevice& d = devices[static_cast<std::size_t>(rank * per_rank + i)];
+    const VroceDevice& d =
+        devices[static_cast<std::size_t>(rank) * static_cast<std::size_t>(per_rank) +
+                static_cast<std::size_t>(i)];
     const char* sep = i == 0 ? "" : ",";
     env.vroce_devices += sep + d.name + "=" + d.address;
     env.nccl_ib_hca += sep + d.name;
