@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,13 @@ namespace {
   setenv("VROCE_DEVICES", env.vroce_devices.c_str(), 1);
   setenv("NCCL_IB_HCA", env.nccl_ib_hca.c_str(), 1);
   setenv("NCCL_IBVERBS_LIB", env.ibverbs_lib.c_str(), 1);
+  if (!env.pci_functions.empty()) {
+    setenv("VROCE_PCI_FUNCTIONS", env.pci_functions.c_str(), 1);
+  }
+  if (!env.sysfs_root.empty()) {
+    setenv("VROCE_SYSFS_ROOT", env.sysfs_root.c_str(), 1);
+    setenv("NCCL_ROCE_SYSFS_ROOT", env.sysfs_root.c_str(), 1);
+  }
   setenv(kLaunchedEnv, "1", 1);
   if (rank == 0) {
     const int flags = fcntl(listen_fd, F_GETFD);
@@ -152,10 +160,14 @@ void write_failure_json(const Options& options, const std::string& why) {
 int launch_ranks(const Options& options, const std::vector<std::string>& args) {
   const std::vector<VroceDevice> devices = device_list();
   const std::string library = vroce_library(options);
+  // --vdevice: each rank fuses its own devices, so it gets as many as the largest index needs.
+  const int per_rank = options.vdevice.empty()
+                           ? 1
+                           : *std::max_element(options.vdevice.begin(), options.vdevice.end()) + 1;
   std::vector<RankEnvironment> envs;
   envs.reserve(static_cast<size_t>(options.nranks));
   for (int r = 0; r < options.nranks; ++r) {
-    envs.push_back(rank_environment(devices, r, options.nranks, library));
+    envs.push_back(rank_environment(devices, r, options.nranks, library, per_rank));
   }
   // --vroce-sysfs: one tree per rank (each rank's vroce lists only its own device).
   // The folder goes when this returns, after the ranks (and their namespaces) are gone; the host
@@ -168,6 +180,19 @@ int launch_ranks(const Options& options, const std::vector<std::string>& args) {
       auto& root = sysfs_roots[static_cast<std::size_t>(r)];
       root = sysfs_folder->path() + "/rank" + std::to_string(r);
       write_vroce_sysfs(root, envs[static_cast<std::size_t>(r)].vroce_devices, library);
+    }
+  }
+  // --vdevice: vroce keeps each device's port counters in a fake sysfs tree, where the ranks
+  // read what each member carried, and where the plugin sees the rank's devices as one dual-port
+  // card. A tree per rank (each rank's vroce numbers the PCI buses of its own devices), unless
+  // the caller has one.
+  std::optional<VroceSysfsFolder> counters_folder;
+  if (!options.vdevice.empty() && !options.vroce_sysfs &&
+      std::getenv("VROCE_SYSFS_ROOT") == nullptr) {
+    counters_folder.emplace();
+    for (int r = 0; r < options.nranks; ++r) {
+      envs[static_cast<std::size_t>(r)].sysfs_root =
+          counters_folder->path() + "/rank" + std::to_string(r);
     }
   }
   std::string address;

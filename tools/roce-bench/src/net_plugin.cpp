@@ -110,6 +110,24 @@ NetProperties NetPlugin::properties(int dev) {
   return out;
 }
 
+int NetPlugin::make_vdevice(const std::vector<int>& members) {
+  std::string list;
+  for (const int m : members) {
+    list += (list.empty() ? "" : ",") + std::to_string(m);
+  }
+  if (api_ < Api::V9) {
+    throw BenchError(symbol() + " has no makeVDevice (ncclNet v9 and later have it); pick " +
+                     "--api v9..v12 for --vdevice " + list);
+  }
+  int dev = -1;
+  check(table_->make_vdevice(&dev, members), "makeVDevice", "devices " + list);
+  if (dev < 0) {
+    throw BenchError("plugin " + name_ + " makeVDevice(devices " + list +
+                     ") returned ncclSuccess without a device index");
+  }
+  return dev;
+}
+
 void* NetPlugin::listen(int dev, NetHandle& handle) {
   void* comm = nullptr;
   check(table_->listen(dev, handle.data(), &comm), "listen", "dev " + std::to_string(dev));

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nccl_net/nccl_net.h"
 #include "options.h"
@@ -59,6 +60,9 @@ class NetPlugin {
 
   int devices();
   NetProperties properties(int dev);
+  // makeVDevice (v9+): the virtual NIC's device index. Throws BenchError, naming the members,
+  // when the table has none or the plugin refuses.
+  int make_vdevice(const std::vector<int>& members);
 
   void* listen(int dev, NetHandle& handle);
   // One non-blocking step each, as NCCL's proxy calls them: nullptr means "call again". The same

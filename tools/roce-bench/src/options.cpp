@@ -195,7 +195,38 @@ void validate_tp(Options& o, bool sizes_given, bool dtype_given) {
   o.max_bytes = bytes;
 }
 
-void validate(Options& o, bool nranks_given, bool sizes_given, bool dtype_given) {
+// --vdevice: a virtual NIC needs makeVDevice (ncclNet v9+), the plugin path, and at most as
+// many members as the table's makeVDevice takes.
+void validate_vdevice(const Options& o, bool dev_given) {
+  if (o.vdevice.empty()) {
+    return;
+  }
+  const std::string given = "--vdevice " + vdevice_text(o.vdevice);
+  if (o.api < Api::V9) {
+    throw UsageError(given + ": --api " + std::string(api_name(o.api)) +
+                     " has no makeVDevice (ncclNet v9 and later have it); add --api v9, v10, " +
+                     "v11 or v12");
+  }
+  const int limit = o.api >= Api::V12 ? kMaxVDeviceMembersV12 : kMaxVDeviceMembersV9;
+  if (static_cast<int>(o.vdevice.size()) > limit) {
+    throw UsageError(given + ": " + std::to_string(o.vdevice.size()) + " members, but the " +
+                     std::string(api_name(o.api)) + " table's makeVDevice takes at most " +
+                     std::to_string(limit) + (limit < kMaxVDeviceMembersV12 ? " (v12: 8)" : ""));
+  }
+  if (dev_given) {
+    throw UsageError(given + " and --dev both pick the device: the virtual NIC's index is " +
+                     "what makeVDevice returns; drop --dev");
+  }
+  if (o.path != Path::Plugin) {
+    throw UsageError(given + " fuses plugin devices; --raw and --compare-raw run on one verbs " +
+                     "device (--hca)");
+  }
+  if (o.init_check) {
+    throw UsageError(given + " applies to runs, not to --init-check");
+  }
+}
+
+void validate(Options& o, bool nranks_given, bool sizes_given, bool dtype_given, bool dev_given) {
   if (o.help || o.version || o.list_models) {
     return;
   }
@@ -262,9 +293,50 @@ void validate(Options& o, bool nranks_given, bool sizes_given, bool dtype_given)
   if (o.timeout_s <= 0) {
     throw UsageError("--timeout must be a positive number of seconds");
   }
+  validate_vdevice(o, dev_given);
 }
 
 }  // namespace
+
+std::vector<int> parse_vdevice(const std::string& text) {
+  const std::string expected =
+      ": expected 2 to 8 distinct plugin device indexes separated by commas, e.g. 0,1";
+  std::vector<int> members;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view item = std::string_view(text).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto dev = parse_integer<int>(item);
+    if (!dev || *dev < 0 || *dev > 1023) {
+      throw UsageError("--vdevice " + text + expected);
+    }
+    for (const int m : members) {
+      if (m == *dev) {
+        throw UsageError("--vdevice " + text + ": device " + std::to_string(m) + " is named twice" +
+                         expected);
+      }
+    }
+    members.push_back(*dev);
+    if (comma == std::string::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  if (members.size() < 2 || members.size() > static_cast<std::size_t>(kMaxVDeviceMembersV12)) {
+    throw UsageError("--vdevice " + text + ": " + std::to_string(members.size()) + " member(s)" +
+                     expected);
+  }
+  return members;
+}
+
+std::string vdevice_text(const std::vector<int>& members) {
+  std::string text;
+  for (const int m : members) {
+    text += (text.empty() ? "" : ",") + std::to_string(m);
+  }
+  return text;
+}
 
 std::optional<std::size_t> parse_bytes(std::string_view text) {
   if (text.empty()) {
@@ -303,6 +375,7 @@ Options parse_options(std::span<const std::string> args) {
   bool nranks_given = false;
   bool sizes_given = false;
   bool dtype_given = false;
+  bool dev_given = false;
   ArgCursor cursor(args);
   while (!cursor.done()) {
     const std::string name = cursor.next_name();
@@ -386,6 +459,9 @@ Options parse_options(std::span<const std::string> args) {
       o.traffic_class = int_value(cursor, name, -1, 255);
     } else if (name == "--dev") {
       o.dev = int_value(cursor, name, 0, 1023);
+      dev_given = true;
+    } else if (name == "--vdevice") {
+      o.vdevice = parse_vdevice(cursor.value(name));
     } else if (name == "--hca") {
       o.hca = cursor.value(name);
     } else if (name == "--gid-index") {
@@ -459,7 +535,7 @@ Options parse_options(std::span<const std::string> args) {
       throw UsageError("unknown option '" + name + "'");
     }
   }
-  validate(o, nranks_given, sizes_given, dtype_given);
+  validate(o, nranks_given, sizes_given, dtype_given, dev_given);
   return o;
 }
 
@@ -559,6 +635,9 @@ std::uint64_t options_fingerprint(const Options& o) {
   add(std::to_string(o.hidden));
   add(std::to_string(o.batch));
   add(std::to_string(o.steps));
+  // Both ends of a connection on a virtual NIC must have as many members (the plugin refuses
+  // the connection otherwise); the indexes themselves are each host's own.
+  add("vdevice" + std::to_string(o.vdevice.size()));
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   for (const char c : canonical) {
     hash ^= static_cast<unsigned char>(c);
@@ -595,6 +674,11 @@ Plugin:
   --plugin PATH      libnccl-net-roce.so (default: next to this executable's build tree)
   --api v6..v12      the ncclNetPlugin_vN table to drive (default v8)
   --dev N            plugin device index (default 0)
+  --vdevice LIST     fuse these plugin devices (2..8 indexes, e.g. 0,1) with makeVDevice into
+                     one virtual NIC on every rank and run on it instead of --dev (needs --api
+                     v9..v12; v9..v11 take 4 members). The launcher gives each rank as many
+                     vroce devices as the largest index needs, as the functions of one PCI
+                     device (a dual-port NIC), and prints each member's port counters
   --tc N             traffic class: v10 connect / v11 init config, and raw QPs (default unset)
   --init-check       load and init the plugin, list its devices and properties, connect a
                      loopback pair on one thread (NCCL's GDR-probe pattern); exit 0 or 1

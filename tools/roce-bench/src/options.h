@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dtype.h"
 #include "net_table.h"
@@ -44,6 +45,9 @@ inline constexpr int kMaxWindow = 32;  // NCCL_NET_MAX_REQUESTS
 inline constexpr int kMaxRanks = 64;
 // v8 takes int sizes and NCCL's v8 shim rejects more than 1 GiB.
 inline constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
+// makeVDevice's member limit: NCCL_NET_MAX_DEVS_PER_NIC of the v9..v11 tables, and v12's.
+inline constexpr int kMaxVDeviceMembersV9 = 4;
+inline constexpr int kMaxVDeviceMembersV12 = 8;
 
 struct Options {
   Mode mode = Mode::AllReduce;
@@ -72,8 +76,11 @@ struct Options {
   std::size_t slice_bytes = 512UL * 1024;  // all-reduce pipeline step (NCCL's SIMPLE step)
   int traffic_class = -1;                  // NCCL_NET_TRAFFIC_CLASS_UNDEF
   int dev = 0;                             // plugin device index
-  std::string hca;                         // raw verbs device; empty: from NCCL_IB_HCA
-  int gid_index = -1;                      // raw verbs GID; -1: first RoCE v2 IPv4 GID
+  // --vdevice: the plugin devices each rank fuses with makeVDevice (v9+) into one virtual NIC,
+  // whose index then replaces --dev. Empty: no virtual NIC.
+  std::vector<int> vdevice;
+  std::string hca;     // raw verbs device; empty: from NCCL_IB_HCA
+  int gid_index = -1;  // raw verbs GID; -1: first RoCE v2 IPv4 GID
   // --raw-cts: the raw path's sender waits for a clear-to-send per message, as the plugin's and
   // NCCL's IB transport's do: the floor of their protocol rather than of verbs.
   bool raw_cts = false;
@@ -131,6 +138,12 @@ std::uint64_t options_fingerprint(const Options& options);
 std::string_view mode_name(Mode mode);
 std::string_view api_name(Api api);
 std::string_view path_name(Path path);
+
+// "0,1" -> {0, 1}: --vdevice's list of plugin device indexes. Throws UsageError.
+std::vector<int> parse_vdevice(const std::string& text);
+
+// "0,1": a --vdevice list as given.
+std::string vdevice_text(const std::vector<int>& members);
 
 // Parses "8", "64K", "4M", "1G" (binary multiples). nullopt on anything else.
 std::optional<std::size_t> parse_bytes(std::string_view text);

@@ -54,6 +54,43 @@ std::vector<Ratio> compare(Mode mode, const Series& plugin, const Series& raw) {
   return ratios;
 }
 
+namespace {
+
+// --vdevice: one line per rank with what each member's port carried, and whether every member
+// carried data (a virtual NIC that leaves a member idle stripes nothing).
+void print_member_traffic(std::FILE* out, const RunInfo& info) {
+  print_line(
+      out,
+      "# virtual NIC members' port counters over the run (<root>/class/infiniband/<dev>/"
+      "ports/<port>/counters, <root> each rank's NCCL_ROCE_SYSFS_ROOT, else /sys; rank 0's: " +
+          info.member_counters_root + "):");
+  bool known = !info.member_traffic.empty();
+  bool all_carried = known;
+  for (std::size_t i = 0; i < info.member_traffic.size();) {
+    std::vector<MemberTraffic> rank_members;
+    const int rank = info.member_traffic[i].rank;
+    for (; i < info.member_traffic.size() && info.member_traffic[i].rank == rank; ++i) {
+      const PortTraffic& t = info.member_traffic[i].traffic;
+      known = known && t.sent_bytes && t.received_bytes;
+      all_carried =
+          all_carried && t.sent_bytes && t.received_bytes && *t.sent_bytes + *t.received_bytes > 0;
+      rank_members.push_back(info.member_traffic[i]);
+    }
+    print_line(out, "#   " + describe_member_traffic(rank_members));
+  }
+  if (!known) {
+    print_line(out,
+               "#   (some counters are not readable here: set NCCL_ROCE_SYSFS_ROOT where "
+               "the ports' sysfs is; over vroce the launcher sets it up unless --vroce-sysfs)");
+  } else {
+    print_line(out, all_carried ? "#   every member carried data"
+                                : "#   NOT every member carried data: the virtual NIC did "
+                                  "not stripe over all its members");
+  }
+}
+
+}  // namespace
+
 void print_header(std::FILE* out, const RunInfo& info) {
   print_line(out, fmt::format("# roce-bench {}: {} over {} rank(s), {}", info.version,
                               mode_name(info.mode), info.nranks, path_name(info.path)));
@@ -78,6 +115,9 @@ void print_header(std::FILE* out, const RunInfo& info) {
                               info.mode == Mode::AllReduce || info.mode == Mode::Tp
                                   ? fmt::format("  slice {} B", info.slice_bytes)
                                   : std::string()));
+  if (!info.vdevice.empty()) {
+    print_line(out, "# virtual NIC: " + info.vdevice);
+  }
   for (const auto& rank : info.ranks) {
     print_line(out, "#   " + rank);
   }
@@ -89,6 +129,9 @@ void print_footer(std::FILE* out, const RunInfo& info, std::size_t sizes_done,
                   std::size_t sizes_planned) {
   if (!info.profiler_events.empty()) {
     print_line(out, "# NCCL profiler events: " + info.profiler_events);
+  }
+  if (!info.vdevice_members.empty()) {
+    print_member_traffic(out, info);
   }
   if (!info.load_at_end.empty()) {
     print_line(out, "# load average " + info.load_at_end + " at end");
@@ -288,6 +331,34 @@ std::string render_json(const RunInfo& info, const std::vector<Series>& series,
     j.value(r);
   }
   j.end_array();
+  if (!info.vdevice_members.empty()) {
+    j.key("vdevice").begin_object();
+    j.key("members").begin_array();
+    for (const int m : info.vdevice_members) {
+      j.value(m);
+    }
+    j.end_array();
+    j.key("description").value(info.vdevice);
+    j.key("counters_root").value(info.member_counters_root);
+    j.key("member_traffic").begin_array();
+    for (const auto& m : info.member_traffic) {
+      j.begin_object();
+      j.key("rank").value(m.rank);
+      j.key("device").value(m.device);
+      for (const auto& [key, bytes] : {std::pair{"sent_bytes", m.traffic.sent_bytes},
+                                       std::pair{"received_bytes", m.traffic.received_bytes}}) {
+        j.key(key);
+        if (bytes) {
+          j.value(*bytes);
+        } else {
+          j.null();
+        }
+      }
+      j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+  }
   // Plugin calls per rank: what the callgrind script divides instruction counts by.
   auto counters = [&j](const char* key, const std::vector<CallCounters>& all) {
     j.key(key).begin_array();

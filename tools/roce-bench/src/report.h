@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "member_traffic.h"
 #include "net_plugin.h"
 #include "options.h"
 #include "results.h"
@@ -44,6 +45,12 @@ struct RunInfo {
   std::string registration;  // "regMr HOST", ...
   bool flush = false;
   std::vector<std::string> ranks;  // one description per rank
+  // --vdevice: the members given, what was made of them, and what each rank's members carried
+  // by their port counters (read under member_counters_root).
+  std::vector<int> vdevice_members;
+  std::string vdevice;
+  std::vector<MemberTraffic> member_traffic;
+  std::string member_counters_root;
   std::size_t plugin_warnings = 0;
   std::string profiler_events;             // v10/v11: what the plugin reported to NCCL's profiler
   std::vector<CallCounters> plugin_calls;  // per rank, over the whole run

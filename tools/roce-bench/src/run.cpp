@@ -24,6 +24,7 @@
 #include "json_writer.h"
 #include "launcher.h"
 #include "locations.h"
+#include "member_traffic.h"
 #include "nccl_logger.h"
 #include "net_plugin.h"
 #include "p2p_modes.h"
@@ -174,6 +175,37 @@ void check_properties_for_run(const NetProperties& props, const Options& options
   }
 }
 
+// One member of this rank's virtual NIC and its port's traffic counters when the run began.
+struct MemberCounters {
+  int dev = 0;
+  std::string name;
+  std::string dir;  // "" when the port's counters folder was not found
+  PortTraffic before;
+};
+
+// --vdevice: checks the members exist, reads their port counters, and fuses them with
+// makeVDevice. Returns the virtual NIC's device index.
+int make_virtual_nic(NetPlugin& plugin, const std::vector<int>& members, int ndev,
+                     std::vector<MemberCounters>& counters) {
+  const std::string root = sysfs_root_from_env();
+  for (const int m : members) {
+    if (m >= ndev) {
+      throw UsageError(fmt::format(
+          "--vdevice {}: device {} does not exist: the plugin has {} device(s) here "
+          "(NCCL_IB_HCA={}); the launcher gives each rank as many vroce devices as the "
+          "largest index needs, a rank started with --rank needs them in its VROCE_DEVICES",
+          vdevice_text(members), m, ndev, env_or("NCCL_IB_HCA", "unset")));
+    }
+    MemberCounters c;
+    c.dev = m;
+    c.name = plugin.properties(m).name;
+    c.dir = port_counters_dir(root, c.name);
+    c.before = read_port_traffic(c.dir);
+    counters.push_back(c);
+  }
+  return plugin.make_vdevice(members);
+}
+
 void write_json(const Options& options, const std::string& json) {
   if (options.json_stdout) {
     std::fputs(json.c_str(), stdout);
@@ -240,6 +272,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   info.nranks = nranks;
   info.window = options.window;
   info.slice_bytes = options.slice_bytes;
+  info.vdevice_members = options.vdevice;
   info.job_source = options.job_source;
   info.verbs_library = verbs_library_in_use(options);
   info.vroce = is_vroce_library(info.verbs_library);
@@ -269,6 +302,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     return info.interrupted;
   };
 
+  std::vector<MemberCounters> member_counters;  // --vdevice: this rank's members
   std::vector<Series> series;
   std::vector<Ratio> ratios;
   std::optional<TpReport> tp;
@@ -278,6 +312,8 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
   {
     std::unique_ptr<NetPlugin> plugin;
     NetProperties props;
+    // --vdevice: the virtual NIC's index replaces --dev for the connections.
+    Options run_options = options;
     if (options.cuda) {
       auto& cuda = CudaDriver::instance();
       cuda.use_device(options.cuda_device >= 0 ? options.cuda_device : rank % cuda.device_count());
@@ -292,18 +328,37 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
                          " devices (NCCL_IB_HCA=" + env_or("NCCL_IB_HCA", "unset") +
                          "); NCCL would fall back to another transport");
       }
-      if (options.dev >= ndev) {
+      if (options.vdevice.empty() && options.dev >= ndev) {
         throw UsageError("--dev " + std::to_string(options.dev) + ": the plugin has " +
                          std::to_string(ndev) + " device(s)");
       }
-      props = plugin->properties(options.dev);
+      if (!options.vdevice.empty()) {
+        run_options.dev = make_virtual_nic(*plugin, options.vdevice, ndev, member_counters);
+        info.vdevice = fmt::format("makeVDevice({}) on every rank: a virtual NIC of {} members",
+                                   vdevice_text(options.vdevice), options.vdevice.size());
+      }
+      props = plugin->properties(run_options.dev);
       check_properties_for_run(props, options);
+      if (!options.vdevice.empty() &&
+          props.vdev_count != static_cast<int>(options.vdevice.size())) {
+        throw BenchError(fmt::format(
+            "plugin {} made virtual NIC dev {} ({}) of {} members, but its properties report "
+            "vProps.ndevs {}",
+            plugin->name(), run_options.dev, props.name, options.vdevice.size(), props.vdev_count));
+      }
       info.plugin_path = plugin->path();
       info.plugin_name = plugin->name();
       info.plugin_symbol = plugin->symbol();
-      mine += fmt::format(", plugin dev {} {} ({} Mb/s, ptrSupport {}, pciPath {})", options.dev,
-                          props.name, props.speed_mbps, ptr_support_text(props.ptr_support),
-                          props.pci_path.value_or("none"));
+      mine += fmt::format(", plugin dev {} {} ({} Mb/s, ptrSupport {}, pciPath {})",
+                          run_options.dev, props.name, props.speed_mbps,
+                          ptr_support_text(props.ptr_support), props.pci_path.value_or("none"));
+      if (!member_counters.empty()) {
+        std::string members;
+        for (const auto& m : member_counters) {
+          members += fmt::format("{}dev {} {}", members.empty() ? "" : ", ", m.dev, m.name);
+        }
+        mine += fmt::format(", virtual NIC of {} members: {}", member_counters.size(), members);
+      }
     }
     info.memory = memory_text(options);
 
@@ -311,7 +366,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
     steps_planned = steps.size();
     Progress progress(rank == 0, steps.size());
     if (options.mode == Mode::Tp) {
-      RingAllReduce allreduce(*plugin, rendezvous, options, props);
+      RingAllReduce allreduce(*plugin, rendezvous, run_options, props);
       info.registration = allreduce.registration();
       info.flush = allreduce.flushes();
       info.ranks = rendezvous.allgather(mine);
@@ -330,7 +385,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       stop_requested();
       rendezvous.barrier();
     } else if (options.mode == Mode::AllReduce) {
-      RingAllReduce allreduce(*plugin, rendezvous, options, props);
+      RingAllReduce allreduce(*plugin, rendezvous, run_options, props);
       info.registration = allreduce.registration();
       info.flush = allreduce.flushes();
       info.ranks = rendezvous.allgather(mine);
@@ -356,7 +411,7 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       }
       if (options.path != Path::Raw) {
         via_plugin =
-            std::make_unique<PluginEndpoint>(*plugin, rendezvous, options, props, capacity);
+            std::make_unique<PluginEndpoint>(*plugin, rendezvous, run_options, props, capacity);
         info.registration = via_plugin->registration();
         info.flush = via_plugin->flushes();
         series.push_back({"plugin", {}});
@@ -411,6 +466,20 @@ int run_rank(const Options& options, const std::vector<std::string>& args) {
       }
     }
     // Comms close here, before the plugin is finalized and unloaded.
+  }
+  if (!options.vdevice.empty() && options.path != Path::Raw) {
+    // Read now that this rank's QPs are gone: vroce writes its counter files exactly then.
+    std::vector<MemberTraffic> carried;
+    carried.reserve(member_counters.size());
+    for (const auto& m : member_counters) {
+      carried.push_back({rank, m.name, traffic_delta(m.before, read_port_traffic(m.dir))});
+    }
+    int r = 0;
+    for (const auto& blob : rendezvous.allgather(encode_member_traffic(carried))) {
+      auto members = decode_member_traffic(r++, blob);
+      info.member_traffic.insert(info.member_traffic.end(), members.begin(), members.end());
+    }
+    info.member_counters_root = sysfs_root_from_env();
   }
 
   // NCCL's profiler events (v10+): every rank checks its own, rank 0 reports them all.

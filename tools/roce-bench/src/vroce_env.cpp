@@ -42,15 +42,35 @@ Result<std::vector<VroceDevice>> parse_vroce_devices(std::string_view text) {
 }
 
 RankEnvironment rank_environment(const std::vector<VroceDevice>& devices, int rank, int nranks,
-                                 const std::string& ibverbs_lib) {
-  if (static_cast<int>(devices.size()) < nranks) {
-    throw UsageError(std::to_string(nranks) + " ranks need " + std::to_string(nranks) +
-                     " vroce devices (one per rank: vroce serves one process per device), but "
-                     "the list has " +
+                                 const std::string& ibverbs_lib, int per_rank) {
+  const std::size_t needed = static_cast<std::size_t>(nranks) * static_cast<std::size_t>(per_rank);
+  if (devices.size() < needed) {
+    if (per_rank == 1) {
+      throw UsageError(std::to_string(nranks) + " ranks need " + std::to_string(nranks) +
+                       " vroce devices (one per rank: vroce serves one process per device), "
+                       "but the list has " +
+                       std::to_string(devices.size()) + "; add entries to VROCE_DEVICES");
+    }
+    throw UsageError(std::to_string(nranks) + " ranks with " + std::to_string(per_rank) +
+                     " devices each (--vdevice) need " + std::to_string(needed) +
+                     " vroce devices (vroce serves one process per device), but the list has " +
                      std::to_string(devices.size()) + "; add entries to VROCE_DEVICES");
   }
-  const VroceDevice& d = devices[static_cast<std::size_t>(rank)];
-  return {d.name + "=" + d.address, "=" + d.name, ibverbs_lib};
+  RankEnvironment env;
+  env.nccl_ib_hca = "=";
+  env.ibverbs_lib = ibverbs_lib;
+  for (int i = 0; i < per_rank; ++i) {
+    const VroceDevice& d =
+        devices[static_cast<std::size_t>(rank) * static_cast<std::size_t>(per_rank) +
+                static_cast<std::size_t>(i)];
+    const char* sep = i == 0 ? "" : ",";
+    env.vroce_devices += sep + d.name + "=" + d.address;
+    env.nccl_ib_hca += sep + d.name;
+    if (per_rank >= 2 && per_rank <= 8) {  // VROCE_PCI_FUNCTIONS' group size
+      env.pci_functions += (i == 0 ? "" : "+") + d.name;
+    }
+  }
+  return env;
 }
 
 }  // namespace roce::bench

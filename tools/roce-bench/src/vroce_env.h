@@ -24,13 +24,20 @@ std::vector<VroceDevice> default_vroce_devices();
 Result<std::vector<VroceDevice>> parse_vroce_devices(std::string_view text);
 
 struct RankEnvironment {
-  std::string vroce_devices;  // VROCE_DEVICES for the rank: its one device
-  std::string nccl_ib_hca;    // "=<name>": exact match, so vroce1 never also picks vroce10
+  std::string vroce_devices;  // VROCE_DEVICES for the rank: its own device(s)
+  std::string nccl_ib_hca;    // "=<name>[,<name>...]": exact match, so vroce1 never picks vroce10
   std::string ibverbs_lib;    // NCCL_IBVERBS_LIB
+  // VROCE_PCI_FUNCTIONS: with 2..8 devices per rank, "<a>+<b>...": the rank's devices are the
+  // functions of one PCI device, as the ports of a dual-port NIC (--vdevice). Empty: not set.
+  std::string pci_functions;
+  // VROCE_SYSFS_ROOT and NCCL_ROCE_SYSFS_ROOT for the rank (the launcher's --vdevice counters
+  // tree). Empty: not set.
+  std::string sysfs_root;
 };
 
-// Rank `rank`'s environment. Throws UsageError when the list has fewer devices than ranks.
+// Rank `rank`'s environment: `per_rank` consecutive devices of the list (rank r gets entries
+// r*per_rank ..). Throws UsageError when the list has fewer than nranks x per_rank devices.
 RankEnvironment rank_environment(const std::vector<VroceDevice>& devices, int rank, int nranks,
-                                 const std::string& ibverbs_lib);
+                                 const std::string& ibverbs_lib, int per_rank = 1);
 
 }  // namespace roce::bench

@@ -226,3 +226,46 @@ TEST_CASE("tp mode's argument errors say what to do instead") {
   CHECK(error_of({"-m", "tp", "--batch", "65536", "--hidden", "1048576", "--layers", "1"})
             .find("at most 1G") != std::string::npos);
 }
+
+TEST_CASE("vdevice: --vdevice takes 2 to 8 distinct devices and needs a table with makeVDevice") {
+  const Options o = parse({"-m", "bw", "--api", "v11", "--vdevice", "0,1"});
+  CHECK(o.vdevice == std::vector<int>{0, 1});
+  CHECK(parse({"--api=v12", "--vdevice=3,0,1,2,4,5,6,7"}).vdevice.size() == 8);
+  CHECK(parse({"--api", "v9", "--vdevice", "1,0,2,3"}).vdevice == std::vector<int>{1, 0, 2, 3});
+  CHECK(parse({}).vdevice.empty());
+
+  CHECK(error_of({"--vdevice", "0,1"})
+            .find("--vdevice 0,1: --api v8 has no makeVDevice (ncclNet v9 and later have it); add "
+                  "--api v9") != std::string::npos);
+  CHECK(error_of({"--api", "v6", "--vdevice", "0,1"}).find("--api v6 has no makeVDevice") !=
+        std::string::npos);
+  CHECK(error_of({"--api", "v11", "--vdevice", "0,1,2,3,4"})
+            .find("5 members, but the v11 table's makeVDevice takes at most 4") !=
+        std::string::npos);
+  CHECK(error_of({"--api", "v11", "--vdevice", "0"}).find("1 member(s): expected 2 to 8") !=
+        std::string::npos);
+  CHECK(error_of({"--api", "v12", "--vdevice", "0,1,2,3,4,5,6,7,8"})
+            .find("9 member(s): expected 2 to 8") != std::string::npos);
+  CHECK(error_of({"--api", "v11", "--vdevice", "0,0"}).find("device 0 is named twice") !=
+        std::string::npos);
+  for (const char* bad : {"0,", ",1", "0;1", "a,b", "-1,0", "0,1024", ""}) {
+    INFO(bad);
+    CHECK(error_of({"--api", "v11", "--vdevice", bad}).find("expected 2 to 8 distinct") !=
+          std::string::npos);
+  }
+  CHECK(error_of({"--api", "v11", "--vdevice", "0,1", "--dev", "1"}).find("drop --dev") !=
+        std::string::npos);
+  CHECK(error_of({"-m", "bw", "--api", "v11", "--vdevice", "0,1", "--raw"})
+            .find("--raw and --compare-raw run on one verbs device") != std::string::npos);
+  CHECK(error_of({"--api", "v11", "--vdevice", "0,1", "--init-check"}).find("--init-check") !=
+        std::string::npos);
+}
+
+TEST_CASE("the fingerprint holds --vdevice's member count, not the indexes") {
+  using roce::bench::options_fingerprint;
+  const auto plain = options_fingerprint(parse({"--api", "v11"}));
+  const auto two = options_fingerprint(parse({"--api", "v11", "--vdevice", "0,1"}));
+  CHECK(plain != two);
+  CHECK(two == options_fingerprint(parse({"--api", "v11", "--vdevice", "2,3"})));
+  CHECK(two != options_fingerprint(parse({"--api", "v11", "--vdevice", "0,1,2"})));
+}

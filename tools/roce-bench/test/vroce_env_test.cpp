@@ -40,6 +40,26 @@ TEST_CASE("each rank gets its own device, named exactly") {
   CHECK_THROWS_AS(rank_environment(devices, 0, 9, "x"), UsageError);
 }
 
+TEST_CASE("vdevice: each rank gets its own devices, as the functions of one PCI device") {
+  const auto devices = default_vroce_devices();
+  const auto first = rank_environment(devices, 0, 2, "/lib/vroce.so", 2);
+  CHECK(first.vroce_devices == "vroce0=127.0.0.11,vroce1=127.0.0.12");
+  CHECK(first.nccl_ib_hca == "=vroce0,vroce1");
+  CHECK(first.pci_functions == "vroce0+vroce1");
+  const auto second = rank_environment(devices, 1, 2, "/lib/vroce.so", 2);
+  CHECK(second.vroce_devices == "vroce2=127.0.0.13,vroce3=127.0.0.14");
+  CHECK(second.nccl_ib_hca == "=vroce2,vroce3");
+  CHECK(second.pci_functions == "vroce2+vroce3");
+  CHECK(rank_environment(devices, 1, 2, "x").pci_functions.empty());  // one device: no card
+  try {
+    rank_environment(devices, 0, 2, "x", 5);
+    FAIL("10 devices out of 8");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("2 ranks with 5 devices each (--vdevice) need 10") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("the raw path takes one device from --hca or a single-entry NCCL_IB_HCA") {
   auto c = choose_raw_device("", nullptr);
   CHECK(c.name.empty());
