@@ -63,9 +63,10 @@ bool wait_for_info(const std::string& needle) {
   return true;
 }
 
-// Tests `request` until it fails or completes (at most the hang bound), from the moment the peer
-// is known dead; prints the time it took.
-ncclResult_t test_until_failed(PluginDriver& plugin, void* request, const char* what) {
+// Tests `request` until it fails or completes (at most the hang bound); prints the time since
+// `killed` (the SIGKILL) it took.
+ncclResult_t test_until_failed(PluginDriver& plugin, void* request, const char* what,
+                               Clock::time_point killed) {
   const auto start = Clock::now();
   ncclResult_t result = ncclSuccess;
   int done = 0;
@@ -73,7 +74,8 @@ ncclResult_t test_until_failed(PluginDriver& plugin, void* request, const char* 
     int size = 0;
     result = plugin.test(request, &done, &size);
   }
-  const double elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - killed).count();
   std::printf("DETECTION %s elapsed_ms=%.1f\n", what, elapsed_ms);
   std::fflush(stdout);
   CHECK_FALSE(done);
@@ -150,9 +152,11 @@ TEST_CASE(
   expect_still_pending(side.plugin, posted);
   reset_warn_count();
 
+  const auto killed = Clock::now();
   side.sender->kill_now(SIGKILL);
   REQUIRE(side.sender->wait(kHangBoundMs) == 128 + SIGKILL);
-  CHECK(test_until_failed(side.plugin, posted.request, "sender_sigkill") == ncclRemoteError);
+  CHECK(test_until_failed(side.plugin, posted.request, "sender_sigkill", killed) ==
+        ncclRemoteError);
   CHECK(warned("peer process gone", "without goodbye"));
   CHECK(warned("peer process gone", test_address(1)));  // the peer, by its GID's address
   CHECK_FALSE(warned("RETRY_EXC"));
@@ -198,6 +202,7 @@ TEST_CASE(
   REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
           ncclSuccess);
 
+  const auto killed = Clock::now();
   victim.kill_now(SIGKILL);
   REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
   reset_warn_count();
@@ -211,7 +216,7 @@ TEST_CASE(
     posted_result = plugin.isend(send_comm, buffer.data(), m.send_size, m.tag, mh, &request);
   }
   if (request != nullptr) {
-    CHECK(test_until_failed(plugin, request, "receiver_sigkill") == ncclRemoteError);
+    CHECK(test_until_failed(plugin, request, "receiver_sigkill", killed) == ncclRemoteError);
   } else {
     CHECK(posted_result == ncclRemoteError);
   }
