@@ -99,8 +99,8 @@ class Watcher {
       return;  // the watcher already let it go (the peer left first)
     }
     const auto frame = encode_watch_frame(WatchSignal::Goodbye, it->second.nonce);
-    static_cast<void>(::send(it->second.socket.fd(), frame.data(), frame.size(),
-                             MSG_NOSIGNAL | MSG_DONTWAIT));
+    static_cast<void>(
+        ::send(it->second.socket.fd(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT));
     drop_locked(it);
   }
 
@@ -360,12 +360,11 @@ void PeerState::mark_gone(std::string reason) noexcept {
   }
 }
 
-Result<std::unique_ptr<PeerWatch>> PeerWatch::start(Socket socket, uint64_t nonce,
-                                                    int keepalive_s,
+Result<std::unique_ptr<PeerWatch>> PeerWatch::start(Socket socket, uint64_t nonce, int keepalive_s,
                                                     std::shared_ptr<PeerState> state,
                                                     std::string peer_text) {
-  Result<uint64_t> id = Watcher::instance().add(std::move(socket), nonce, keepalive_s, state,
-                                                std::move(peer_text));
+  Result<uint64_t> id =
+      Watcher::instance().add(std::move(socket), nonce, keepalive_s, state, std::move(peer_text));
   if (!id) {
     return failure(id.error());
   }

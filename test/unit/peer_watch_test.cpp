@@ -37,8 +37,8 @@ constexpr uint64_t kNonce = 0x1122334455667788ULL;
 
 std::pair<Socket, Socket> connect_pair(const char* where) {
   Listener listener = value_of(Listener::open(value_of(SocketAddress::parse(where))));
-  std::optional<Connector> connector = value_of(
-      Connector::start(listener.address(), Clock::now() + roce::test::kHangBound));
+  std::optional<Connector> connector =
+      value_of(Connector::start(listener.address(), Clock::now() + roce::test::kHangBound));
   Socket client;
   Socket server;
   bool client_done = false;
@@ -131,8 +131,7 @@ TEST_CASE("peer watch frames round-trip, whole or in pieces", "[peer-watch]") {
         WatchFrameParser::Event::Goodbye);
 }
 
-TEST_CASE("peer watch frames of another connection or another kind are refused",
-          "[peer-watch]") {
+TEST_CASE("peer watch frames of another connection or another kind are refused", "[peer-watch]") {
   std::string detail;
   size_t used = 0;
   WatchFrameParser wrong_nonce(kNonce + 1);
@@ -155,8 +154,7 @@ TEST_CASE("peer watch frames of another connection or another kind are refused",
   CHECK(wrong_magic.feed(frame, &used, &detail) == WatchFrameParser::Event::Invalid);
 }
 
-TEST_CASE("peer watch keepalive plan bounds detection by the configured seconds",
-          "[peer-watch]") {
+TEST_CASE("peer watch keepalive plan bounds detection by the configured seconds", "[peer-watch]") {
   for (int t : {2, 3, 5, 10, 20, 59, 600, 3600}) {
     const auto plan = keepalive_plan(t);
     INFO("timeout " << t);
@@ -176,8 +174,7 @@ TEST_CASE("peer watch keepalive plan bounds detection by the configured seconds"
   CHECK(keepalive_plan(0).user_timeout_ms == 2000U);
 }
 
-TEST_CASE("peer watch: a peer that said hello and closes without goodbye is gone",
-          "[peer-watch]") {
+TEST_CASE("peer watch: a peer that said hello and closes without goodbye is gone", "[peer-watch]") {
   Watched w("127.0.7.31:0");
   send_frame(w.peer, WatchSignal::Hello);
   CHECK_FALSE(w.state->gone());
@@ -220,8 +217,7 @@ TEST_CASE("peer watch: a peer that never said hello does not watch, and is not m
   CHECK_FALSE(w.state->gone());
 }
 
-TEST_CASE("peer watch: closing the comm sends goodbye and leaves nothing watched",
-          "[peer-watch]") {
+TEST_CASE("peer watch: closing the comm sends goodbye and leaves nothing watched", "[peer-watch]") {
   Watched w("127.0.7.35:0");
   REQUIRE(roce::net::watched_socket_count() == 1);
   w.watch.reset();

@@ -320,8 +320,12 @@ PendingAccept::Step PendingAccept::on_await_ready() {
     // goes at once. Should it not, this side simply does not watch: the sender, seeing no hello
     // before our socket closes, does not watch us either.
     if (!queue_watch_hello(channel_, nonce_) || channel_.flush() != net::IoStatus::Done) {
-      ROCE_INFO(NCCL_NET, "accept from {}: the peer watch's hello could not be sent ({}); "
-                "this connection is not watched", peer_text_, channel_.error().message);
+      ROCE_INFO(NCCL_NET,
+                "accept from {}: the peer watch's hello could not be sent ({}); this connection "
+                "is not watched",
+                peer_text_,
+                channel_.error().message.empty() ? std::string("the socket would block")
+                                                 : channel_.error().message);
       settings_.peer_watch = false;
     }
   }

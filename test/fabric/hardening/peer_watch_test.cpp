@@ -125,9 +125,9 @@ struct AcceptedFromWaitingSender {
     Handle handle;
     void* listen_comm = nullptr;
     REQUIRE(plugin.listen(r, &handle, &listen_comm) == ncclSuccess);
-    std::vector<std::string> argv = {peer_binary(), "send",     "--device", "pwk",
-                                     "--seed",      "71",       "--groups", "20",
-                                     "--max-recvs", "1",        "--handle", handle_to_hex(handle)};
+    std::vector<std::string> argv = {peer_binary(), "send", "--device", "pwk",
+                                     "--seed",      "71",   "--groups", "20",
+                                     "--max-recvs", "1",    "--handle", handle_to_hex(handle)};
     argv.insert(argv.end(), extra.begin(), extra.end());
     env["VROCE_DEVICES"] = vroce_device_list({"pwk"}, 1);
     sender = std::make_unique<ChildProcess>(argv, env);
@@ -230,7 +230,8 @@ TEST_CASE("peer watch: a sender that closes its comm normally fails nothing",
           "[hardening][peer-watch][quick][vroce]") {
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);  // the watch's notes are INFO lines of NET
-  AcceptedFromWaitingSender side(std::map<std::string, std::string>{}, {});  // the sender sends its plan at once, then closes
+  AcceptedFromWaitingSender side(std::map<std::string, std::string>{},
+                                 {});  // the sender sends its plan at once, then closes
   PlanShape shape;
   shape.groups = 20;
   shape.max_recvs = 1;
