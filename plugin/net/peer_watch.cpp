@@ -40,6 +40,13 @@ uint64_t get_le(const uint8_t* at, int bytes) {
   return value;
 }
 
+// Best effort: the socket's send buffer holds nothing else, so the 24 bytes go at once; a peer
+// already gone cannot read them anyway.
+void send_goodbye(int fd, uint64_t nonce) noexcept {
+  const auto frame = encode_watch_frame(WatchSignal::Goodbye, nonce);
+  static_cast<void>(::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT));
+}
+
 // Sets the keepalive of a watched socket; a refusal is logged (the socket is still watched for
 // FIN and reset, which is what a dead process gives).
 void apply_keepalive(int fd, const KeepalivePlan& plan, const std::string& peer_text) {
@@ -74,8 +81,14 @@ class Watcher {
   Result<uint64_t> add(Socket socket, uint64_t nonce, int keepalive_s,
                        std::shared_ptr<PeerState> state, std::string peer_text) {
     std::lock_guard<std::mutex> lock(mutex_);
+    // This side's hello has gone out: a socket this side cannot watch says goodbye before it
+    // closes, or the peer would take the close for this process's death.
+    const auto refuse = [&](const std::string& why) {
+      send_goodbye(socket.fd(), nonce);
+      return failure(why);
+    };
     if (const Status started = start_locked(); !started) {
-      return failure(started.error());
+      return refuse(started.error());
     }
     apply_keepalive(socket.fd(), keepalive_plan(keepalive_s), peer_text);
     const uint64_t id = next_id_++;
@@ -83,7 +96,7 @@ class Watcher {
     event.events = EPOLLIN | EPOLLRDHUP;
     event.data.u64 = id;
     if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, socket.fd(), &event) != 0) {
-      return failure("epoll_ctl(ADD): " + errno_text(errno));
+      return refuse("epoll_ctl(ADD): " + errno_text(errno));
     }
     entries_.emplace(id, Entry{std::move(socket), WatchFrameParser(nonce), nonce, false,
                                std::move(state), std::move(peer_text)});
@@ -98,9 +111,7 @@ class Watcher {
     if (it == entries_.end()) {
       return;  // the watcher already let it go (the peer left first)
     }
-    const auto frame = encode_watch_frame(WatchSignal::Goodbye, it->second.nonce);
-    static_cast<void>(
-        ::send(it->second.socket.fd(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT));
+    send_goodbye(it->second.socket.fd(), it->second.nonce);
     drop_locked(it);
   }
 
