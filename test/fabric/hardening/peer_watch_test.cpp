@@ -5,12 +5,21 @@
 // does not watch (NCCL_ROCE_PEER_WATCH=0 there). Detection times are printed (DETECTION lines,
 // for docs/reliability.md), never asserted; which mechanism ended the request is checked
 // instead, by its WARN line.
+#include "net/peer_watch.h"
+
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -19,6 +28,7 @@
 #include "child_process.h"
 #include "hang_bound.h"
 #include "hardening_support.h"
+#include "net/socket.h"
 #include "test_addresses.h"
 #include "test_backend.h"
 
@@ -293,4 +303,86 @@ TEST_CASE(
   CHECK_FALSE(warned("peer process gone"));
   CHECK(side.plugin.dereg_mr(side.recv_comm, posted.mh) == ncclSuccess);
   CHECK(side.plugin.close_recv(side.recv_comm) == ncclSuccess);
+}
+
+namespace {
+
+// Sets the loopback interface of this thread's network namespace up or down.
+bool set_loopback(bool up) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return false;
+  }
+  ifreq request{};
+  std::snprintf(request.ifr_name, sizeof(request.ifr_name), "lo");
+  bool ok = ::ioctl(fd, SIOCGIFFLAGS, &request) == 0;
+  if (ok) {
+    if (up) {
+      request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP);
+    } else {
+      request.ifr_flags = static_cast<short>(request.ifr_flags & ~IFF_UP);
+    }
+    ok = ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
+  }
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "peer watch: a peer host that stops answering (no FIN, no reset) is found by the keepalive",
+    "[hardening][peer-watch][quick]") {
+  // A network namespace of this test process's own (it needs CAP_SYS_ADMIN: skipped without),
+  // whose loopback goes down once the connection is up and the peer's hello is in: from then on
+  // nothing comes back, as from a crashed host, and only the keepalive can tell.
+  if (::unshare(CLONE_NEWNET) != 0) {
+    std::printf("SKIPPED: unshare(CLONE_NEWNET) refused (%s); needs CAP_SYS_ADMIN\n",
+                std::strerror(errno));
+    std::fflush(stdout);
+    std::_Exit(77);
+  }
+  REQUIRE(set_loopback(true));
+  using namespace roce::net;
+  auto listener = Listener::open(*SocketAddress::parse("127.0.0.1:0"));
+  REQUIRE(listener);
+  auto connector = Connector::start(listener->address(), Clock::now() + kHangBound);
+  REQUIRE(connector);
+  Socket client;
+  Socket server;
+  SocketError error;
+  const auto connect_deadline = Clock::now() + kHangBound;
+  while ((!client.valid() || !server.valid()) && Clock::now() < connect_deadline) {
+    if (!client.valid()) {
+      REQUIRE(connector->progress(&client, &error) != IoStatus::Error);
+    }
+    if (!server.valid()) {
+      REQUIRE(listener->accept(&server, &error) != IoStatus::Error);
+    }
+  }
+  REQUIRE(client.valid());
+  REQUIRE(server.valid());
+  constexpr uint64_t kNonce = 0x5eed;
+  constexpr int kKeepaliveS = 2;  // NCCL_ROCE_PEER_KEEPALIVE_S's lowest value
+  auto state = std::make_shared<PeerState>(nullptr);
+  auto watch = PeerWatch::start(std::move(server), kNonce, kKeepaliveS, state, "silent peer");
+  REQUIRE(watch);
+  const auto hello = encode_watch_frame(WatchSignal::Hello, kNonce);
+  REQUIRE(::send(client.fd(), hello.data(), hello.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(hello.size()));
+  // The hello is read (the watcher would otherwise take the end for a peer that does not watch).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto silenced = Clock::now();
+  REQUIRE(set_loopback(false));
+  const auto deadline = silenced + kHangBound;
+  while (!state->gone() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - silenced).count();
+  std::printf("DETECTION silent_host keepalive_s=%d elapsed_ms=%.1f\n", kKeepaliveS, elapsed_ms);
+  std::fflush(stdout);
+  REQUIRE(state->gone());
+  CHECK_THAT(state->reason(), Catch::Contains("keepalive"));
+  CHECK_THAT(state->reason(), Catch::Contains("silent peer"));
 }
