@@ -135,10 +135,9 @@ std::unique_ptr<net::PeerWatch> watch_peer(net::FramedChannel& channel, uint64_t
   if (!settings.peer_watch) {
     return nullptr;
   }
-  // The monitor outlives nothing it is asked for: the state holds it while the watcher might
-  // call the nudge.
-  std::shared_ptr<AsyncEventMonitor> monitor = device.monitor();
-  auto state = std::make_shared<net::PeerState>([monitor] {
+  // The nudge holds its own reference to the monitor: the watcher may call it while the comm
+  // and its device are being released.
+  auto state = std::make_shared<net::PeerState>([monitor = device.monitor()] {
     if (monitor != nullptr) {
       monitor->nudge_checks();
     }
