@@ -305,6 +305,62 @@ TEST_CASE(
   CHECK(side.plugin.close_recv(side.recv_comm) == ncclSuccess);
 }
 
+TEST_CASE(
+    "peer watch: a receiver that does not watch (NCCL_ROCE_PEER_WATCH=0) is not watched by its "
+    "sender, and its death is left to the data path",
+    "[hardening][peer-watch][quick][vroce]") {
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  use_test_devices({"pws"});
+  // The receiver closes its end after the handshake with our hello unread (a reset, as an
+  // earlier plugin's would): this side must take that for "does not watch", not for a death.
+  ChildProcess receiver(
+      {peer_binary(), "recv", "--device", "pwv", "--seed", "73", "--groups", "20", "--max-recvs",
+       "1", "--post-and-hang"},
+      {{"VROCE_DEVICES", vroce_device_list({"pwv"}, 1)}, {"NCCL_ROCE_PEER_WATCH", "0"}});
+  auto handle_line = receiver.wait_for("HANDLE ", kHangBoundMs);
+  INFO("receiver:\n" << all_lines(receiver));
+  REQUIRE(handle_line);
+  Handle handle;
+  REQUIRE(handle_from_hex(handle_line->substr(7), &handle));
+  PluginDriver plugin(plugin_path_from_env(), Api::V10);
+  REQUIRE(plugin.init() == ncclSuccess);
+  void* send_comm = nullptr;
+  REQUIRE(connect_until_ready(plugin, require_device(plugin, "pws"), &handle, &send_comm,
+                              kHangBoundMs) == ncclSuccess);
+  REQUIRE(receiver.wait_for("POSTED", kHangBoundMs));
+  REQUIRE(wait_for_info("does not watch its connections"));
+  reset_warn_count();
+  receiver.kill_now(SIGKILL);
+  REQUIRE(receiver.wait(kHangBoundMs) == 128 + SIGKILL);
+  // A send to the dead receiver: nothing but the retry budget (about 34 s) would end it, and
+  // that is not waited for here; the watch must not have failed the comm.
+  PlanShape shape;
+  shape.groups = 20;
+  shape.max_recvs = 1;
+  const PlannedMessage m = make_plan(73, shape)[0].entries[0];
+  std::vector<uint8_t> buffer(std::max<size_t>(m.send_size, 1), 0x5c);
+  void* mh = nullptr;
+  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
+          ncclSuccess);
+  void* request = nullptr;
+  const auto post_deadline = Clock::now() + kHangBound;
+  while (request == nullptr && Clock::now() < post_deadline) {
+    REQUIRE(plugin.isend(send_comm, buffer.data(), m.send_size, m.tag, mh, &request) ==
+            ncclSuccess);
+  }
+  REQUIRE(request != nullptr);
+  for (int i = 0; i < 20000; ++i) {
+    int done = 0;
+    int size = 0;
+    REQUIRE(plugin.test(request, &done, &size) == ncclSuccess);
+    REQUIRE_FALSE(done);
+  }
+  CHECK_FALSE(warned("peer process gone"));
+  CHECK(plugin.dereg_mr(send_comm, mh) == ncclSuccess);
+  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+}
+
 namespace {
 
 // Sets the loopback interface of this thread's network namespace up or down.
