@@ -196,10 +196,12 @@ class Watcher {
       }
       std::lock_guard<std::mutex> lock(mutex_);
       for (int i = 0; i < n; ++i) {
-        if (events[static_cast<size_t>(i)].data.u64 == kStopId) {
+        // A copy: epoll_event is packed on x86-64, so its u64 may be misaligned for a reference.
+        const uint64_t id = events[static_cast<size_t>(i)].data.u64;
+        if (id == kStopId) {
           return;
         }
-        const auto it = entries_.find(events[static_cast<size_t>(i)].data.u64);
+        const auto it = entries_.find(id);
         if (it == entries_.end()) {
           continue;  // removed by its comm's close after epoll_wait returned
         }
