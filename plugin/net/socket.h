@@ -158,6 +158,10 @@ class FramedChannel {
   int fd() const { return socket_.fd(); }
   size_t max_frame() const { return max_frame_; }
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  // The socket, for the peer watch once the handshake is over (net/peer_watch.h). The channel
+  // is spent after this; bytes it read or queued and did not hand out or send are dropped
+  // (the handshake reads whole frames only, so there are none).
+  Socket release_socket() { return std::move(socket_); }
 
  private:
   IoStatus fail(SocketErrorKind kind, std::string message);

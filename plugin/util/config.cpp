@@ -352,6 +352,14 @@ bool read_plumbing(Reader& reader, Config* config) {
     return false;
   }
   assign(timeout, &config->connect_timeout_ms);
+  std::optional<bool> watch;
+  std::optional<int> keepalive;
+  if (!reader.boolean("NCCL_ROCE_PEER_WATCH", &watch) ||
+      !reader.integer("NCCL_ROCE_PEER_KEEPALIVE_S", &keepalive)) {
+    return false;
+  }
+  assign(watch, &config->peer_watch);
+  assign(keepalive, &config->peer_keepalive_s);
   // The listener's interface when the GID's address is not one of this namespace (core/
   // listen_address.h); its syntax is checked at init.
   if (const auto ifname = reader.text("NCCL_SOCKET_IFNAME")) {

@@ -73,6 +73,8 @@ struct Config {
   std::string sysfs_root = "/sys";  // NCCL_ROCE_SYSFS_ROOT (tests, containers)
   int connect_timeout_ms = 30000;   // NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake deadline
   std::string socket_ifname;        // NCCL_SOCKET_IFNAME: the listener's fallback interface
+  bool peer_watch = true;           // NCCL_ROCE_PEER_WATCH: net/peer_watch.h
+  int peer_keepalive_s = 20;        // NCCL_ROCE_PEER_KEEPALIVE_S: silent peer host bound
 
   // Telemetry (plugin/telemetry/)
   bool stats_summary = false;     // NCCL_ROCE_STATS: one INFO line per comm at close

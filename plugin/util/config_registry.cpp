@@ -260,6 +260,25 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      10,
      3600000},
+    {{"NCCL_ROCE_PEER_WATCH", "1", "0, 1",
+      "Each comm keeps its handshake's TCP connection open, watched by one thread per process "
+      "(off the data path), so that when the peer process dies every request of the comm, "
+      "receive-only ones included, fails within a second (ncclRemoteError, naming the peer and "
+      "saying it is gone) instead of waiting forever or for the retry budget. A normal close "
+      "says goodbye first and fails nothing. Costs one file descriptor per comm. 0: the "
+      "connection closes after the handshake (the behaviour before; a peer with the watch on "
+      "then does not watch this side either).",
+      "boolean", "", ""},
+     K::Boolean},
+    {{"NCCL_ROCE_PEER_KEEPALIVE_S", "20", "2..3600",
+      "The peer watch's bound for a peer host that stops answering (no FIN, no reset: a host "
+      "crash, a cable pulled): TCP keepalive with TCP_USER_TIMEOUT of this many seconds, first "
+      "probe after half of it, then every tenth; the comm fails within this bound plus a tenth "
+      "of it and 1 s.",
+      "integer", "", ""},
+     K::Integer,
+     2,
+     3600},
     // Telemetry.
     {{"NCCL_ROCE_STATS", "0", "0, 1",
       "1 logs one summary line per comm when it closes (INFO, subsystem NET): messages, bytes, "

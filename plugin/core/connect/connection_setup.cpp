@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "core/device/async_events.h"
 #include "core/device/device_runtime.h"
 #include "core/device/gid_selection.h"
 #include "core/device/traffic_class.h"
 #include "util/config.h"
+#include "util/log.h"
 #include "verbs/queue_pair.h"
 
 namespace roce {
@@ -26,6 +28,8 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.ece_enable = cfg.ece_enable;
   s.adaptive_routing = cfg.adaptive_routing;
   s.ar_threshold = static_cast<uint32_t>(cfg.ar_threshold);
+  s.peer_watch = cfg.peer_watch;
+  s.peer_keepalive_s = cfg.peer_keepalive_s;
   return s;
 }
 
@@ -113,6 +117,42 @@ void send_reject_best_effort(net::FramedChannel& channel, net::RejectReason reas
   if (queue_message(channel, make_reject(reason, text, nonce))) {
     (void)channel.flush();
   }
+}
+
+Status queue_watch_hello(net::FramedChannel& channel, uint64_t nonce) {
+  const auto frame = net::encode_watch_frame(net::WatchSignal::Hello, nonce);
+  // The channel adds the frame's length itself.
+  if (!channel.queue(std::span<const uint8_t>(frame).subspan(net::FramedChannel::kHeaderSize))) {
+    return failure("cannot queue the peer watch's hello: " + channel.error().message);
+  }
+  return {};
+}
+
+std::unique_ptr<net::PeerWatch> watch_peer(net::FramedChannel& channel, uint64_t nonce,
+                                           const ConnectionSettings& settings,
+                                           const DeviceRuntime& device,
+                                           const std::string& peer_text) {
+  if (!settings.peer_watch) {
+    return nullptr;
+  }
+  // The nudge holds its own reference to the monitor: the watcher may call it while the comm
+  // and its device are being released.
+  auto state = std::make_shared<net::PeerState>([monitor = device.monitor()] {
+    if (monitor != nullptr) {
+      monitor->nudge_checks();
+    }
+  });
+  auto watch = net::PeerWatch::start(channel.release_socket(), nonce, settings.peer_keepalive_s,
+                                     std::move(state), peer_text);
+  if (!watch) {
+    ROCE_WARN(NCCL_NET,
+              "connection on {} with {}: the peer watch cannot start ({}); this comm learns of "
+              "its peer's death from the data path only (RETRY_EXC, or never on a receive-only "
+              "comm)",
+              device.name(), peer_text, watch.error());
+    return nullptr;
+  }
+  return std::move(*watch);
 }
 
 }  // namespace roce

@@ -10,6 +10,7 @@
 
 #include "core/connect/class_negotiation.h"
 #include "net/handshake.h"
+#include "net/peer_watch.h"
 #include "net/socket.h"
 
 namespace roce {
@@ -37,6 +38,8 @@ struct ConnectionSettings {
   bool ece_enable = true;         // NCCL_IB_ECE_ENABLE: the sender offers its ECE
   bool adaptive_routing = false;  // NCCL_IB_ADAPTIVE_ROUTING (sender only)
   uint32_t ar_threshold = 8192;   // NCCL_IB_AR_THRESHOLD
+  bool peer_watch = true;         // NCCL_ROCE_PEER_WATCH (net/peer_watch.h)
+  int peer_keepalive_s = 20;      // NCCL_ROCE_PEER_KEEPALIVE_S
   static ConnectionSettings from_config();
 };
 
@@ -68,6 +71,17 @@ net::Reject make_reject(net::RejectReason reason, const std::string& text, uint6
 // Encodes `message` and queues it on `channel` (no I/O yet). Fails with the encoder's reason
 // for an invalid message, or with the channel's error when it refuses the frame.
 Status queue_message(net::FramedChannel& channel, const net::HandshakeMessage& message);
+
+// The peer watch (net/peer_watch.h). queue_watch_hello: this side's Hello, queued on the
+// handshake's channel behind what is already queued (settings.peer_watch only).
+Status queue_watch_hello(net::FramedChannel& channel, uint64_t nonce);
+// Hands the channel's socket to the process's watcher for the comm about to be made, whose
+// device's health checks it nudges when the peer is gone. Null (the socket closes, as before the
+// watch) with NCCL_ROCE_PEER_WATCH=0, or when the watcher cannot take it (one WARN).
+std::unique_ptr<net::PeerWatch> watch_peer(net::FramedChannel& channel, uint64_t nonce,
+                                           const ConnectionSettings& settings,
+                                           const DeviceRuntime& device,
+                                           const std::string& peer_text);
 
 // Queues a Reject and tries once to send it; never blocks (the peer may not read it).
 // `nonce`: the listen handle's, which the sender knows (0: do not claim one).

@@ -45,6 +45,7 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
         break;
       case State::Done:
         setup_.peer = peer_text_;
+        setup_.peer_watch = watch_peer(channel_, nonce_, settings_, *device_, peer_text_);
         *comm = new RecvComm(device_, std::move(setup_));
         ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}, {}{}",
                   devices_name(devices_.members), peer_text_, (*comm)->qp_count(),
@@ -313,6 +314,20 @@ PendingAccept::Step PendingAccept::on_await_ready() {
   if (std::get_if<net::Ready>(&*decoded.message) == nullptr) {
     return drop(fmt::format("expected ready, got {}",
                             net::message_kind_name(net::kind_of(*decoded.message))));
+  }
+  if (settings_.peer_watch) {
+    // The peer watch's hello, in one write: the socket's send buffer holds nothing else, so it
+    // goes at once. Should it not, this side simply does not watch: the sender, seeing no hello
+    // before our socket closes, does not watch us either.
+    if (!queue_watch_hello(channel_, nonce_) || channel_.flush() != net::IoStatus::Done) {
+      ROCE_INFO(NCCL_NET,
+                "accept from {}: the peer watch's hello could not be sent ({}); this connection "
+                "is not watched",
+                peer_text_,
+                channel_.error().message.empty() ? std::string("the socket would block")
+                                                 : channel_.error().message);
+      settings_.peer_watch = false;
+    }
   }
   state_ = State::Done;
   return Step::Next;

@@ -178,6 +178,7 @@ ncclResult_t SendConnector::step(Comm** comm) {
         break;
       case State::Done: {
         setup_.peer = peer_text_;
+        setup_.peer_watch = watch_peer(*channel_, nonce_, settings_, *device_, peer_text_);
         auto* connected = new SendComm(device_, std::move(setup_));
         *comm = connected;
         ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
@@ -341,6 +342,13 @@ SendConnector::Step SendConnector::on_await_reply() {
   if (const Status queued = queue_message(*channel_, ready); !queued) {
     return fail(ncclInternalError, net::RejectReason::Internal,
                 "cannot send ready: " + queued.error());
+  }
+  // The peer watch's hello goes with it, in the same write (a receiver that does not watch
+  // reads Ready and closes; it never reads the hello).
+  if (settings_.peer_watch) {
+    if (const Status queued = queue_watch_hello(*channel_, nonce_); !queued) {
+      return fail(ncclInternalError, net::RejectReason::Internal, queued.error());
+    }
   }
   state_ = State::SendReady;
   return Step::Next;

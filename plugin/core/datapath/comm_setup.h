@@ -16,6 +16,9 @@ namespace verbs {
 class CompletionQueue;
 class QueuePair;
 }  // namespace verbs
+namespace net {
+class PeerWatch;
+}  // namespace net
 
 // The devices a comm runs on: one port, or the members of a virtual NIC (member 0 first), and the
 // plugin's device number NCCL named for them.
@@ -36,6 +39,9 @@ struct ConnectionSetup {
   int traffic_class = 0;
   bool split_data = false;  // NCCL_IB_SPLIT_DATA_ON_QPS (core/datapath/size_split.h)
   std::string peer;         // "10.0.0.2 (gid ::ffff:10.0.0.2)" for logs
+  // The handshake's socket, watched for the peer process's death (net/peer_watch.h); null with
+  // NCCL_ROCE_PEER_WATCH=0 or when the watch could not start.
+  std::unique_ptr<net::PeerWatch> peer_watch;
 };
 
 }  // namespace roce

@@ -27,7 +27,8 @@ ConnectedComm::ConnectedComm(CommKind kind, std::shared_ptr<DeviceRuntime> devic
       peer_(std::move(setup.peer)),
       telemetry_({kind == CommKind::Send ? telemetry::Direction::Send : telemetry::Direction::Recv,
                   this->device().name(), peer_, nqps_, traffic_class_},
-                 telemetry_settings(), this->device().fabric()) {
+                 telemetry_settings(), this->device().fabric()),
+      peer_watch_(std::move(setup.peer_watch)) {
   for (int q = 0; q < nqps_; ++q) {
     qp_ptrs_[static_cast<size_t>(q)] = qps_[static_cast<size_t>(q)].get();
     qp_member_[static_cast<size_t>(q)] = static_cast<uint8_t>(q / qps_per_member_);
@@ -102,6 +103,14 @@ ncclResult_t ConnectedComm::run_health_checks() noexcept {
       return fail(ncclRemoteError, "qp 0x{:x} reported a fatal asynchronous event; {} {}",
                   qp->qp_num(), direction(), peer_);
     }
+  }
+  if (peer_watch_ != nullptr && peer_watch_->state().gone()) [[unlikely]] {
+    // Every request of the comm fails from here on, receives that nothing else would end too.
+    return fail(ncclRemoteError,
+                "{}; connection {} it is lost: the peer process died (killed, crashed, out of "
+                "memory) or its host stopped answering, without closing its comms; its own log "
+                "says why",
+                peer_watch_->state().reason(), direction());
   }
   return check_side_health();
 }

@@ -23,6 +23,7 @@
 #include "core/datapath/data_path_limits.h"
 #include "core/datapath/request.h"
 #include "core/device/async_events.h"
+#include "net/peer_watch.h"
 #include "telemetry/connection_telemetry.h"
 #include "verbs/completion_queue.h"
 #include "verbs/queue_pair.h"
@@ -153,6 +154,9 @@ class ConnectedComm : public Comm {
   int traffic_class_;
   std::string peer_;
   telemetry::ConnectionTelemetry telemetry_;
+  // The watched handshake socket (net/peer_watch.h), read by the health check only; null when
+  // the watch is off. Its destruction (the comm's close) sends the peer its goodbye.
+  std::unique_ptr<net::PeerWatch> peer_watch_;
 
  private:
   [[gnu::cold, gnu::noinline]] ncclResult_t count_failure(ncclResult_t result) noexcept;

@@ -54,6 +54,9 @@ class AsyncEventMonitor {
   // The counter behind checks_due(), for a data path that reads it on every empty poll and so
   // keeps its address rather than the monitor's (one load fewer).
   const std::atomic<uint64_t>& checks_due_counter() const noexcept { return checks_due_; }
+  // Moves checks_due() on from another thread (the peer watch, net/peer_watch.h, when a comm's
+  // peer is gone), so every comm of the device looks at its health at its next idle poll.
+  void nudge_checks() noexcept { checks_due_.fetch_add(1, std::memory_order_acq_rel); }
   // Waits until events_seen() >= count or the timeout passes; returns whether it got there.
   bool wait_for_events(uint64_t count, std::chrono::milliseconds timeout) const;
 

@@ -103,9 +103,11 @@ TEST_CASE("two processes exchange verified traffic through the v11 table",
 
 TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget",
           "[fabric][process][errors][vroce]") {
-  // 4.096 us * 2^12 = 16.8 ms per attempt, 1 + 3 retries: well under a second of retries.
-  const std::map<std::string, std::string> timers = {{"NCCL_IB_TIMEOUT", "12"},
-                                                     {"NCCL_IB_RETRY_CNT", "3"}};
+  // 4.096 us * 2^12 = 16.8 ms per attempt, 1 + 3 retries: well under a second of retries. The
+  // peer watch is off: this is the data path's own detection (with the watch, the receiver's
+  // closed socket fails the send first: hardening's peer_watch_test.cpp).
+  const std::map<std::string, std::string> timers = {
+      {"NCCL_IB_TIMEOUT", "12"}, {"NCCL_IB_RETRY_CNT", "3"}, {"NCCL_ROCE_PEER_WATCH", "0"}};
   auto env_with = [&](const std::string& devices) {
     auto env = timers;
     env["VROCE_DEVICES"] = devices;

@@ -52,6 +52,10 @@ std::string all_lines(const ChildProcess& child) {
 }
 
 void set_timers() {
+  // What is tested here is the data path's own detection (the retry budget), which is all a comm
+  // has when the peer watch is off or a silent host has not yet run out its keepalive; with the
+  // watch on, a killed peer's closed socket would fail the comm first (peer_watch_test.cpp).
+  setenv("NCCL_ROCE_PEER_WATCH", "0", 1);
   setenv("NCCL_IB_TIMEOUT", std::to_string(kIbTimeout).c_str(), 1);
   setenv("NCCL_IB_RETRY_CNT", std::to_string(kRetryCnt).c_str(), 1);
   setenv("VROCE_TIME_SCALE", "0.25", 1);
@@ -59,6 +63,7 @@ void set_timers() {
 
 std::map<std::string, std::string> child_env(const std::string& devices) {
   return {{"VROCE_DEVICES", devices},
+          {"NCCL_ROCE_PEER_WATCH", "0"},
           {"NCCL_IB_TIMEOUT", std::to_string(kIbTimeout)},
           {"NCCL_IB_RETRY_CNT", std::to_string(kRetryCnt)},
           {"VROCE_TIME_SCALE", "0.25"}};
