@@ -245,7 +245,8 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
     flush = flush && member->gdr().usable();
   }
   if (flush) {
-    setup_.flush_word = RegisteredBuffer(device_->pd(), 64, IBV_ACCESS_LOCAL_WRITE);
+    setup_.flush_word =
+        RegisteredBuffer(device_->pd(), kFlushWordStride * members, IBV_ACCESS_LOCAL_WRITE);
     for (size_t m = 0; m < members; ++m) {
       DeviceRuntime& member = *devices_.members[m];
       if (m > 0) {

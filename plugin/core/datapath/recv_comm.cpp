@@ -287,6 +287,7 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   for (int m = 0; m < member_count_; ++m) {
     const auto i = static_cast<size_t>(m);
     flush_wr_.wr.rdma.rkey = mh->rkeys[i];
+    flush_sge_.addr = flush_addr_ + i * kFlushWordStride;
     flush_sge_.lkey = flush_lkeys_[i];
     const uint32_t pos = flush_credits_[i].post();
     flush_credits_[i].signaled_at(pos);
