@@ -5,6 +5,7 @@
 // communicator's unique id passed from rank 0 to the others through a file.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <nccl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,25 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+// In a rank's function returning int: a failed CUDA or NCCL call prints the rank (a variable named
+// `rank` where the macro is used), the call and the library's reason, and returns 1.
+#define CHECK_CUDA(call)                                                             \
+  do {                                                                               \
+    const cudaError_t e = (call);                                                    \
+    if (e != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e)); \
+      return 1;                                                                      \
+    }                                                                                \
+  } while (0)
+#define CHECK_NCCL(call)                                                             \
+  do {                                                                               \
+    const ncclResult_t r = (call);                                                   \
+    if (r != ncclSuccess) {                                                          \
+      std::fprintf(stderr, "rank %d: %s: %s\n", rank, #call, ncclGetErrorString(r)); \
+      return 1;                                                                      \
+    }                                                                                \
+  } while (0)
 
 namespace forked_ranks {
 

@@ -19,23 +19,6 @@
 
 namespace {
 
-#define CHECK_CUDA(call)                                                             \
-  do {                                                                               \
-    const cudaError_t e = (call);                                                    \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e)); \
-      return 1;                                                                      \
-    }                                                                                \
-  } while (0)
-#define CHECK_NCCL(call)                                                             \
-  do {                                                                               \
-    const ncclResult_t r = (call);                                                   \
-    if (r != ncclSuccess) {                                                          \
-      std::fprintf(stderr, "rank %d: %s: %s\n", rank, #call, ncclGetErrorString(r)); \
-      return 1;                                                                      \
-    }                                                                                \
-  } while (0)
-
 // Small integers, so sums over a few ranks are exact in float.
 __global__ void fill(float* data, size_t count, int rank, int iter) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {

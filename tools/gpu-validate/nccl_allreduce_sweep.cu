@@ -29,23 +29,6 @@
 
 namespace {
 
-#define CHECK_CUDA(call)                                                             \
-  do {                                                                               \
-    const cudaError_t e = (call);                                                    \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e)); \
-      return 1;                                                                      \
-    }                                                                                \
-  } while (0)
-#define CHECK_NCCL(call)                                                             \
-  do {                                                                               \
-    const ncclResult_t r = (call);                                                   \
-    if (r != ncclSuccess) {                                                          \
-      std::fprintf(stderr, "rank %d: %s: %s\n", rank, #call, ncclGetErrorString(r)); \
-      return 1;                                                                      \
-    }                                                                                \
-  } while (0)
-
 struct Options {
   int ranks = 0;
   size_t min_bytes = 8;
