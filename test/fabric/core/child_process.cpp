@@ -170,6 +170,14 @@ int ChildProcess::wait(int timeout_ms) {
   }
 }
 
+std::string ChildProcess::output() const {
+  std::string all;
+  for (const auto& line : lines_) {
+    all += line + "\n";
+  }
+  return all;
+}
+
 std::string executable_dir() {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);

@@ -29,6 +29,8 @@ class ChildProcess {
   // Exit status (0..255), 128+signal when killed, or -1 on timeout.
   int wait(int timeout_ms);
   const std::vector<std::string>& lines() const { return lines_; }
+  // Every line read so far, each ending in a newline: for a failing test's message.
+  std::string output() const;
   pid_t pid() const { return pid_; }
 
  private:

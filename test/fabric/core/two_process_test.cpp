@@ -25,23 +25,9 @@ std::string peer_binary() {
 
 std::string handle_from(ChildProcess& receiver) {
   auto line = receiver.wait_for("HANDLE ", kHangBoundMs);
-  INFO("receiver output so far:\n"
-       << [&] {
-            std::string all;
-            for (const auto& l : receiver.lines())
-              all += l + "\n";
-            return all;
-          }());
+  INFO("receiver output so far:\n" << receiver.output());
   REQUIRE(line);
   return line->substr(7);
-}
-
-std::string all_lines(const ChildProcess& child) {
-  std::string all;
-  for (const auto& l : child.lines()) {
-    all += l + "\n";
-  }
-  return all;
 }
 
 // One connection between two processes with per-side environments; returns both outputs.
@@ -64,7 +50,7 @@ PairOutput two_process_pair(const std::string& api, const std::string& groups, c
                       send_env);
   auto sent = sender.wait_for("OK", 180000);
   const int sender_status = sender.wait(kHangBoundMs);
-  INFO("sender:\n" << all_lines(sender));
+  INFO("sender:\n" << sender.output());
   CHECK(sent);
   CHECK(sender_status == 0);
   // The sender has closed with its tail in flight; now the receiver may close too.
@@ -72,10 +58,10 @@ PairOutput two_process_pair(const std::string& api, const std::string& groups, c
   receiver.write_line("close");
   auto received = receiver.wait_for("OK", kHangBoundMs);
   const int receiver_status = receiver.wait(kHangBoundMs);
-  INFO("receiver:\n" << all_lines(receiver));
+  INFO("receiver:\n" << receiver.output());
   CHECK(received);
   CHECK(receiver_status == 0);
-  return {all_lines(sender), all_lines(receiver)};
+  return {sender.output(), receiver.output()};
 }
 
 void two_process_traffic(const std::string& api, const std::string& a, const std::string& b) {
@@ -129,7 +115,7 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
   sender.write_line("go");
   auto error = sender.wait_for("ERROR", kHangBoundMs);
   const int status = sender.wait(kHangBoundMs);
-  const std::string out = all_lines(sender);
+  const std::string out = sender.output();
   INFO("sender:\n" << out);
   REQUIRE(error);
   CHECK(status == 0);

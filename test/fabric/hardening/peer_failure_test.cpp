@@ -43,14 +43,6 @@ std::string peer_binary() {
   return path;
 }
 
-std::string all_lines(const ChildProcess& child) {
-  std::string all;
-  for (const auto& l : child.lines()) {
-    all += l + "\n";
-  }
-  return all;
-}
-
 void set_timers() {
   // What is tested here is the data path's own detection (the retry budget), which is all a comm
   // has when the peer watch is off or a silent host has not yet run out its keepalive; with the
@@ -170,7 +162,7 @@ TEST_CASE(
                        "--max-recvs", "1", "--post-and-hang"},
                       child_env(vroce_device_list({"hdv"}, 2)));
   auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
-  INFO("victim:\n" << all_lines(victim));
+  INFO("victim:\n" << victim.output());
   REQUIRE(handle_line);
   Handle victim_handle;
   REQUIRE(handle_from_hex(handle_line->substr(7), &victim_handle));
@@ -281,7 +273,7 @@ TEST_CASE(
 
   // The silent peer saw its own sends fail the same way (our ACKs reach it, its data does not).
   auto error = silent.wait_for("ERROR", kHangBoundMs);
-  INFO("silent peer:\n" << all_lines(silent));
+  INFO("silent peer:\n" << silent.output());
   CHECK(error);
   CHECK(silent.wait(kHangBoundMs) == 0);
 

@@ -44,14 +44,6 @@ std::string peer_binary() {
   return path;
 }
 
-std::string all_lines(const ChildProcess& child) {
-  std::string all;
-  for (const auto& l : child.lines()) {
-    all += l + "\n";
-  }
-  return all;
-}
-
 bool info_logged(const std::string& needle) {
   for (const auto& line : info_lines()) {
     if (line.find(needle) != std::string::npos) {
@@ -143,7 +135,7 @@ struct AcceptedFromWaitingSender {
     sender = std::make_unique<ChildProcess>(argv, env);
     REQUIRE(accept_until_ready(plugin, listen_comm, &recv_comm, kHangBoundMs) == ncclSuccess);
     REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
-    INFO("sender:\n" << all_lines(*sender));
+    INFO("sender:\n" << sender->output());
     REQUIRE(sender->wait_for("CONNECTED", kHangBoundMs));
   }
 };
@@ -191,7 +183,7 @@ TEST_CASE(
                        "--max-recvs", "1", "--post-and-hang"},
                       {{"VROCE_DEVICES", vroce_device_list({"pwv"}, 1)}});
   auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
-  INFO("victim:\n" << all_lines(victim));
+  INFO("victim:\n" << victim.output());
   REQUIRE(handle_line);
   Handle handle;
   REQUIRE(handle_from_hex(handle_line->substr(7), &handle));
@@ -275,7 +267,7 @@ TEST_CASE("peer watch: a sender that closes its comm normally fails nothing",
     side.plugin.dereg_mr(side.recv_comm, posted.mh);
   };
   const auto received = run_receiver(side.plugin, side.recv_comm, 71, shape, options);
-  INFO("sender:\n" << all_lines(*side.sender) << "receiver: " << received.error);
+  INFO("sender:\n" << side.sender->output() << "receiver: " << received.error);
   CHECK(received.ok);
   CHECK(received.close_result == ncclSuccess);
   CHECK(sender_status == 0);
@@ -319,7 +311,7 @@ TEST_CASE(
        "1", "--post-and-hang"},
       {{"VROCE_DEVICES", vroce_device_list({"pwv"}, 1)}, {"NCCL_ROCE_PEER_WATCH", "0"}});
   auto handle_line = receiver.wait_for("HANDLE ", kHangBoundMs);
-  INFO("receiver:\n" << all_lines(receiver));
+  INFO("receiver:\n" << receiver.output());
   REQUIRE(handle_line);
   Handle handle;
   REQUIRE(handle_from_hex(handle_line->substr(7), &handle));
