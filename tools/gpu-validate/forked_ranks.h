@@ -3,6 +3,10 @@
 // than through shared memory, each with its own vroce device when ROCE_EXAMPLE_VROCE_BASE is set
 // (127.0.0.21, .22, ..., as tp_allreduce.py's per_rank_vroce_device gives them), and the
 // communicator's unique id passed from rank 0 to the others through a file.
+// With ROCE_EXAMPLE_VROCE_MEMBERS=M (1 to 4) each rank has M vroce devices instead, the M
+// functions of one PCI device (VROCE_PCI_FUNCTIONS): a multi-port NIC that NCCL fuses into one
+// virtual NIC at its default NCCL_NET_MERGE_LEVEL. Device k of rank r is vroce<M*r+k> at
+// base + M*r + k, the names and addresses in_vroce_sysfs.sh writes for M*NRANKS devices.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,9 +52,21 @@ inline void set_rank_identity(const char* program, int rank) {
     const std::string text(base);
     const std::string prefix = text.substr(0, text.rfind('.') + 1);
     const int first = std::atoi(text.substr(prefix.size()).c_str());
-    const std::string device =
-        "vroce" + std::to_string(rank) + "=" + prefix + std::to_string(first + rank);
-    setenv("VROCE_DEVICES", device.c_str(), 1);
+    const char* members_text = std::getenv("ROCE_EXAMPLE_VROCE_MEMBERS");
+    const int asked = members_text != nullptr ? std::atoi(members_text) : 1;
+    const int members = asked >= 1 && asked <= 4 ? asked : 1;
+    std::string devices;
+    std::string functions;
+    for (int k = 0; k < members; ++k) {
+      const int index = members * rank + k;
+      const std::string name = "vroce" + std::to_string(index);
+      devices += (k == 0 ? "" : ",") + name + "=" + prefix + std::to_string(first + index);
+      functions += (k == 0 ? "" : "+") + name;
+    }
+    setenv("VROCE_DEVICES", devices.c_str(), 1);
+    if (members > 1) {
+      setenv("VROCE_PCI_FUNCTIONS", functions.c_str(), 1);
+    }
   }
 }
 

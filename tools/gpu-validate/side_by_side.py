@@ -12,6 +12,10 @@ Contenders:
   ib       NCCL's built-in IB transport (NCCL_NET=IB, no plugin)
   netib    net_ib as a plugin: nccl-rdma-sharp-plugins' libnccl-net.so, built outside this tree
            from its public source (--netib; docs/benchmarks.md says how)
+  fused    this plugin with two vroce devices per rank, the two functions of one PCI device (a
+           dual-port NIC), which NCCL fuses into one virtual NIC at its default merge level: what
+           fusion buys inside NCCL (named with --contenders; not a competitor, so its cells are
+           never counted as slower)
 The IB transports read /sys/class/infiniband themselves, so their runs see vroce's fake sysfs
 mounted over /sys/class in a private mount namespace (unshare -m; root). On NCCL 2.28 they run
 with NCCL_GIN_TYPE=2 (docs/vroce.md: 2.28's GIN auto-selection crashes on a host without mlx5).
@@ -39,9 +43,11 @@ sys.path.insert(0, str(REPO / "examples"))
 from paired_rounds import paired_interval, round_order, verdict  # noqa: E402
 from tp_allreduce import chosen_network, transport_lines  # noqa: E402
 
-CONTENDERS = ("ours", "control", "ib", "netib")
+CONTENDERS = ("ours", "control", "ib", "netib", "fused")
+COMPETITORS = ("ib", "netib")  # the transports a slower cell is judged against
 MODES = ("gdr-dmabuf", "host")
 VROCE_BASE = "127.0.0.21"  # rank r uses 127.0.0.(21 + r), as forked_ranks.h gives them
+FUSED_MEMBERS = 2  # the fused contender's devices per rank: a dual-port NIC
 
 
 def parse_args(argv=None):
@@ -67,7 +73,8 @@ def parse_args(argv=None):
     p.add_argument("--timeout", type=int, default=600, help="seconds one sweep may take")
     p.add_argument("--dry-run", action="store_true", help="print each run's command, run nothing")
     a = p.parse_args(argv)
-    names = a.contenders.split(",") if a.contenders else [c for c in CONTENDERS if c != "netib" or a.netib]
+    names = a.contenders.split(",") if a.contenders else [c for c in CONTENDERS
+                                                          if c != "fused" and (c != "netib" or a.netib)]
     bad = [c for c in names if c not in CONTENDERS]
     if bad or "ours" not in names:
         p.error(f"--contenders: {','.join(bad) or 'ours is missing'} (from {','.join(CONTENDERS)}; ours first)")
@@ -113,8 +120,10 @@ def contender_env(name, mode, a):
         env.update(NCCL_NET_GDR_LEVEL="SYS", NCCL_DMABUF_ENABLE="1", NCCL_CUMEM_ENABLE="0")
     else:
         env.update(NCCL_NET_GDR_LEVEL="LOC")
-    if name in ("ours", "control"):
+    if name in ("ours", "control", "fused"):
         env.update(NCCL_NET_PLUGIN=plugin, NCCL_NET="RoCE", NCCL_IBVERBS_LIB=vroce, NCCL_ROCE_DSCP="26")
+        if name == "fused":
+            env.update(ROCE_EXAMPLE_VROCE_MEMBERS=str(FUSED_MEMBERS))
         if mode == "gdr-dmabuf":
             env.update(NCCL_ROCE_REQUIRE_GDR="1")
         return env, True
@@ -124,18 +133,18 @@ def contender_env(name, mode, a):
     return env, True
 
 
-def sweep_command(a, nranks, json_path, in_sysfs):
+def sweep_command(a, nranks, json_path, in_sysfs, devices_per_rank=1):
     cmd = [str(Path(a.sweep).resolve()), "--ranks", str(nranks), "--min-bytes", a.min_bytes, "--max-bytes",
            a.max_bytes, "--factor", a.factor, "--iters", str(a.iters), "--warmup", str(a.warmup), "--json",
            str(json_path)]
     # vroce's devices as /sys/class/infiniband, in a private mount namespace for this run only.
-    return [str(HERE / "in_vroce_sysfs.sh"), str(nranks), *cmd] if in_sysfs else cmd
+    return [str(HERE / "in_vroce_sysfs.sh"), str(nranks * devices_per_rank), *cmd] if in_sysfs else cmd
 
 
 def log_problems(log_text, name, mode):
     """What in one run's NCCL log says it did not run as asked: another network, another GDR mode,
     or (for netib) NCCL's own IB transport instead of the plugin."""
-    expect = "RoCE" if name in ("ours", "control") else "IB"
+    expect = "RoCE" if name in ("ours", "control", "fused") else "IB"
     problems = []
     network = chosen_network(log_text)
     if network != expect:
@@ -153,6 +162,8 @@ def log_problems(log_text, name, mode):
         problems.append("NCCL did not load the net_ib plugin (no 'Loaded net plugin' line)")
     if name == "ib" and loaded_plugin:
         problems.append("NCCL loaded a net plugin where its built-in IB transport was asked for")
+    if name == "fused" and "makeVDevice: virtual NIC" not in log_text:
+        problems.append("NCCL did not fuse the rank's devices (no 'makeVDevice: virtual NIC' line)")
     return problems
 
 
@@ -165,7 +176,7 @@ def run_one(a, name, mode, nranks, tag):
     env = dict(os.environ, **extra, NCCL_DEBUG_FILE=str(logs / f"{tag}.%h.%p.log"), VROCE_LIB_DIR=vroce_dir)
     nccl_lib = a.nccl_lib or torch_nccl_lib()
     env["LD_LIBRARY_PATH"] = ":".join(p for p in (vroce_dir, nccl_lib, os.environ.get("LD_LIBRARY_PATH")) if p)
-    cmd = sweep_command(a, nranks, json_path, needs_sysfs)
+    cmd = sweep_command(a, nranks, json_path, needs_sysfs, FUSED_MEMBERS if name == "fused" else 1)
     if a.dry_run:
         print(" ".join(f"{k}={v}" for k, v in sorted(extra.items())), " ".join(cmd))
         return {}, []
@@ -309,7 +320,7 @@ def main(argv=None):
     record_path = Path(a.record) if a.record else out / "side-by-side.json"
     record_path.write_text(json.dumps(record, indent=1) + "\n")
     slower = [f"{g['mode']} x{g['ranks']} {r['cell']} vs {o}" for g in groups for r in g["rows"]
-              for o in a.contenders if f"vs_{o}" in r and r[f"vs_{o}"]["verdict"] == "slower"]
+              for o in COMPETITORS if f"vs_{o}" in r and r[f"vs_{o}"]["verdict"] == "slower"]
     print(f"\n# record: {record_path}")
     print(f"# slower beyond the control: {len(slower)} cells" + "".join(f"; {s}" for s in slower))
     for p in problems:
