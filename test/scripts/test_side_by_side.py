@@ -72,6 +72,24 @@ class Contenders(unittest.TestCase):
         self.assertTrue(cmd[0].endswith("in_vroce_sysfs.sh"))
         self.assertEqual(cmd[1:3], ["4", "/x/sweep"])
 
+    def test_fused_gives_each_rank_two_functions_of_one_card_and_only_when_named(self):
+        self.assertNotIn("fused", self.args("--netib", "/p.so").contenders)
+        a = self.args("--contenders", "ours,fused", "--build", "/b")
+        env, sysfs = side_by_side.contender_env("fused", "host", a)
+        self.assertTrue(sysfs)
+        self.assertEqual((env["NCCL_NET"], env["ROCE_EXAMPLE_VROCE_MEMBERS"]), ("RoCE", "2"))
+        self.assertNotIn("ROCE_EXAMPLE_VROCE_MEMBERS", side_by_side.contender_env("ours", "host", a)[0])
+        # The fake sysfs holds every rank's two devices.
+        self.assertEqual(side_by_side.sweep_command(a, 4, "/o/r.json", True, 2)[1], "8")
+
+    def test_without_an_mps_daemon_it_refuses_to_run(self):
+        with tempfile.TemporaryDirectory() as pipes, unittest.mock.patch.dict(
+                os.environ, {"CUDA_MPS_PIPE_DIRECTORY": pipes}), unittest.mock.patch.object(
+                side_by_side, "run_one", side_effect=AssertionError("ran a sweep")):
+            self.assertEqual(side_by_side.main(["--sweep", "/x/sweep", "--out", pipes + "/o"]), 2)
+            Path(pipes, "control").touch()
+            self.assertIsNotNone(side_by_side.mps_control_pipe())
+
 
 class LogChecks(unittest.TestCase):
     def test_a_run_that_used_what_it_asked_for_passes(self):
@@ -88,6 +106,10 @@ class LogChecks(unittest.TestCase):
         self.assertIn("NCCL did not load the net_ib plugin (no 'Loaded net plugin' line)",
                       side_by_side.log_problems(ib, "netib", "gdr-dmabuf"))
         self.assertIn("NCCL used network 'IB', expected 'RoCE'", side_by_side.log_problems(ib, "ours", "gdr-dmabuf"))
+        self.assertIn("NCCL did not fuse the rank's devices (no 'makeVDevice: virtual NIC' line)",
+                      side_by_side.log_problems(GOOD_ROCE_LOG, "fused", "gdr-dmabuf"))
+        fused = GOOD_ROCE_LOG + "host:1:2 NCCL INFO NET/RoCE makeVDevice: virtual NIC 2 of 2 devices\n"
+        self.assertEqual(side_by_side.log_problems(fused, "fused", "gdr-dmabuf"), [])
 
 
 class Cells(unittest.TestCase):

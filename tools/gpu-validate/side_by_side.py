@@ -72,6 +72,8 @@ def parse_args(argv=None):
     p.add_argument("--record", help="write the run's record here [OUT/side-by-side.json]")
     p.add_argument("--timeout", type=int, default=600, help="seconds one sweep may take")
     p.add_argument("--dry-run", action="store_true", help="print each run's command, run nothing")
+    p.add_argument("--without-mps", action="store_true",
+                   help="run although no MPS daemon serves the GPU (the ranks then time-slice it)")
     a = p.parse_args(argv)
     names = a.contenders.split(",") if a.contenders else [c for c in CONTENDERS
                                                           if c != "fused" and (c != "netib" or a.netib)]
@@ -93,6 +95,12 @@ def parse_args(argv=None):
         p.error("--rounds: 1 or more")
     a.contenders, a.modes, a.ranks = names, modes, ranks
     return a
+
+
+def mps_control_pipe():
+    """The MPS control daemon's pipe when one runs for this environment, else None."""
+    pipe = Path(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"), "control")
+    return pipe if pipe.exists() else None
 
 
 def torch_nccl_lib():
@@ -288,6 +296,15 @@ def portable(arg):
 
 def main(argv=None):
     a = parse_args(argv)
+    # The ranks share GPU 0. Without MPS the GPU time-slices between their contexts and a ring's
+    # kernels never run at once: every transport then read 45.86 ms per 8 B all-reduce at 4 ranks
+    # (H200, 2026-12-06), a figure of the scheduler that no ratio can rescue.
+    if not a.dry_run and not a.without_mps and mps_control_pipe() is None:
+        print("side_by_side.py: no MPS daemon serves the GPU (no control pipe in "
+              "$CUDA_MPS_PIPE_DIRECTORY or /tmp/nvidia-mps): the ranks would time-slice GPU 0 and "
+              "measure the scheduler; start it with 'nvidia-cuda-mps-control -d' (as root), or pass "
+              "--without-mps", file=sys.stderr)
+        return 2
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
