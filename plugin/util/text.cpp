@@ -16,7 +16,7 @@ std::string_view trim_back(std::string_view text, std::string_view chars) noexce
 }
 
 std::string_view trim(std::string_view text, std::string_view chars) noexcept {
-  return trim_front(trim_back(text, chars), chars);
+  return trim_back(trim_front(text, chars), chars);
 }
 
 }  // namespace roce
