@@ -12,6 +12,7 @@
 #include "util/cidr.h"
 #include "util/config_registry.h"
 #include "util/log.h"
+#include "util/text.h"
 
 namespace roce {
 namespace {
@@ -27,16 +28,6 @@ const Setting& find_setting(std::string_view name) {
   }
   // Only reachable through a typo in this file; the registry test covers every name used.
   std::abort();
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) {
-    text.remove_suffix(1);
-  }
-  return text;
 }
 
 std::string lower(std::string_view text) {

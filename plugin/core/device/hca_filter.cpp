@@ -1,22 +1,13 @@
 // NCCL_IB_HCA parsing and matching with NCCL's rules (see core/device/hca_filter.h).
 #include "core/device/hca_filter.h"
 
-#include <cctype>
 #include <charconv>
 #include <string>
 
+#include "util/text.h"
+
 namespace roce {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // A decimal field of an entry: "1" in "mlx5_0:1". Returns false unless all of `text` is a number
 // in lo..hi.

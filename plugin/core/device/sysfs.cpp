@@ -10,6 +10,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "util/text.h"
+
 namespace roce::sysfs {
 namespace {
 
@@ -50,17 +52,6 @@ bool is_directory(const std::string& path) noexcept {
 bool exists(const std::string& path) noexcept {
   struct stat st {};
   return lstat(path.c_str(), &st) == 0;
-}
-
-std::string_view trim(std::string_view text) noexcept {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
-                           text.back() == '\0')) {
-    text.remove_suffix(1);
-  }
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  return text;
 }
 
 }  // namespace
@@ -130,7 +121,9 @@ PciPath resolve_pci_path(const std::string& root, const std::string& device) {
 }
 
 GidType parse_gid_type(std::string_view text) noexcept {
-  text = trim(text);
+  // A sysfs attribute ends in a newline, and NULs may follow it.
+  using namespace std::string_view_literals;
+  text = trim_front(trim_back(text, " \t\n\0"sv), " \t");
   if (text == "RoCE v2") {
     return GidType::RoceV2;
   }

@@ -8,23 +8,20 @@
 #include <stdexcept>
 
 #include "core/device/sysfs.h"
+#include "util/text.h"
 
 namespace roce {
 namespace {
 
-std::string_view trim(std::string_view text) noexcept {
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-                           text.back() == ',' || text.back() == '\0')) {
-    text.remove_suffix(1);
-  }
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  return text;
+// A line or field of the file without its padding: sysfs may end it in NULs, and a rule's match
+// ends in the ',' before its class.
+std::string_view trim_field(std::string_view text) noexcept {
+  using namespace std::string_view_literals;
+  return trim_front(trim_back(text, " \t\r,\0"sv), " \t");
 }
 
 std::optional<int> parse_class(std::string_view text) noexcept {
-  text = trim(text);
+  text = trim_field(text);
   int value = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > 255) {
@@ -42,7 +39,7 @@ Result<TcOverride> parse_tc_override(std::string_view content) {
   size_t line_number = 0;
   while (!content.empty()) {
     const size_t newline = content.find('\n');
-    std::string_view line = trim(content.substr(0, newline));
+    std::string_view line = trim_field(content.substr(0, newline));
     content = newline == std::string_view::npos ? std::string_view() : content.substr(newline + 1);
     ++line_number;
     if (line.empty()) {
@@ -69,7 +66,7 @@ Result<TcOverride> parse_tc_override(std::string_view content) {
                       "ending in 'tclass=<n>' with n in 0..255",
                       line_number, line));
     }
-    result.rules.push_back({std::string(trim(line.substr(0, class_at))), *value});
+    result.rules.push_back({std::string(trim_field(line.substr(0, class_at))), *value});
   }
   return result;
 }

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -148,6 +149,11 @@ void ChildProcess::kill_now(int signal) {
   }
 }
 
+int ChildProcess::kill_and_wait(int signal, int timeout_ms) {
+  kill_now(signal);
+  return wait(timeout_ms);
+}
+
 int ChildProcess::wait(int timeout_ms) {
   if (reaped_) {
     return status_;
@@ -187,6 +193,14 @@ std::string executable_dir() {
   path[n] = '\0';
   std::string p = path;
   return p.substr(0, p.rfind('/'));
+}
+
+std::string fabric_peer_binary() {
+  const char* path = std::getenv("ROCE_FABRIC_PEER");
+  if (path == nullptr) {
+    throw std::runtime_error("ROCE_FABRIC_PEER is not set: run the test through ctest");
+  }
+  return path;
 }
 
 }  // namespace roce::test

@@ -28,6 +28,8 @@ class ChildProcess {
   void kill_now(int signal);
   // Exit status (0..255), 128+signal when killed, or -1 on timeout.
   int wait(int timeout_ms);
+  // kill_now(signal), then wait(timeout_ms): what a test that kills its peer checks.
+  int kill_and_wait(int signal, int timeout_ms);
   const std::vector<std::string>& lines() const { return lines_; }
   // Every line read so far, each ending in a newline: for a failing test's message.
   std::string output() const;
@@ -45,5 +47,9 @@ class ChildProcess {
 
 // Directory of the running test executable (helpers are built next to it).
 std::string executable_dir();
+
+// The fabric_peer executable the multi-process tests run (ROCE_FABRIC_PEER, which each test
+// executable's test_environment.cpp sets). Throws when it is not set.
+std::string fabric_peer_binary();
 
 }  // namespace roce::test

@@ -60,6 +60,32 @@ void connect_two_threads(PluginDriver& plugin, int send_dev, int recv_dev, void*
   REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
 }
 
+// The plugin, initialised, with one connection from the test's device pca to its pcb (connect and
+// accept on two threads). The test sets what the plugin reads from the environment first.
+struct ConnectedPair {
+  PluginDriver plugin;
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+
+  explicit ConnectedPair(Api api, int traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF)
+      : plugin(plugin_path_from_env(), api) {
+    REQUIRE(plugin.init(traffic_class) == ncclSuccess);
+    const int send_dev = plugin.find_device("pca");
+    const int recv_dev = plugin.find_device("pcb");
+    REQUIRE(send_dev >= 0);
+    REQUIRE(recv_dev >= 0);
+    connect_two_threads(plugin, send_dev, recv_dev, &send_comm, &recv_comm);
+  }
+};
+
+// makeVDevice of two of the test's devices. Returns the virtual NIC's index.
+int fuse_two(PluginDriver& plugin, const std::string& first, const std::string& second) {
+  int fused = -1;
+  REQUIRE(plugin.make_vdevice(&fused, {plugin.find_device(first), plugin.find_device(second)}) ==
+          ncclSuccess);
+  return fused;
+}
+
 // Runs the plan with the sender on another thread; the receiver closes only after the sender
 // has closed, so the sender's tail is posted while the receiver's requests are still open.
 void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uint64_t seed,
@@ -91,12 +117,29 @@ void run_two_threads(PluginDriver& plugin, void* send_comm, void* recv_comm, uin
   CHECK(received.bytes > 0);
 }
 
+// Listens on the test's device pca and connects to that listener, connect and accept alternating
+// on this one thread (NCCL's GDR probe connects so), then runs the plan over the pair.
+void loopback_traffic(PluginDriver& plugin, uint64_t seed, const PlanShape& shape) {
+  const int a = plugin.find_device("pca");
+  REQUIRE(a >= 0);
+  Handle handle;
+  void* listen_comm = nullptr;
+  REQUIRE(plugin.listen(a, &handle, &listen_comm) == ncclSuccess);
+  void* send_comm = nullptr;
+  void* recv_comm = nullptr;
+  std::string error;
+  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
+                                     kHangBoundMs, &error));
+  REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
+  run_two_threads(plugin, send_comm, recv_comm, seed, shape, {});
+}
+
 void traffic_between_two_devices(Api api, int traffic_class) {
   use_test_devices({"pca", "pcb"});
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
-  PluginDriver plugin(plugin_path_from_env(), api);
-  REQUIRE(plugin.init(traffic_class) == ncclSuccess);
+  ConnectedPair pair(api, traffic_class);
+  PluginDriver& plugin = pair.plugin;
   int ndev = 0;
   REQUIRE(plugin.devices(&ndev) == ncclSuccess);
   REQUIRE(ndev == 2);
@@ -112,16 +155,10 @@ void traffic_between_two_devices(Api api, int traffic_class) {
     CHECK(props.max_p2p_bytes <= (size_t{1} << 40));
     CHECK(props.vdev_count == 1);
   }
-  const int a = plugin.find_device("pca");
-  const int b = plugin.find_device("pcb");
-  REQUIRE(a >= 0);
-  REQUIRE(b >= 0);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, a, b, &send_comm, &recv_comm);
   PlanShape shape;
   shape.groups = 150;
-  run_two_threads(plugin, send_comm, recv_comm, 1000 + static_cast<uint64_t>(api), shape, {});
+  run_two_threads(plugin, pair.send_comm, pair.recv_comm, 1000 + static_cast<uint64_t>(api), shape,
+                  {});
   CHECK(warn_count() == 0);
   // Both ends run on the communicator's class (the v10 receiver adopts it from the sender).
   const std::string tc =
@@ -205,46 +242,31 @@ TEST_CASE("a loopback pair connects when connect and accept alternate on one thr
   use_test_devices({"pca"});
   PluginDriver plugin(plugin_path_from_env(), Api::V8);
   REQUIRE(plugin.init() == ncclSuccess);
-  const int a = plugin.find_device("pca");
-  REQUIRE(a >= 0);
-  Handle handle;
-  void* listen_comm = nullptr;
-  REQUIRE(plugin.listen(a, &handle, &listen_comm) == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  std::string error;
-  REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
-                                     kHangBoundMs, &error));
-  REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
   PlanShape shape;
   shape.groups = 40;
   shape.max_single = 256 << 10;
-  run_two_threads(plugin, send_comm, recv_comm, 77, shape, {});
+  loopback_traffic(plugin, 77, shape);
 }
 
 TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
           "[fabric][limits][quick]") {
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V9);
   std::vector<char> buffer(64 * 33);
   void* recv_mh = nullptr;
   void* send_mh = nullptr;
-  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &recv_mh) ==
-          ncclSuccess);
-  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &send_mh) ==
-          ncclSuccess);
+  REQUIRE(pair.plugin.reg_mr(pair.recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST,
+                             &recv_mh) == ncclSuccess);
+  REQUIRE(pair.plugin.reg_mr(pair.send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST,
+                             &send_mh) == ncclSuccess);
   std::vector<void*> requests;
   for (int i = 0; i < 32; ++i) {
     void* data = buffer.data() + 64 * i;
     size_t size = 64;
     int tag = 0;
     void* request = nullptr;
-    REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+    REQUIRE(pair.plugin.irecv(pair.recv_comm, 1, &data, &size, &tag, &recv_mh, &request) ==
+            ncclSuccess);
     REQUIRE(request != nullptr);
     requests.push_back(request);
   }
@@ -252,34 +274,37 @@ TEST_CASE("a comm takes 32 receives in flight and asks NCCL to retry the 33rd",
   size_t size = 64;
   int tag = 0;
   void* request = reinterpret_cast<void*>(0x1);
-  REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+  REQUIRE(pair.plugin.irecv(pair.recv_comm, 1, &data, &size, &tag, &recv_mh, &request) ==
+          ncclSuccess);
   CHECK(request == nullptr);
   // One send completes the first receive; then a 33rd receive fits.
   void* send_request = nullptr;
   // isend answers NULL until the clear-to-send slot has landed.
   const auto send_deadline = std::chrono::steady_clock::now() + kHangBound;
   while (send_request == nullptr && std::chrono::steady_clock::now() < send_deadline) {
-    REQUIRE(plugin.isend(send_comm, buffer.data(), 8, 0, send_mh, &send_request) == ncclSuccess);
+    REQUIRE(pair.plugin.isend(pair.send_comm, buffer.data(), 8, 0, send_mh, &send_request) ==
+            ncclSuccess);
   }
   REQUIRE(send_request != nullptr);
   int done = 0;
   int sizes[8] = {};
   while (!done) {
-    REQUIRE(plugin.test(requests.front(), &done, sizes) == ncclSuccess);
+    REQUIRE(pair.plugin.test(requests.front(), &done, sizes) == ncclSuccess);
   }
   CHECK(sizes[0] == 8);
   done = 0;
   int sent = 0;
   while (!done) {
-    REQUIRE(plugin.test(send_request, &done, &sent) == ncclSuccess);
+    REQUIRE(pair.plugin.test(send_request, &done, &sent) == ncclSuccess);
   }
-  REQUIRE(plugin.irecv(recv_comm, 1, &data, &size, &tag, &recv_mh, &request) == ncclSuccess);
+  REQUIRE(pair.plugin.irecv(pair.recv_comm, 1, &data, &size, &tag, &recv_mh, &request) ==
+          ncclSuccess);
   CHECK(request != nullptr);
-  REQUIRE(plugin.dereg_mr(recv_comm, recv_mh) == ncclSuccess);
-  REQUIRE(plugin.dereg_mr(send_comm, send_mh) == ncclSuccess);
+  REQUIRE(pair.plugin.dereg_mr(pair.recv_comm, recv_mh) == ncclSuccess);
+  REQUIRE(pair.plugin.dereg_mr(pair.send_comm, send_mh) == ncclSuccess);
   // Closing with 32 receives still open.
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_recv(pair.recv_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_send(pair.send_comm) == ncclSuccess);
 }
 
 namespace {
@@ -292,19 +317,14 @@ void oversized_send_fails_both_sides(const std::vector<size_t>& recv_sizes,
                                      const std::vector<std::string>& sender_words,
                                      const std::vector<std::string>& receiver_words) {
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V9);
   std::vector<char> buffer(8192);
   void* recv_mh = nullptr;
   void* send_mh = nullptr;
-  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &recv_mh) ==
-          ncclSuccess);
-  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &send_mh) ==
-          ncclSuccess);
+  REQUIRE(pair.plugin.reg_mr(pair.recv_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST,
+                             &recv_mh) == ncclSuccess);
+  REQUIRE(pair.plugin.reg_mr(pair.send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST,
+                             &send_mh) == ncclSuccess);
   const int n = static_cast<int>(recv_sizes.size());
   std::vector<void*> data;
   std::vector<int> tags;
@@ -314,8 +334,8 @@ void oversized_send_fails_both_sides(const std::vector<size_t>& recv_sizes,
     tags.push_back(3 + i);
   }
   void* request = nullptr;
-  REQUIRE(plugin.irecv(recv_comm, n, data.data(), recv_sizes.data(), tags.data(), mhandles.data(),
-                       &request) == ncclSuccess);
+  REQUIRE(pair.plugin.irecv(pair.recv_comm, n, data.data(), recv_sizes.data(), tags.data(),
+                            mhandles.data(), &request) == ncclSuccess);
   REQUIRE(request != nullptr);
   reset_warn_count();
   ncclResult_t result = ncclSuccess;
@@ -323,8 +343,8 @@ void oversized_send_fails_both_sides(const std::vector<size_t>& recv_sizes,
   for (size_t i = 0; i < send_sizes.size() && result == ncclSuccess; ++i) {
     void* send_request = nullptr;
     do {
-      result = plugin.isend(send_comm, buffer.data() + 4096, send_sizes[i], tags[i], send_mh,
-                            &send_request);
+      result = pair.plugin.isend(pair.send_comm, buffer.data() + 4096, send_sizes[i], tags[i],
+                                 send_mh, &send_request);
     } while (result == ncclSuccess && send_request == nullptr &&
              std::chrono::steady_clock::now() < deadline);
   }
@@ -334,17 +354,17 @@ void oversized_send_fails_both_sides(const std::vector<size_t>& recv_sizes,
   int done = 0;
   ncclResult_t recv_result = ncclSuccess;
   while (recv_result == ncclSuccess && done == 0 && std::chrono::steady_clock::now() < deadline) {
-    recv_result = plugin.test(request, &done, nullptr);
+    recv_result = pair.plugin.test(request, &done, nullptr);
   }
   CHECK(done == 0);
   CHECK(recv_result == ncclInvalidUsage);
   CHECK(any_warn_contains(receiver_words));
   // The failure sticks: the request tested again gives the same answer.
-  CHECK(plugin.test(request, &done, nullptr) == ncclInvalidUsage);
-  plugin.dereg_mr(recv_comm, recv_mh);
-  plugin.dereg_mr(send_comm, send_mh);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(pair.plugin.test(request, &done, nullptr) == ncclInvalidUsage);
+  pair.plugin.dereg_mr(pair.recv_comm, recv_mh);
+  pair.plugin.dereg_mr(pair.send_comm, send_mh);
+  CHECK(pair.plugin.close_send(pair.send_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_recv(pair.recv_comm) == ncclSuccess);
 }
 
 }  // namespace
@@ -447,6 +467,23 @@ void check_init_refused(PluginDriver& plugin, const std::vector<std::string>& ne
 
 namespace {
 
+// The plugin's two devices, pfa then pfb: two functions of one card, which only the port tells
+// apart (the same guid, the card's sys_image_guid; verbs port 1, and 1 + realPort 1).
+std::array<Properties, 2> two_functions_of_one_card(PluginDriver& plugin) {
+  int ndev = 0;
+  REQUIRE(plugin.devices(&ndev) == ncclSuccess);
+  REQUIRE(ndev == 2);
+  std::array<Properties, 2> functions;
+  REQUIRE(plugin.properties(0, &functions[0]) == ncclSuccess);
+  REQUIRE(plugin.properties(1, &functions[1]) == ncclSuccess);
+  CHECK(functions[0].name == "pfa");
+  CHECK(functions[1].name == "pfb");
+  CHECK(functions[0].port == 1);
+  CHECK(functions[1].port == 2);
+  CHECK(functions[0].guid == functions[1].guid);
+  return functions;
+}
+
 // vroce writes its fake sysfs tree when the device list is first read (once per process, so one
 // list per test case); the test reads it through the library the plugin loads next, then moves
 // both devices onto functions .0 (pfa) and .1 (pfb) of one PCI device that share one
@@ -479,24 +516,13 @@ void check_two_functions(const std::string& list) {
     {
       PluginDriver plugin(plugin_path_from_env(), Api::V9);
       REQUIRE(plugin.init() == ncclSuccess);
-      int ndev = 0;
-      REQUIRE(plugin.devices(&ndev) == ncclSuccess);
-      REQUIRE(ndev == 2);
-      Properties first;
-      Properties second;
-      REQUIRE(plugin.properties(0, &first) == ncclSuccess);
-      REQUIRE(plugin.properties(1, &second) == ncclSuccess);
-      CHECK(first.name == "pfa");  // function .0 first (NCCL_IB_DEVICE_PCI_ORDER)
-      CHECK(second.name == "pfb");
+      // Function .0 first (NCCL_IB_DEVICE_PCI_ORDER), ports as net_ib reports them.
+      const auto [first, second] = two_functions_of_one_card(plugin);
       // Both report the card's path with the function digit folded, as net_ib does, so
       // NCCL's default merge level fuses them (NCCL_IB_MERGE_NICS).
       CHECK(first.pci_path.ends_with("0000:3b:00.0"));
       CHECK(second.pci_path.ends_with("0000:3b:00.0"));
-      CHECK(first.port == 1);   // verbs port 1
-      CHECK(second.port == 2);  // verbs port 1 + realPort 1, as net_ib reports it
-      // The same guid (sys_image_guid, NCCL's asic), so only the port tells them apart.
-      CHECK(first.guid != 0);
-      CHECK(first.guid == second.guid);
+      CHECK(first.guid != 0);  // sys_image_guid, NCCL's asic
       // The connection still uses the verbs port: traffic between the two works.
       void* send_comm = nullptr;
       void* recv_comm = nullptr;
@@ -536,21 +562,10 @@ void check_dual_port_card(bool merge_nics) {
   setenv("NCCL_IB_MERGE_NICS", merge_nics ? "1" : "0", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V12);
   REQUIRE(plugin.init() == ncclSuccess);
-  int ndev = 0;
-  REQUIRE(plugin.devices(&ndev) == ncclSuccess);
-  REQUIRE(ndev == 2);
-  Properties first;
-  Properties second;
-  REQUIRE(plugin.properties(0, &first) == ncclSuccess);
-  REQUIRE(plugin.properties(1, &second) == ncclSuccess);
-  CHECK(first.name == "pfa");
-  CHECK(second.name == "pfb");
+  const auto [first, second] = two_functions_of_one_card(plugin);
   CHECK(first.pci_path.ends_with("/pci0000:00/0000:80:00.0"));
   CHECK(second.pci_path.ends_with(merge_nics ? "/pci0000:00/0000:80:00.0"
                                              : "/pci0000:00/0000:80:00.1"));
-  CHECK(first.port == 1);
-  CHECK(second.port == 2);  // verbs port 1 + realPort 1
-  CHECK(first.guid == second.guid);
 }
 
 }  // namespace
@@ -620,16 +635,11 @@ TEST_CASE("with NCCL_IB_FIFO_TC the receiver's QPs run on it and traffic is inta
   setenv("NCCL_ROCE_TC", "106", 1);
   setenv("NCCL_IB_FIFO_TC", "186", 1);
   setenv("NCCL_IB_QPS_PER_CONNECTION", "2", 1);
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V9);
   // The class is read back from every QP after RTR, so a wrong class would fail the connect;
   // the accept line names the clear-to-send class.
   CHECK(any_line_contains(info_lines(), {"accepted on", "tc 106", "clear-to-send path tc 186"}));
-  run_two_threads(plugin, send_comm, recv_comm, 11, PlanShape{}, TrafficOptions{});
+  run_two_threads(pair.plugin, pair.send_comm, pair.recv_comm, 11, PlanShape{}, TrafficOptions{});
 }
 
 TEST_CASE("adaptive routing over four split QPs: every message intact, zero threshold included",
@@ -641,17 +651,12 @@ TEST_CASE("adaptive routing over four split QPs: every message intact, zero thre
   setenv("NCCL_IB_AR_THRESHOLD", "0", 1);  // every non-empty send: WRITE + zero-length immediate
   setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
   setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V9);
   CHECK(any_line_contains(
       info_lines(), {"connected on " + test_device_name("pca"), "adaptive routing above 0 bytes"}));
   PlanShape shape;
   shape.groups = 120;
-  run_two_threads(plugin, send_comm, recv_comm, 17, shape, TrafficOptions{});
+  run_two_threads(pair.plugin, pair.send_comm, pair.recv_comm, 17, shape, TrafficOptions{});
 }
 
 TEST_CASE("NCCL_IB_GID_INDEX naming a RoCE v1 GID fails init, naming the index to use",
@@ -775,12 +780,8 @@ void check_two_member_connection(int qps_per_member, bool split, bool gpu_flush)
   setenv("NCCL_IB_SPLIT_DATA_ON_QPS", split ? "1" : "0", 1);
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
   REQUIRE(plugin.init() == ncclSuccess);
-  int left = -1;
-  int right = -1;
-  REQUIRE(plugin.make_vdevice(&left, {plugin.find_device("pca"), plugin.find_device("pcb")}) ==
-          ncclSuccess);
-  REQUIRE(plugin.make_vdevice(&right, {plugin.find_device("pcc"), plugin.find_device("pcd")}) ==
-          ncclSuccess);
+  const int left = fuse_two(plugin, "pca", "pcb");
+  const int right = fuse_two(plugin, "pcc", "pcd");
   Properties props;
   REQUIRE(plugin.properties(left, &props) == ncclSuccess);
   CHECK(props.vdev_count == 2);
@@ -831,9 +832,7 @@ TEST_CASE("a virtual NIC refuses a peer NIC with another member count, naming bo
   use_test_devices({"pca", "pcb", "pcc"});
   PluginDriver plugin(plugin_path_from_env(), Api::V9);
   REQUIRE(plugin.init() == ncclSuccess);
-  int fused = -1;
-  REQUIRE(plugin.make_vdevice(&fused, {plugin.find_device("pca"), plugin.find_device("pcb")}) ==
-          ncclSuccess);
+  const int fused = fuse_two(plugin, "pca", "pcb");
   Handle handle;
   void* listen_comm = nullptr;
   REQUIRE(plugin.listen(plugin.find_device("pcc"), &handle, &listen_comm) == ncclSuccess);
@@ -879,15 +878,10 @@ TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an
   TempDir sysfs;
   use_peermem_sysfs(sysfs);
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
+  ConnectedPair pair(Api::V9);
   Properties props;
-  REQUIRE(plugin.properties(0, &props) == ncclSuccess);
+  REQUIRE(pair.plugin.properties(0, &props) == ncclSuccess);
   CHECK((props.ptr_support & NCCL_PTR_CUDA) != 0);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
   PlanShape shape;
   shape.groups = 40;
   shape.max_single = 256 << 10;
@@ -895,8 +889,8 @@ TEST_CASE("with GPUDirect, receives into GPU-registered memory are flushed by an
   options.mr_type = NCCL_PTR_CUDA;
   options.close_with_requests_in_flight = false;
   TrafficResult sent;
-  std::thread sender([&] { sent = run_sender(plugin, send_comm, 31, shape, options); });
-  TrafficResult received = run_receiver(plugin, recv_comm, 31, shape, options);
+  std::thread sender([&] { sent = run_sender(pair.plugin, pair.send_comm, 31, shape, options); });
+  TrafficResult received = run_receiver(pair.plugin, pair.recv_comm, 31, shape, options);
   sender.join();
   INFO("sender: " << sent.error << "; receiver: " << received.error);
   REQUIRE(sent.ok);
@@ -924,15 +918,10 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   TempDir sysfs;
   use_peermem_sysfs(sysfs);
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V9);
   std::vector<char> buffer(4096);
   void* mh = nullptr;
-  REQUIRE(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) ==
+  REQUIRE(pair.plugin.reg_mr(pair.recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) ==
           ncclSuccess);
   void* data[1] = {buffer.data()};
   int sizes[1] = {64};
@@ -944,7 +933,7 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
   // within that many + 1 calls one must be refused.
   for (int i = 0; i <= NCCL_NET_MAX_REQUESTS && result == ncclSuccess; ++i) {
     void* request = nullptr;
-    result = plugin.iflush(recv_comm, 1, data, sizes, mhs, &request);
+    result = pair.plugin.iflush(pair.recv_comm, 1, data, sizes, mhs, &request);
     if (result == ncclSuccess) {
       REQUIRE(request != nullptr);  // never "done" without a READ while a GPU buffer is named
       pending.push_back(request);
@@ -958,21 +947,21 @@ TEST_CASE("iflush out of flush requests is an error, never a skipped flush",
     int done = 0;
     const auto deadline = std::chrono::steady_clock::now() + kHangBound;
     while (!done && std::chrono::steady_clock::now() < deadline) {
-      REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
+      REQUIRE(pair.plugin.test(request, &done, nullptr) == ncclSuccess);
     }
     CHECK(done == 1);
   }
   void* request = nullptr;
-  CHECK(plugin.iflush(recv_comm, 1, data, sizes, mhs, &request) == ncclSuccess);
+  CHECK(pair.plugin.iflush(pair.recv_comm, 1, data, sizes, mhs, &request) == ncclSuccess);
   CHECK(request != nullptr);
   int done = 0;
   const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (request != nullptr && !done && std::chrono::steady_clock::now() < deadline) {
-    REQUIRE(plugin.test(request, &done, nullptr) == ncclSuccess);
+    REQUIRE(pair.plugin.test(request, &done, nullptr) == ncclSuccess);
   }
-  CHECK(plugin.dereg_mr(recv_comm, mh) == ncclSuccess);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(pair.plugin.dereg_mr(pair.recv_comm, mh) == ncclSuccess);
+  CHECK(pair.plugin.close_send(pair.send_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_recv(pair.recv_comm) == ncclSuccess);
 }
 
 TEST_CASE("CUDA registrations are refused when GPUDirect is not available",
@@ -980,24 +969,20 @@ TEST_CASE("CUDA registrations are refused when GPUDirect is not available",
   TempDir sysfs;  // no peermem marker, no CUDA context: GPUDirect is off
   use_test_devices({"pca", "pcb"});
   setenv("NCCL_ROCE_SYSFS_ROOT", sysfs.path.c_str(), 1);
-  PluginDriver plugin(plugin_path_from_env(), Api::V8);
-  REQUIRE(plugin.init() == ncclSuccess);
+  ConnectedPair pair(Api::V8);
   Properties props;
-  REQUIRE(plugin.properties(0, &props) == ncclSuccess);
+  REQUIRE(pair.plugin.properties(0, &props) == ncclSuccess);
   CHECK((props.ptr_support & NCCL_PTR_HOST) != 0);
   CHECK((props.ptr_support & NCCL_PTR_CUDA) == 0);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
   std::vector<char> buffer(4096);
   void* mh = reinterpret_cast<void*>(0x1);
   reset_warn_count();
-  CHECK(plugin.reg_mr(recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) != ncclSuccess);
+  CHECK(pair.plugin.reg_mr(pair.recv_comm, buffer.data(), buffer.size(), NCCL_PTR_CUDA, &mh) !=
+        ncclSuccess);
   CHECK(mh == nullptr);
   CHECK(any_warn_contains({"GPUDirect", "nvidia-peermem"}));
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_send(pair.send_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_recv(pair.recv_comm) == ncclSuccess);
 }
 
 TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[fabric][quick]") {
@@ -1013,12 +998,7 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
     }
     // v11, so finalize ends the plugin's init and the next init reads the setting again: a
     // dlclose alone may leave the plugin loaded (sanitizer runtimes keep libraries mapped).
-    PluginDriver plugin(plugin_path_from_env(), Api::V11);
-    REQUIRE(plugin.init() == ncclSuccess);
-    void* send_comm = nullptr;
-    void* recv_comm = nullptr;
-    connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                        &recv_comm);
+    ConnectedPair pair(Api::V11);
     // The granted max_inline_data of the comm's QPs: 0 when off (asked for none), the 256 bytes
     // asked for (vroce grants them) by default.
     const char* expected = *setting != 0 ? "inline 0" : "inline 256";
@@ -1027,8 +1007,8 @@ TEST_CASE("NCCL_IB_USE_INLINE=0 turns inlining off and the default inlines", "[f
     PlanShape shape;
     shape.groups = 60;
     shape.max_single = 64 << 10;
-    run_two_threads(plugin, send_comm, recv_comm, 45, shape, {});
-    REQUIRE(plugin.finalize() == ncclSuccess);
+    run_two_threads(pair.plugin, pair.send_comm, pair.recv_comm, 45, shape, {});
+    REQUIRE(pair.plugin.finalize() == ncclSuccess);
   }
 }
 
@@ -1039,28 +1019,18 @@ TEST_CASE("four QPs per connection with NCCL_IB_SPLIT_DATA_ON_QPS=1 split every 
   setenv("NCCL_IB_SPLIT_DATA_ON_QPS", "1", 1);  // the default, 0, is split_data_test's
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
-  PluginDriver plugin(plugin_path_from_env(), Api::V9);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V9);
   CHECK(any_line_contains(info_lines(), {"connected on " + test_device_name("pca"), "4 qps"}));
   CHECK(any_line_contains(info_lines(), {"accepted on " + test_device_name("pcb"), "4 qps"}));
   PlanShape shape;
   shape.groups = 100;
-  run_two_threads(plugin, send_comm, recv_comm, 44, shape, {});
+  run_two_threads(pair.plugin, pair.send_comm, pair.recv_comm, 44, shape, {});
 }
 
 TEST_CASE("a fatal asynchronous event on the device fails its comms",
           "[fabric][errors][quick][vroce]") {
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V8);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V8);
   // vroce's test hook, from the library the plugin loaded (same handle, already mapped).
   void* verbs = dlopen(std::getenv("NCCL_IBVERBS_LIB"), RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(verbs != nullptr);
@@ -1073,13 +1043,13 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms",
   // notices it. (A link flap, PORT_ERR, is not fatal: see hardening's link_flap_test.cpp.)
   std::vector<char> buffer(4096);
   void* mh = nullptr;
-  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
+  REQUIRE(pair.plugin.reg_mr(pair.send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
           ncclSuccess);
   ncclResult_t result = ncclSuccess;
   const auto deadline = std::chrono::steady_clock::now() + kHangBound;
   while (result == ncclSuccess && std::chrono::steady_clock::now() < deadline) {
     void* request = nullptr;
-    result = plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request);
+    result = pair.plugin.isend(pair.send_comm, buffer.data(), 64, 0, mh, &request);
     CHECK(request == nullptr);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -1087,10 +1057,10 @@ TEST_CASE("a fatal asynchronous event on the device fails its comms",
   CHECK(any_warn_contains({"send comm on " + test_device_name("pca"), "asynchronous event"}));
   // The failed comm keeps answering with its error, and still closes cleanly.
   void* request = nullptr;
-  CHECK(plugin.isend(send_comm, buffer.data(), 64, 0, mh, &request) == ncclSystemError);
-  CHECK(plugin.dereg_mr(send_comm, mh) == ncclSuccess);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  CHECK(pair.plugin.isend(pair.send_comm, buffer.data(), 64, 0, mh, &request) == ncclSystemError);
+  CHECK(pair.plugin.dereg_mr(pair.send_comm, mh) == ncclSuccess);
+  CHECK(pair.plugin.close_send(pair.send_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_recv(pair.recv_comm) == ncclSuccess);
   dlclose(verbs);
 }
 
@@ -1102,32 +1072,16 @@ TEST_CASE("the plugin survives being unloaded and loaded again, with and without
     // the async-event threads (a thread left running in unmapped code would crash the process).
     PluginDriver plugin(plugin_path_from_env(), api);
     REQUIRE(plugin.init() == ncclSuccess);
-    const int a = plugin.find_device("pca");
-    REQUIRE(a >= 0);
-    Handle handle;
-    void* listen_comm = nullptr;
-    REQUIRE(plugin.listen(a, &handle, &listen_comm) == ncclSuccess);
-    void* send_comm = nullptr;
-    void* recv_comm = nullptr;
-    std::string error;
-    REQUIRE(connect_accept_alternating(plugin, a, listen_comm, &handle, &send_comm, &recv_comm,
-                                       kHangBoundMs, &error));
-    REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);
     PlanShape shape;
     shape.groups = 10;
     shape.max_single = 64 << 10;
-    run_two_threads(plugin, send_comm, recv_comm, 8, shape, {});
+    loopback_traffic(plugin, 8, shape);
   }
 }
 
 TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][quick]") {
   use_test_devices({"pca", "pcb"});
-  PluginDriver plugin(plugin_path_from_env(), Api::V10);
-  REQUIRE(plugin.init() == ncclSuccess);
-  void* send_comm = nullptr;
-  void* recv_comm = nullptr;
-  connect_two_threads(plugin, plugin.find_device("pca"), plugin.find_device("pcb"), &send_comm,
-                      &recv_comm);
+  ConnectedPair pair(Api::V10);
   constexpr int kRecvs = 32;
   constexpr int kN = 8;
   constexpr size_t kSize = 256;
@@ -1138,8 +1092,10 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
   }
   void* rmh = nullptr;
   void* smh = nullptr;
-  REQUIRE(plugin.reg_mr(recv_comm, rbuf.data(), rbuf.size(), NCCL_PTR_HOST, &rmh) == ncclSuccess);
-  REQUIRE(plugin.reg_mr(send_comm, sbuf.data(), sbuf.size(), NCCL_PTR_HOST, &smh) == ncclSuccess);
+  REQUIRE(pair.plugin.reg_mr(pair.recv_comm, rbuf.data(), rbuf.size(), NCCL_PTR_HOST, &rmh) ==
+          ncclSuccess);
+  REQUIRE(pair.plugin.reg_mr(pair.send_comm, sbuf.data(), sbuf.size(), NCCL_PTR_HOST, &smh) ==
+          ncclSuccess);
   std::vector<void*> recvs;
   for (int r = 0; r < kRecvs; ++r) {
     std::array<void*, kN> data{};
@@ -1153,8 +1109,8 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
       mhs[static_cast<size_t>(i)] = rmh;
     }
     void* request = nullptr;
-    REQUIRE(plugin.irecv(recv_comm, kN, data.data(), sizes.data(), tags.data(), mhs.data(),
-                         &request) == ncclSuccess);
+    REQUIRE(pair.plugin.irecv(pair.recv_comm, kN, data.data(), sizes.data(), tags.data(),
+                              mhs.data(), &request) == ncclSuccess);
     REQUIRE(request != nullptr);
     recvs.push_back(request);
   }
@@ -1165,8 +1121,9 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
     for (int i = kN - 1; i >= 0; --i) {
       void* request = nullptr;
       while (request == nullptr && std::chrono::steady_clock::now() < deadline) {
-        REQUIRE(plugin.isend(send_comm, sbuf.data() + static_cast<size_t>(r * kN + i) * kSize,
-                             kSize, i, smh, &request) == ncclSuccess);
+        REQUIRE(pair.plugin.isend(pair.send_comm,
+                                  sbuf.data() + static_cast<size_t>(r * kN + i) * kSize, kSize, i,
+                                  smh, &request) == ncclSuccess);
       }
       REQUIRE(request != nullptr);
       sends.push_back(request);
@@ -1177,7 +1134,7 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
     int done = 0;
     int size = 0;
     while (!done) {
-      REQUIRE(plugin.test(request, &done, &size) == ncclSuccess);
+      REQUIRE(pair.plugin.test(request, &done, &size) == ncclSuccess);
     }
     CHECK(size == static_cast<int>(kSize));
   }
@@ -1185,15 +1142,15 @@ TEST_CASE("a send comm holds 32 x maxRecvs sends in flight", "[fabric][limits][q
     int done = 0;
     std::array<int, kN> sizes{};
     while (!done) {
-      REQUIRE(plugin.test(request, &done, sizes.data()) == ncclSuccess);
+      REQUIRE(pair.plugin.test(request, &done, sizes.data()) == ncclSuccess);
     }
     for (int s : sizes) {
       CHECK(s == static_cast<int>(kSize));
     }
   }
   CHECK(rbuf == sbuf);
-  REQUIRE(plugin.dereg_mr(recv_comm, rmh) == ncclSuccess);
-  REQUIRE(plugin.dereg_mr(send_comm, smh) == ncclSuccess);
-  CHECK(plugin.close_send(send_comm) == ncclSuccess);
-  CHECK(plugin.close_recv(recv_comm) == ncclSuccess);
+  REQUIRE(pair.plugin.dereg_mr(pair.recv_comm, rmh) == ncclSuccess);
+  REQUIRE(pair.plugin.dereg_mr(pair.send_comm, smh) == ncclSuccess);
+  CHECK(pair.plugin.close_send(pair.send_comm) == ncclSuccess);
+  CHECK(pair.plugin.close_recv(pair.recv_comm) == ncclSuccess);
 }

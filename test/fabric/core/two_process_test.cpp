@@ -17,12 +17,6 @@ using namespace roce::test;
 
 namespace {
 
-std::string peer_binary() {
-  const char* path = std::getenv("ROCE_FABRIC_PEER");
-  REQUIRE(path != nullptr);
-  return path;
-}
-
 std::string handle_from(ChildProcess& receiver) {
   auto line = receiver.wait_for("HANDLE ", kHangBoundMs);
   INFO("receiver output so far:\n" << receiver.output());
@@ -41,11 +35,11 @@ PairOutput two_process_pair(const std::string& api, const std::string& groups, c
                             std::map<std::string, std::string> recv_env = {}) {
   send_env["VROCE_DEVICES"] = "pca=" + a;
   recv_env["VROCE_DEVICES"] = "pcb=" + b;
-  ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--api", api, "--seed", "9",
-                         "--groups", groups, "--wait-before-close"},
+  ChildProcess receiver({fabric_peer_binary(), "recv", "--device", "pcb", "--api", api, "--seed",
+                         "9", "--groups", groups, "--wait-before-close"},
                         recv_env);
   const std::string handle = handle_from(receiver);
-  ChildProcess sender({peer_binary(), "send", "--device", "pca", "--api", api, "--seed", "9",
+  ChildProcess sender({fabric_peer_binary(), "send", "--device", "pca", "--api", api, "--seed", "9",
                        "--groups", groups, "--handle", handle},
                       send_env);
   auto sent = sender.wait_for("OK", 180000);
@@ -99,19 +93,19 @@ TEST_CASE("a peer killed with SIGKILL makes test() fail within the retry budget"
     env["VROCE_DEVICES"] = devices;
     return env;
   };
-  ChildProcess receiver({peer_binary(), "recv", "--device", "pcb", "--seed", "3", "--groups",
+  ChildProcess receiver({fabric_peer_binary(), "recv", "--device", "pcb", "--seed", "3", "--groups",
                          "1000", "--max-recvs", "1", "--post-and-hang"},
                         env_with("pcb=" + test_address(1)));
   const std::string handle = handle_from(receiver);
-  ChildProcess sender({peer_binary(), "send", "--device", "pca", "--seed", "3", "--groups", "1000",
-                       "--max-recvs", "1", "--handle", handle, "--wait-go", "--expect-error"},
-                      env_with("pca=" + test_address(0)));
+  ChildProcess sender(
+      {fabric_peer_binary(), "send", "--device", "pca", "--seed", "3", "--groups", "1000",
+       "--max-recvs", "1", "--handle", handle, "--wait-go", "--expect-error"},
+      env_with("pca=" + test_address(0)));
   REQUIRE(receiver.wait_for("POSTED", kHangBoundMs));
   REQUIRE(sender.wait_for("CONNECTED", kHangBoundMs));
   // Let the clear-to-send writes land in the sender's ring, then kill the receiver.
   usleep(300 * 1000);
-  receiver.kill_now(SIGKILL);
-  CHECK(receiver.wait(kHangBoundMs) == 128 + SIGKILL);
+  CHECK(receiver.kill_and_wait(SIGKILL, kHangBoundMs) == 128 + SIGKILL);
   sender.write_line("go");
   auto error = sender.wait_for("ERROR", kHangBoundMs);
   const int status = sender.wait(kHangBoundMs);

@@ -122,6 +122,38 @@ int require_device(PluginDriver& plugin, const char* name) {
   return index;
 }
 
+Handle handle_printed_by(ChildProcess& peer) {
+  const auto line = peer.wait_for("HANDLE ", kHangBoundMs);
+  INFO("peer:\n" << peer.output());
+  REQUIRE(line);
+  Handle handle;
+  REQUIRE(handle_from_hex(line->substr(7), &handle));
+  return handle;
+}
+
+FirstSend register_first_send(PluginDriver& plugin, void* send_comm, uint64_t seed, int groups) {
+  PlanShape shape;
+  shape.groups = groups;
+  shape.max_recvs = 1;
+  FirstSend first;
+  first.message = make_plan(seed, shape)[0].entries[0];
+  first.buffer.assign(std::max<size_t>(first.message.send_size, 1), 0x5c);
+  REQUIRE(plugin.reg_mr(send_comm, first.buffer.data(), first.buffer.size(), NCCL_PTR_HOST,
+                        &first.mh) == ncclSuccess);
+  return first;
+}
+
+ncclResult_t test_until_settled(PluginDriver& plugin, void* request, int* done) {
+  const auto deadline = std::chrono::steady_clock::now() + kHangBound;
+  ncclResult_t result = ncclSuccess;
+  *done = 0;
+  while (result == ncclSuccess && *done == 0 && std::chrono::steady_clock::now() < deadline) {
+    int size = 0;
+    result = plugin.test(request, done, &size);
+  }
+  return result;
+}
+
 std::vector<CommPair> open_pairs(PluginDriver& plugin, int from, int to, int count) {
   std::vector<CommPair> pairs(static_cast<size_t>(count));
   for (auto& pair : pairs) {

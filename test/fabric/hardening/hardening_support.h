@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "plugin_driver.h"
 #include "traffic.h"
 
@@ -47,6 +48,24 @@ double retry_budget_ms(int ib_timeout, int retry_cnt, double time_scale);
 
 // The index of the plugin's device named `name`; fails the running test case when there is none.
 int require_device(PluginDriver& plugin, const char* name);
+
+// The listen handle a fabric_peer receiver prints ("HANDLE <hex>"), waiting at most the hang
+// bound; fails the running test case, showing the peer's output, when none comes.
+Handle handle_printed_by(ChildProcess& peer);
+
+// The first message of a fabric_peer receiver's plan (`seed`, `groups` groups of one receive
+// each, as --max-recvs 1 runs it), and a buffer of its send size (at least 1 byte) registered on
+// `send_comm`: the send that peer has cleared first.
+struct FirstSend {
+  PlannedMessage message;
+  std::vector<uint8_t> buffer;
+  void* mh = nullptr;
+};
+FirstSend register_first_send(PluginDriver& plugin, void* send_comm, uint64_t seed, int groups);
+
+// Tests `request` until it fails or completes, at most the hang bound. Returns the last result;
+// *done says whether the request completed.
+ncclResult_t test_until_settled(PluginDriver& plugin, void* request, int* done);
 
 struct CommPair {
   void* send = nullptr;

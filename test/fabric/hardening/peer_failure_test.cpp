@@ -37,12 +37,6 @@ constexpr int kIbTimeout = 16;  // 268 ms at scale 1
 constexpr int kRetryCnt = 3;
 constexpr double kTimeScale = 0.25;  // 67 ms per attempt, 268 ms in all
 
-std::string peer_binary() {
-  const char* path = std::getenv("ROCE_FABRIC_PEER");
-  REQUIRE(path != nullptr);
-  return path;
-}
-
 void set_timers() {
   // What is tested here is the data path's own detection (the retry budget), which is all a comm
   // has when the peer watch is off or a silent host has not yet run out its keepalive; with the
@@ -129,12 +123,8 @@ void check_detection(const char* what, double elapsed_ms, int64_t ack_timeouts) 
 void expect_failure_detected(PluginDriver& plugin, void* request, const char* what) {
   const int64_t timeouts_before = vroce_stat(vroce_stats(), "ack_timeouts");
   const auto posted = Clock::now();
-  ncclResult_t result = ncclSuccess;
   int done = 0;
-  while (result == ncclSuccess && !done && Clock::now() < posted + kHangBound) {
-    int size = 0;
-    result = plugin.test(request, &done, &size);
-  }
+  const ncclResult_t result = test_until_settled(plugin, request, &done);
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - posted).count();
   CHECK_FALSE(done);
@@ -158,14 +148,11 @@ TEST_CASE(
     "[hardening][peer-failure][vroce]") {
   set_timers();
   use_test_devices({"hds", "hdl"});
-  ChildProcess victim({peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups", "50",
-                       "--max-recvs", "1", "--post-and-hang"},
+  ChildProcess victim({fabric_peer_binary(), "recv", "--device", "hdv", "--seed", "31", "--groups",
+                       "50", "--max-recvs", "1", "--post-and-hang"},
                       child_env(vroce_device_list({"hdv"}, 2)));
-  auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
+  Handle victim_handle = handle_printed_by(victim);
   INFO("victim:\n" << victim.output());
-  REQUIRE(handle_line);
-  Handle victim_handle;
-  REQUIRE(handle_from_hex(handle_line->substr(7), &victim_handle));
 
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -181,22 +168,17 @@ TEST_CASE(
   LiveTraffic live(plugin, before_pairs[0], 41, detected);
 
   // The victim's first receive, as its plan has it: a send the victim has cleared.
-  PlanShape victim_shape;
-  victim_shape.groups = 50;
-  victim_shape.max_recvs = 1;
-  const PlannedMessage m = make_plan(31, victim_shape)[0].entries[0];
-  std::vector<uint8_t> buffer(std::max<size_t>(m.send_size, 1), 0x5c);
-  void* mh = nullptr;
-  REQUIRE(plugin.reg_mr(doomed, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) == ncclSuccess);
+  FirstSend first = register_first_send(plugin, doomed, 31, 50);
+  const PlannedMessage& m = first.message;
 
-  victim.kill_now(SIGKILL);
-  REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
+  REQUIRE(victim.kill_and_wait(SIGKILL, kHangBoundMs) == 128 + SIGKILL);
   reset_warn_count();
 
   void* request = nullptr;
   const auto post_deadline = Clock::now() + kHangBound;
   while (request == nullptr && Clock::now() < post_deadline) {
-    REQUIRE(plugin.isend(doomed, buffer.data(), m.send_size, m.tag, mh, &request) == ncclSuccess);
+    REQUIRE(plugin.isend(doomed, first.buffer.data(), m.send_size, m.tag, first.mh, &request) ==
+            ncclSuccess);
   }
   REQUIRE(request != nullptr);  // the victim's clear-to-send arrived before it died
   expect_failure_detected(plugin, request, "sigkill");
@@ -206,9 +188,10 @@ TEST_CASE(
 
   // Every later call on the failed comm reports the same error; then it closes cleanly.
   void* again = nullptr;
-  CHECK(plugin.isend(doomed, buffer.data(), m.send_size, m.tag, mh, &again) == ncclRemoteError);
+  CHECK(plugin.isend(doomed, first.buffer.data(), m.send_size, m.tag, first.mh, &again) ==
+        ncclRemoteError);
   CHECK(again == nullptr);
-  CHECK(plugin.dereg_mr(doomed, mh) == ncclSuccess);
+  CHECK(plugin.dereg_mr(doomed, first.mh) == ncclSuccess);
   CHECK(plugin.close_send(doomed) == ncclSuccess);
 
   // The live peer: the comm that ran through the failure, and one opened after it.
@@ -236,9 +219,10 @@ TEST_CASE(
   REQUIRE(plugin.listen(s, &handle, &listen_comm) == ncclSuccess);
   auto env = child_env(vroce_device_list({"hdv"}, 2));
   env["VROCE_FAULTS"] = "drop=1";
-  ChildProcess silent({peer_binary(), "send", "--device", "hdv", "--seed", "32", "--groups", "50",
-                       "--max-recvs", "1", "--handle", handle_to_hex(handle), "--expect-error"},
-                      env);
+  ChildProcess silent(
+      {fabric_peer_binary(), "send", "--device", "hdv", "--seed", "32", "--groups", "50",
+       "--max-recvs", "1", "--handle", handle_to_hex(handle), "--expect-error"},
+      env);
   void* doomed = nullptr;
   REQUIRE(accept_until_ready(plugin, listen_comm, &doomed, kHangBoundMs) == ncclSuccess);
   REQUIRE(plugin.close_listen(listen_comm) == ncclSuccess);

@@ -38,12 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string peer_binary() {
-  const char* path = std::getenv("ROCE_FABRIC_PEER");
-  REQUIRE(path != nullptr);
-  return path;
-}
-
 bool info_logged(const std::string& needle) {
   for (const auto& line : info_lines()) {
     if (line.find(needle) != std::string::npos) {
@@ -69,13 +63,8 @@ bool wait_for_info(const std::string& needle) {
 // `killed` (the SIGKILL) it took.
 ncclResult_t test_until_failed(PluginDriver& plugin, void* request, const char* what,
                                Clock::time_point killed) {
-  const auto start = Clock::now();
-  ncclResult_t result = ncclSuccess;
   int done = 0;
-  while (result == ncclSuccess && !done && Clock::now() < start + kHangBound) {
-    int size = 0;
-    result = plugin.test(request, &done, &size);
-  }
+  const ncclResult_t result = test_until_settled(plugin, request, &done);
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - killed).count();
   std::printf("DETECTION %s elapsed_ms=%.1f\n", what, elapsed_ms);
@@ -127,9 +116,9 @@ struct AcceptedFromWaitingSender {
     Handle handle;
     void* listen_comm = nullptr;
     REQUIRE(plugin.listen(r, &handle, &listen_comm) == ncclSuccess);
-    std::vector<std::string> argv = {peer_binary(), "send", "--device", "pwk",
-                                     "--seed",      "71",   "--groups", "20",
-                                     "--max-recvs", "1",    "--handle", handle_to_hex(handle)};
+    std::vector<std::string> argv = {
+        fabric_peer_binary(), "send", "--device",    "pwk", "--seed",   "71",
+        "--groups",           "20",   "--max-recvs", "1",   "--handle", handle_to_hex(handle)};
     argv.insert(argv.end(), extra.begin(), extra.end());
     env["VROCE_DEVICES"] = vroce_device_list({"pwk"}, 1);
     sender = std::make_unique<ChildProcess>(argv, env);
@@ -155,8 +144,7 @@ TEST_CASE(
   reset_warn_count();
 
   const auto killed = Clock::now();
-  side.sender->kill_now(SIGKILL);
-  REQUIRE(side.sender->wait(kHangBoundMs) == 128 + SIGKILL);
+  REQUIRE(side.sender->kill_and_wait(SIGKILL, kHangBoundMs) == 128 + SIGKILL);
   CHECK(test_until_failed(side.plugin, posted.request, "sender_sigkill", killed) ==
         ncclRemoteError);
   CHECK(warned("peer process gone", "without goodbye"));
@@ -179,14 +167,11 @@ TEST_CASE(
     "retry budget",
     "[hardening][peer-watch][quick][vroce]") {
   use_test_devices({"pws"});
-  ChildProcess victim({peer_binary(), "recv", "--device", "pwv", "--seed", "72", "--groups", "20",
-                       "--max-recvs", "1", "--post-and-hang"},
+  ChildProcess victim({fabric_peer_binary(), "recv", "--device", "pwv", "--seed", "72", "--groups",
+                       "20", "--max-recvs", "1", "--post-and-hang"},
                       {{"VROCE_DEVICES", vroce_device_list({"pwv"}, 1)}});
-  auto handle_line = victim.wait_for("HANDLE ", kHangBoundMs);
+  Handle handle = handle_printed_by(victim);
   INFO("victim:\n" << victim.output());
-  REQUIRE(handle_line);
-  Handle handle;
-  REQUIRE(handle_from_hex(handle_line->substr(7), &handle));
 
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
@@ -195,18 +180,11 @@ TEST_CASE(
   REQUIRE(connect_until_ready(plugin, s, &handle, &send_comm, kHangBoundMs) == ncclSuccess);
   REQUIRE(victim.wait_for("POSTED", kHangBoundMs));
 
-  PlanShape shape;
-  shape.groups = 20;
-  shape.max_recvs = 1;
-  const PlannedMessage m = make_plan(72, shape)[0].entries[0];
-  std::vector<uint8_t> buffer(std::max<size_t>(m.send_size, 1), 0x5c);
-  void* mh = nullptr;
-  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
-          ncclSuccess);
+  FirstSend first = register_first_send(plugin, send_comm, 72, 20);
+  const PlannedMessage& m = first.message;
 
   const auto killed = Clock::now();
-  victim.kill_now(SIGKILL);
-  REQUIRE(victim.wait(kHangBoundMs) == 128 + SIGKILL);
+  REQUIRE(victim.kill_and_wait(SIGKILL, kHangBoundMs) == 128 + SIGKILL);
   reset_warn_count();
   // The victim's clear-to-send arrived before it died; the send goes to a dead QP, which only
   // the retry budget (about 34 s with the defaults) would end without the watch. The watch may
@@ -215,7 +193,8 @@ TEST_CASE(
   ncclResult_t posted_result = ncclSuccess;
   const auto post_deadline = Clock::now() + kHangBound;
   while (request == nullptr && posted_result == ncclSuccess && Clock::now() < post_deadline) {
-    posted_result = plugin.isend(send_comm, buffer.data(), m.send_size, m.tag, mh, &request);
+    posted_result =
+        plugin.isend(send_comm, first.buffer.data(), m.send_size, m.tag, first.mh, &request);
   }
   if (request != nullptr) {
     CHECK(test_until_failed(plugin, request, "receiver_sigkill", killed) == ncclRemoteError);
@@ -224,7 +203,7 @@ TEST_CASE(
   }
   CHECK(warned("peer process gone"));
   CHECK_FALSE(warned("RETRY_EXC"));
-  CHECK(plugin.dereg_mr(send_comm, mh) == ncclSuccess);
+  CHECK(plugin.dereg_mr(send_comm, first.mh) == ncclSuccess);
   CHECK(plugin.close_send(send_comm) == ncclSuccess);
 }
 
@@ -289,8 +268,7 @@ TEST_CASE(
   PostedRecv posted;
   post_recv(side.plugin, side.recv_comm, &posted);
   reset_warn_count();
-  side.sender->kill_now(SIGKILL);
-  REQUIRE(side.sender->wait(kHangBoundMs) == 128 + SIGKILL);
+  REQUIRE(side.sender->kill_and_wait(SIGKILL, kHangBoundMs) == 128 + SIGKILL);
   expect_still_pending(side.plugin, posted);
   CHECK_FALSE(warned("peer process gone"));
   CHECK(side.plugin.dereg_mr(side.recv_comm, posted.mh) == ncclSuccess);
@@ -307,14 +285,11 @@ TEST_CASE(
   // The receiver closes its end after the handshake with our hello unread (a reset, as an
   // earlier plugin's would): this side must take that for "does not watch", not for a death.
   ChildProcess receiver(
-      {peer_binary(), "recv", "--device", "pwv", "--seed", "73", "--groups", "20", "--max-recvs",
-       "1", "--post-and-hang"},
+      {fabric_peer_binary(), "recv", "--device", "pwv", "--seed", "73", "--groups", "20",
+       "--max-recvs", "1", "--post-and-hang"},
       {{"VROCE_DEVICES", vroce_device_list({"pwv"}, 1)}, {"NCCL_ROCE_PEER_WATCH", "0"}});
-  auto handle_line = receiver.wait_for("HANDLE ", kHangBoundMs);
+  Handle handle = handle_printed_by(receiver);
   INFO("receiver:\n" << receiver.output());
-  REQUIRE(handle_line);
-  Handle handle;
-  REQUIRE(handle_from_hex(handle_line->substr(7), &handle));
   PluginDriver plugin(plugin_path_from_env(), Api::V10);
   REQUIRE(plugin.init() == ncclSuccess);
   void* send_comm = nullptr;
@@ -323,22 +298,15 @@ TEST_CASE(
   REQUIRE(receiver.wait_for("POSTED", kHangBoundMs));
   REQUIRE(wait_for_info("does not watch its connections"));
   reset_warn_count();
-  receiver.kill_now(SIGKILL);
-  REQUIRE(receiver.wait(kHangBoundMs) == 128 + SIGKILL);
+  REQUIRE(receiver.kill_and_wait(SIGKILL, kHangBoundMs) == 128 + SIGKILL);
   // A send to the dead receiver: nothing but the retry budget (about 34 s) would end it, and
   // that is not waited for here; the watch must not have failed the comm.
-  PlanShape shape;
-  shape.groups = 20;
-  shape.max_recvs = 1;
-  const PlannedMessage m = make_plan(73, shape)[0].entries[0];
-  std::vector<uint8_t> buffer(std::max<size_t>(m.send_size, 1), 0x5c);
-  void* mh = nullptr;
-  REQUIRE(plugin.reg_mr(send_comm, buffer.data(), buffer.size(), NCCL_PTR_HOST, &mh) ==
-          ncclSuccess);
+  FirstSend first = register_first_send(plugin, send_comm, 73, 20);
+  const PlannedMessage& m = first.message;
   void* request = nullptr;
   const auto post_deadline = Clock::now() + kHangBound;
   while (request == nullptr && Clock::now() < post_deadline) {
-    REQUIRE(plugin.isend(send_comm, buffer.data(), m.send_size, m.tag, mh, &request) ==
+    REQUIRE(plugin.isend(send_comm, first.buffer.data(), m.send_size, m.tag, first.mh, &request) ==
             ncclSuccess);
   }
   REQUIRE(request != nullptr);
@@ -349,7 +317,7 @@ TEST_CASE(
     REQUIRE_FALSE(done);
   }
   CHECK_FALSE(warned("peer process gone"));
-  CHECK(plugin.dereg_mr(send_comm, mh) == ncclSuccess);
+  CHECK(plugin.dereg_mr(send_comm, first.mh) == ncclSuccess);
   CHECK(plugin.close_send(send_comm) == ncclSuccess);
 }
 
