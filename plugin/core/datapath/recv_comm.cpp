@@ -74,15 +74,15 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
   } else {
     recv_seq_step_ = nqps_ <= 1 ? 1 : static_cast<uint64_t>(nqps_);
   }
-  for (int q = 0; q < nqps_; ++q) {
-    next_recv_seq_[static_cast<size_t>(q)] =
-        split_data_ ? first_message_of_qp(member_of_qp(q), member_count_)
-                    : first_message_of_qp(q, nqps_);
+  const auto nqps = static_cast<uint8_t>(nqps_);  // at most kMaxQpsPerConnection
+  for (uint8_t q = 0; q < nqps; ++q) {
+    next_recv_seq_[q] = split_data_ ? first_message_of_qp(member_of_qp(q), member_count_)
+                                    : first_message_of_qp(q, nqps_);
     for (uint32_t posted = 0; posted < kPrePostedRecvs; posted += kRecvRepostBatch) {
       if (int rc = post_receive_batch(q); rc != 0) {
         throw verbs::VerbsError(
             fmt::format("ibv_post_recv of {} receives on qp 0x{:x} failed: {}", kRecvRepostBatch,
-                        qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc)),
+                        qp_ptrs_[q]->qp_num(), verbs::errno_text(rc)),
             verbs::verbs_errno(rc));
       }
     }
@@ -193,8 +193,8 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   r.count = static_cast<uint8_t>(n);
   r.remaining_qps = static_cast<uint8_t>(split_data_ ? qps_per_member_ : 1);
   r.posted_ticks = telemetry::now_ticks();
-  // received[] is written by on_receive for every buffer before the request is Done.
-  // r.profiled is false here: it is set only below, and complete() clears it.
+  // received[] is written by retire_receive for every buffer before the request is Done.
+  // r.profiled is false here: it is set only below, and stop_events() clears it.
   if (phandles != nullptr && profiling_) [[unlikely]] {
     r.profiled = true;
     // One QP event per buffer, for the receive on the message's last QP (net_ib's shape).
@@ -323,23 +323,44 @@ ncclResult_t RecvComm::flush_exhausted(const char* what, uint32_t limit) const n
   return ncclInternalError;
 }
 
-ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
-  RecvRequest& r = requests_[index];
-  // A refusal is larger than any size a receive can hold, so the inline loop of on_completions
-  // always hands it here.
-  if ((wc.imm_data & kRefusedSendImm) != 0) [[unlikely]] {
-    return fail_refused_send(wc.imm_data & kRefusedSendSizeMask, r);
+template <bool kCommon>
+ncclResult_t RecvComm::retire_receive(const ibv_wc& wc, uint8_t q, uint16_t index) noexcept {
+  const uint32_t imm = wc.imm_data;
+  // The QP's receives complete in the order of the messages it carries: the next one is due.
+  next_recv_seq_[q] += recv_seq_step_;
+  const uint32_t handled = ++recvs_to_repost_[q];
+  if (!kCommon && handled == kRecvRepostBatch) [[unlikely]] {
+    if (ncclResult_t res = repost_receives(q); res != ncclSuccess) {
+      return res;
+    }
   }
-  if (r.count == 1) [[likely]] {
-    const uint32_t size = wc.imm_data;
-    if (size > r.posted[0]) [[unlikely]] {
-      return fail_oversized(size, r.posted[0]);
+  RecvRequest& r = requests_[index];
+  const auto done = [&](uint64_t bytes) {
+    r.state = RequestState::Done;
+    if constexpr (!kCommon) {
+      if (r.profiled) [[unlikely]] {
+        stop_events(r);
+      }
+      count_done(r, bytes);
     }
-    r.received[0] = static_cast<int32_t>(size);
-    if (--r.remaining_qps == 0) {
-      complete(r, size);
+  };
+  if (kCommon || r.count == 1) [[likely]] {
+    // A refusal (kRefusedSendImm) is larger than any size a receive can hold: it is found here.
+    if (!kCommon && imm > r.posted[0]) [[unlikely]] {
+      return (imm & kRefusedSendImm) != 0 ? fail_refused_send(imm & kRefusedSendSizeMask, r)
+                                          : fail_oversized(imm, r.posted[0]);
     }
+    r.received[0] = static_cast<int32_t>(imm);
+    if constexpr (kCommon) {
+      r.remaining_qps = 0;  // its one QP
+    } else if (--r.remaining_qps != 0) {
+      return ncclSuccess;  // the immediates of the message's other QPs are still to come
+    }
+    done(imm);
     return ncclSuccess;
+  }
+  if ((imm & kRefusedSendImm) != 0) [[unlikely]] {
+    return fail_refused_send(imm & kRefusedSendSizeMask, r);
   }
   if (--r.remaining_qps > 0) {
     return ncclSuccess;
@@ -347,24 +368,16 @@ ncclResult_t RecvComm::on_receive(const ibv_wc& wc, uint16_t index) noexcept {
   // Written by the sender with the immediate of the message's first QP, before it arrived.
   const int32_t* sizes = sizes_area_ + size_t{index} * kMaxRecvs;
   uint64_t bytes = 0;
-  for (int i = 0; i < r.count; ++i) {
+  for (uint8_t i = 0; i < r.count; ++i) {
     const int32_t size = sizes[i];
-    if (size < 0 || static_cast<uint32_t>(size) > r.posted[static_cast<size_t>(i)]) [[unlikely]] {
-      return fail_oversized_member(size, i, r.posted[static_cast<size_t>(i)]);
+    if (size < 0 || static_cast<uint32_t>(size) > r.posted[i]) [[unlikely]] {
+      return fail_oversized_member(size, i, r.posted[i]);
     }
-    r.received[static_cast<size_t>(i)] = size;
+    r.received[i] = size;
     bytes += static_cast<uint32_t>(size);
   }
-  complete(r, bytes);
+  done(bytes);
   return ncclSuccess;
-}
-
-void RecvComm::complete(RecvRequest& r, uint64_t bytes) noexcept {
-  r.state = RequestState::Done;
-  if (r.profiled) [[unlikely]] {
-    stop_events(r);
-  }
-  telemetry_.completed(bytes, r.posted_ticks, "the wait for data");
 }
 
 void RecvComm::stop_events(RecvRequest& r) noexcept {
@@ -374,21 +387,20 @@ void RecvComm::stop_events(RecvRequest& r) noexcept {
   r.profiled = false;
 }
 
-int RecvComm::post_receive_batch(int q) noexcept {
-  const uint64_t wr_id = pack_wr_id(WrKind::Recv, static_cast<uint8_t>(q), 0);
+int RecvComm::post_receive_batch(uint8_t q) noexcept {
+  const uint64_t wr_id = pack_wr_id(WrKind::Recv, q, 0);
   for (auto& wr : repost_wrs_) {
     wr.wr_id = wr_id;
   }
   ibv_recv_wr* bad = nullptr;
-  return qp_ptrs_[static_cast<size_t>(q)]->post_recv(repost_wrs_.data(), &bad);
+  return qp_ptrs_[q]->post_recv(repost_wrs_.data(), &bad);
 }
 
-ncclResult_t RecvComm::repost_receives(int q) noexcept {
-  recvs_to_repost_[static_cast<size_t>(q)] = 0;
+ncclResult_t RecvComm::repost_receives(uint8_t q) noexcept {
+  recvs_to_repost_[q] = 0;
   if (int rc = post_receive_batch(q); rc != 0) {
     return fail(ncclSystemError, "ibv_post_recv of {} receives on qp 0x{:x} failed: {}; from {}",
-                kRecvRepostBatch, qp_ptrs_[static_cast<size_t>(q)]->qp_num(), verbs::errno_text(rc),
-                peer_);
+                kRecvRepostBatch, qp_ptrs_[q]->qp_num(), verbs::errno_text(rc), peer_);
   }
   return ncclSuccess;
 }
@@ -457,16 +469,17 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
     if (index == kNoRequest) [[unlikely]] {
       return handle_completions(k, got);  // reports it
     }
-    RecvRequest& r = requests_[index];
+    // Only a receive of one buffer, on one QP and unprofiled, with its size in range (a refusal
+    // is not), is taken here.
+    const RecvRequest& r = requests_[index];
     const uint32_t size = wc.imm_data;
     if (r.count != 1 || r.remaining_qps != 1 || size > r.posted[0] || r.profiled) [[unlikely]] {
       return handle_completions(k, got);
     }
-    next_recv_seq_[q] += recv_seq_step_;
-    ++recvs_to_repost_[q];
-    r.received[0] = static_cast<int32_t>(size);
-    r.remaining_qps = 0;
-    r.state = RequestState::Done;
+    if (ncclResult_t res = retire_receive<true>(wc, q, index); res != ncclSuccess) [[unlikely]] {
+      return res;  // not reached: the checks above rule out each of its failures
+    }
+    // Its telemetry here, so that a sampled one leaves the loop by a tail call.
     if (!telemetry_.next_completion_quiet()) [[unlikely]] {
       return on_sampled_completion(r, k, got);
     }
@@ -479,7 +492,7 @@ ncclResult_t RecvComm::on_completions(int got) noexcept {
 }
 
 ncclResult_t RecvComm::on_sampled_completion(const RecvRequest& r, int k, int got) noexcept {
-  telemetry_.completed(static_cast<uint32_t>(r.received[0]), r.posted_ticks, "the wait for data");
+  count_done(r, static_cast<uint32_t>(r.received[0]));
   return k + 1 < got ? handle_completions(k + 1, got) : ncclSuccess;
 }
 
@@ -501,14 +514,8 @@ ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
       if (index == kNoRequest) [[unlikely]] {
         return fail_unmatched_receive(wc, next_recv_seq_[q]);
       }
-      next_recv_seq_[q] += recv_seq_step_;
-      if (++recvs_to_repost_[q] == kRecvRepostBatch) [[unlikely]] {
-        if (ncclResult_t r = repost_receives(q); r != ncclSuccess) {
-          return r;
-        }
-      }
-      if (ncclResult_t r = on_receive(wc, index); r != ncclSuccess) {
-        return r;
+      if (ncclResult_t res = retire_receive<false>(wc, q, index); res != ncclSuccess) {
+        return res;
       }
       continue;
     }

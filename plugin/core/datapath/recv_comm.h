@@ -67,7 +67,7 @@ class RecvComm final : public ConnectedComm {
   // posted again: those are taken in a loop that calls nothing, so that it saves no registers.
   // One whose telemetry samples its latency goes to on_sampled_completion; any other one hands
   // itself and the rest to handle_completions, which takes every kind and reports every error
-  // (both tail calls).
+  // (both tail calls). Both loops take a receive's completion with retire_receive.
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // Completion k, of `r` (a receive of one buffer), is taken but for its telemetry, which
   // samples it (one in NCCL_ROCE_STATS_SAMPLE) or ends a reported stall: that, then the
@@ -88,10 +88,26 @@ class RecvComm final : public ConnectedComm {
     const uint16_t index = request_of_seq_[seq & (kCtsRingSlots - 1)];
     return requests_.in_use(index) && requests_[index].seq == seq ? index : kNoRequest;
   }
-  ncclResult_t on_receive(const ibv_wc& wc, uint16_t index) noexcept;
-  // The last immediate of `r` is in, carrying `bytes` in all: done, and its telemetry. Inline
-  // (defined in recv_comm.cpp, used by on_receive only).
-  [[gnu::always_inline]] inline void complete(RecvRequest& r, uint64_t bytes) noexcept;
+  // Retires receive completion wc of data QP q (q < nqps_), the message of request `index`
+  // (request_due(q)): the QP's next due sequence, its receive counted for posting again (a batch
+  // of them posted: repost_receives), and one of the QPs the request waits for, whose size in the
+  // immediate (or, with a multi-receive's last QP, the sizes area) is checked against the posted
+  // buffers. With the last QP the request is Done and its profiler events stopped. A refused
+  // send or a wrong size fails the comm. The one body of both completion loops, so that the
+  // protocol's bookkeeping is written once. kCommon: the fast loop has found the request to be
+  // an unprofiled receive of one buffer carried by one QP, its size in range and no batch of
+  // receives due, and what that rules out is not looked at again (the stores before would make
+  // the compiler load it again); the fast loop counts the request's telemetry itself, the general
+  // one's is counted here (count_done). Inline (defined in recv_comm.cpp), so that the fast loop
+  // keeps calling nothing.
+  template <bool kCommon>
+  [[gnu::always_inline]] inline ncclResult_t retire_receive(const ibv_wc& wc, uint8_t q,
+                                                            uint16_t index) noexcept;
+  // A receive is done, carrying `bytes` in all: its telemetry (inline; what it samples or a stall
+  // it ends, out of line).
+  void count_done(const RecvRequest& r, uint64_t bytes) noexcept {
+    telemetry_.completed(bytes, r.posted_ticks, "the wait for data");
+  }
   [[gnu::noinline]] void stop_events(RecvRequest& r) noexcept;
   // The peer reported more bytes than the receive (or buffer i of a multi-receive) holds.
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_oversized(uint32_t size, uint32_t posted) noexcept;
@@ -106,10 +122,10 @@ class RecvComm final : public ConnectedComm {
   [[gnu::cold, gnu::noinline]] ncclResult_t uncovered_buffer(int i, uintptr_t addr,
                                                              uint32_t size) const noexcept;
   // Posts kRecvRepostBatch receives on data QP q (one chained call); the provider's result.
-  int post_receive_batch(int q) noexcept;
+  int post_receive_batch(uint8_t q) noexcept;
   // kRecvRepostBatch receives of QP q were handled: post them again (the comm fails if that
   // fails).
-  [[gnu::noinline]] ncclResult_t repost_receives(int q) noexcept;
+  [[gnu::noinline]] ncclResult_t repost_receives(uint8_t q) noexcept;
   // A receive completed for sequence `seq`, which has no irecv: the peer wrote without a
   // clear-to-send.
   [[gnu::cold, gnu::noinline]] ncclResult_t fail_unmatched_receive(const ibv_wc& wc,

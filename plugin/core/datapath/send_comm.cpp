@@ -380,18 +380,27 @@ ncclResult_t SendComm::post_group() noexcept {
   return ncclSuccess;
 }
 
-void SendComm::complete_group(SendRequest& lead) noexcept {
-  if (lead.group_count == 1) [[likely]] {  // a send that matched a single receive
-    lead.state = RequestState::Done;
-    lead.event.stop();
-    telemetry_.completed(lead.size, lead.posted_ticks, "the wait for a send's completion");
+template <bool kCommon>
+void SendComm::retire_send(const ibv_wc& wc, SendRequest& lead) noexcept {
+  credits_[wr_id_qp(wc.wr_id)].retire(wr_id_sq_pos(wc.wr_id));
+  if constexpr (kCommon) {
+    lead.remaining_qps = 0;  // its one QP
+  } else if (--lead.remaining_qps != 0) {
+    return;  // the group's other QPs have yet to complete their parts
+  }
+  const auto done = [&](SendRequest& r) {
+    r.state = RequestState::Done;
+    if constexpr (!kCommon) {
+      r.event.stop();
+      count_done(r);
+    }
+  };
+  if (kCommon || lead.group_count == 1) [[likely]] {  // a send that matched a single receive
+    done(lead);
     return;
   }
-  for (int i = 0; i < lead.group_count; ++i) {
-    SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
-    r.state = RequestState::Done;
-    r.event.stop();
-    telemetry_.completed(r.size, r.posted_ticks, "the wait for a send's completion");
+  for (size_t i = 0; i < lead.group_count; ++i) {
+    done(requests_[lead.members[i]]);
   }
 }
 
@@ -401,15 +410,14 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
     if (wc.status != IBV_WC_SUCCESS || !names_send_group(wc.wr_id)) [[unlikely]] {
       return handle_completions(k, got);  // reports it
     }
-    const uint8_t qp = wr_id_qp(wc.wr_id);
     SendRequest& lead = requests_[wr_id_index(wc.wr_id)];
+    // Only a send matched to a single receive, on one QP and unprofiled, is taken here.
     if (lead.remaining_qps != 1 || lead.group_count != 1 || lead.event.handle != nullptr)
         [[unlikely]] {
       return handle_completions(k, got);
     }
-    credits_[qp].retire(wr_id_sq_pos(wc.wr_id));
-    lead.remaining_qps = 0;
-    lead.state = RequestState::Done;
+    retire_send<true>(wc, lead);
+    // Its telemetry here, so that a sampled one leaves the loop by a tail call.
     if (!telemetry_.next_completion_quiet()) [[unlikely]] {
       return on_sampled_completion(lead, k, got);
     }
@@ -422,7 +430,7 @@ ncclResult_t SendComm::on_completions(int got) noexcept {
 }
 
 ncclResult_t SendComm::on_sampled_completion(const SendRequest& lead, int k, int got) noexcept {
-  telemetry_.completed(lead.size, lead.posted_ticks, "the wait for a send's completion");
+  count_done(lead);
   return k + 1 < got ? handle_completions(k + 1, got) : ncclSuccess;
 }
 
@@ -436,11 +444,7 @@ ncclResult_t SendComm::handle_completions(int first, int got) noexcept {
     if (!names_send_group(wc.wr_id)) [[unlikely]] {
       return fail_unexpected_wr_id(wc);
     }
-    credits_[wr_id_qp(wc.wr_id)].retire(wr_id_sq_pos(wc.wr_id));
-    SendRequest& lead = requests_[wr_id_index(wc.wr_id)];
-    if (--lead.remaining_qps == 0) {
-      complete_group(lead);
-    }
+    retire_send<false>(wc, requests_[wr_id_index(wc.wr_id)]);
   }
   return ncclSuccess;
 }

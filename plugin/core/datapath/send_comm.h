@@ -144,7 +144,8 @@ class SendComm final : public ConnectedComm {
   // single receive, unprofiled, whose telemetry only counts it: those are taken in a loop that
   // calls nothing, so that it saves no registers. One whose telemetry samples its latency goes
   // to on_sampled_completion; any other one hands itself and the rest to handle_completions,
-  // which takes every kind and reports every error (both tail calls).
+  // which takes every kind and reports every error (both tail calls). Both loops take a
+  // completion with retire_send.
   [[gnu::noinline]] ncclResult_t on_completions(int got) noexcept;
   // Completion k, of `lead`, is taken but for its telemetry, which samples it (one in
   // NCCL_ROCE_STATS_SAMPLE) or ends a reported stall: that, then the completions after k go to
@@ -155,9 +156,20 @@ class SendComm final : public ConnectedComm {
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
   // The stall checks of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
-  // Inline (defined in send_comm.cpp, used by progress() only): a call of its own would cost
-  // more than its telemetry.
-  [[gnu::always_inline]] inline void complete_group(SendRequest& lead) noexcept;
+  // Retires completion wc of the group led by `lead` (its wr_id passed names_send_group): the
+  // send-queue entries its signal covers, and one of the QPs the group waits for. With the last,
+  // every send of the group is Done and its profiler event stopped. The one body of both
+  // completion loops, so that the protocol's bookkeeping is written once. kCommon: the fast loop
+  // has found the group to be one unprofiled send carried by one QP, and what that rules out is
+  // not looked at again (the stores before would make the compiler load it again); the fast loop
+  // counts the send's telemetry itself, the general one's is counted here (count_done). Inline
+  // (defined in send_comm.cpp), so that the fast loop keeps calling nothing.
+  template <bool kCommon>
+  [[gnu::always_inline]] inline void retire_send(const ibv_wc& wc, SendRequest& lead) noexcept;
+  // A send is done: its telemetry (inline; what it samples or a stall it ends, out of line).
+  void count_done(const SendRequest& r) noexcept {
+    telemetry_.completed(r.size, r.posted_ticks, "the wait for a send's completion");
+  }
   // The isend that found no clear-to-send at first has it now: the wait is recorded. Out of
   // line: most sends find their clear-to-send at once.
   [[gnu::noinline]] void cts_wait_ended(uint64_t now) noexcept;
