@@ -61,7 +61,8 @@ Usage: scripts/gpu-validate.sh [--build DIR] [--nccl-tests DIR] [--out DIR] [--q
   --share-gpu       run NPROC ranks (default 2) on GPU 0, for a machine with one GPU: each rank
                     names its own host (NCCL_HOSTID) so NCCL connects them over the plugin;
                     all_reduce_perf runs one process per rank under mpirun (an all_reduce_perf
-                    built with MPI=1), or is skipped, saying why, where mpirun is missing
+                    built with MPI=1), or is skipped, saying why, where mpirun is missing;
+                    start MPS first (nvidia-cuda-mps-control -d) or the ranks time-slice the GPU
   --sweep PATH      tools/gpu-validate/nccl_allreduce_sweep built for this node (side_by_side)
   --netib PATH      net_ib as a plugin: nccl-rdma-sharp-plugins' libnccl-net.so, built from its
                     public source (docs/benchmarks.md); a side_by_side contender, and the netib
@@ -141,6 +142,14 @@ if ((share_gpu)); then
   nproc=${NPROC:-2}
   ((gpus >= 1 && nproc >= 2)) || fail "--share-gpu needs a GPU and NPROC >= 2 (found $gpus, NPROC=$nproc)"
   export ROCE_EXAMPLE_SHARE_GPU=1  # tp_allreduce.py's shared_gpu_identity
+  # Ranks on one GPU without MPS time-slice it: a ring's kernels never run at once, and every
+  # transport reads tens of milliseconds per all-reduce (45.86 ms at 8 B, 4 ranks, H200). The
+  # results stay correct, so this warns; side_by_side.py, whose figures would mean nothing,
+  # refuses.
+  if [[ ! -e ${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}/control ]]; then
+    echo "gpu-validate.sh: WARNING: no MPS daemon serves the GPU: the $nproc ranks will time-slice it and" \
+      "every time measures the GPU's scheduler; start it first with 'nvidia-cuda-mps-control -d' (root)" >&2
+  fi
 else
   nproc=${NPROC:-$gpus}
   ((nproc >= 2 && nproc <= gpus)) || fail "needs 2 or more GPUs (found $gpus, NPROC=${NPROC:-unset}); or --share-gpu"

@@ -11,7 +11,8 @@
 #      tests labelled "sanitize".
 # Exits non-zero when any build or any ctest run fails (ctest's exit status); the summary at
 # the end names every failed test, after the last lines each failed test printed
-# (scripts/failed-test-tails.py). Environment:
+# (scripts/failed-test-tails.py), then each phase's wall time (configure and build, ctest) and the
+# total. Environment:
 #   ROCE_TEST_SANITIZERS=0   skip the clang builds (sanitizers, fuzzing, clang-tidy; quick local runs)
 #   ROCE_TEST_TIDY=0         skip clang-tidy (label tidy; about 7 minutes of the suite on 2 cores)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
@@ -46,12 +47,15 @@ scripts/install-deps.sh
 status=0
 summary=()
 failure_tails=()
+timings=()
 
 run_preset() {
   local preset=$1; shift
   echo "=== [$preset] configure and build"
+  local started=$SECONDS
   cmake --preset "$preset" -G Ninja >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
+  local built=$SECONDS
   echo "=== [$preset] test"
   local args=(--preset "$preset" -j "$jobs" "$@")
   [[ -n $regex ]] && args+=(-R "$regex")
@@ -65,6 +69,7 @@ run_preset() {
   ctest "${args[@]}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   set -o errexit
+  timings+=("$(printf '[%s] build %4d s, test %4d s' "$preset" $((built - started)) $((SECONDS - built)))")
   if [[ $rc != 0 ]]; then
     status=1
   fi
@@ -93,4 +98,7 @@ if ((${#failure_tails[@]})); then
 fi
 echo "=== summary"
 printf '%s\n' "${summary[@]}"
+echo "=== wall time per phase (configure and build, then ctest)"
+printf '%s\n' "${timings[@]}"
+printf 'total %d s (dependencies included)\n' "$SECONDS"
 exit $status
