@@ -131,7 +131,9 @@ def contender_env(name, mode, a):
     if name in ("ours", "control", "fused"):
         env.update(NCCL_NET_PLUGIN=plugin, NCCL_NET="RoCE", NCCL_IBVERBS_LIB=vroce, NCCL_ROCE_DSCP="26")
         if name == "fused":
-            env.update(ROCE_EXAMPLE_VROCE_MEMBERS=str(FUSED_MEMBERS))
+            # GRAPH: how NCCL placed the virtual NIC in its topology (run_one also asks rank 0 for
+            # NCCL's topology dump), the first thing to read when fusion goes wrong.
+            env.update(ROCE_EXAMPLE_VROCE_MEMBERS=str(FUSED_MEMBERS), NCCL_DEBUG_SUBSYS="INIT,NET,GRAPH")
         if mode == "gdr-dmabuf":
             env.update(NCCL_ROCE_REQUIRE_GDR="1")
         return env, True
@@ -182,6 +184,8 @@ def run_one(a, name, mode, nranks, tag):
     json_path = Path(a.out, f"{tag}.json")
     vroce_dir = str(Path(a.build, "vroce", "lib").resolve())
     env = dict(os.environ, **extra, NCCL_DEBUG_FILE=str(logs / f"{tag}.%h.%p.log"), VROCE_LIB_DIR=vroce_dir)
+    if name == "fused":
+        env["NCCL_TOPO_DUMP_FILE"] = str(logs / f"{tag}.topology.xml")
     nccl_lib = a.nccl_lib or torch_nccl_lib()
     env["LD_LIBRARY_PATH"] = ":".join(p for p in (vroce_dir, nccl_lib, os.environ.get("LD_LIBRARY_PATH")) if p)
     cmd = sweep_command(a, nranks, json_path, needs_sysfs, FUSED_MEMBERS if name == "fused" else 1)
