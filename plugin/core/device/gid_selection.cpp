@@ -90,7 +90,10 @@ std::string list_table(std::span<const GidTableEntry> table) {
       text += ", ...";
       break;
     }
-    text += (listed == 0 ? "" : ", ") + describe(entry);
+    if (listed != 0) {
+      text += ", ";
+    }
+    text += describe(entry);  // appended: a prepended temporary trips GCC 12's -O3 warnings
     ++listed;
   }
   return text.empty() ? "no entries" : text;
