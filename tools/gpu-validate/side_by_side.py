@@ -188,7 +188,8 @@ def run_one(a, name, mode, nranks, tag):
         env["NCCL_TOPO_DUMP_FILE"] = str(logs / f"{tag}.topology.xml")
     nccl_lib = a.nccl_lib or torch_nccl_lib()
     env["LD_LIBRARY_PATH"] = ":".join(p for p in (vroce_dir, nccl_lib, os.environ.get("LD_LIBRARY_PATH")) if p)
-    cmd = sweep_command(a, nranks, json_path, needs_sysfs, FUSED_MEMBERS if name == "fused" else 1)
+    devices_per_rank = int(extra.get("ROCE_EXAMPLE_VROCE_MEMBERS", "1"))  # as contender_env gave it
+    cmd = sweep_command(a, nranks, json_path, needs_sysfs, devices_per_rank)
     if a.dry_run:
         print(" ".join(f"{k}={v}" for k, v in sorted(extra.items())), " ".join(cmd))
         return {}, []
