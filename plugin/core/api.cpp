@@ -286,10 +286,11 @@ ncclResult_t get_properties(int dev, Properties* props) {
 }
 
 ncclResult_t make_vdevice(int* d, const VDeviceMembers& props) {
-  const int count = Plugin::instance().device_count();
+  const int count = Plugin::instance().physical_device_count();
   for (int i = 0; i < props.ndevs; ++i) {
     if (props.devs[i] < 0 || props.devs[i] >= count) {
-      ROCE_WARN(NCCL_NET, "makeVDevice: member {} is device {}, which does not exist ({} devices)",
+      ROCE_WARN(NCCL_NET,
+                "makeVDevice: member {} is device {}, which is not one of the {} physical devices",
                 i, props.devs[i], count);
       return ncclInvalidArgument;
     }

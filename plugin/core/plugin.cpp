@@ -43,9 +43,14 @@ bool Plugin::initialized() const {
   return refs_ > 0;
 }
 
-int Plugin::device_count() const {
+int Plugin::physical_device_count() const {
   const std::lock_guard lock(mutex_);
   return refs_ > 0 ? static_cast<int>(devices_.size()) : 0;
+}
+
+int Plugin::device_count() const {
+  const std::lock_guard lock(mutex_);
+  return refs_ > 0 ? static_cast<int>(devices_.size() + virtual_devices_.size()) : 0;
 }
 
 std::shared_ptr<DeviceRuntime> Plugin::device(int dev) const {

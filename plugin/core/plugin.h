@@ -29,7 +29,11 @@ class Plugin {
   bool finalize() noexcept;
 
   bool initialized() const;
-  // The physical devices (ports) NCCL sees in devices(); virtual NICs follow them.
+  // The physical devices (ports); virtual NICs are numbered after them.
+  int physical_device_count() const;
+  // What devices() reports: the physical devices and the virtual NICs made so far. NCCL asks it
+  // once before fusing (the physical count) and again after its makeVDevice calls, and adds to
+  // its topology only the devices numbered between the two answers (net_ib counts alike).
   int device_count() const;
   // nullptr when not initialised or out of range. For a virtual NIC, its first member: the
   // device whose GID, address and class a connection's handshake uses.
@@ -54,7 +58,7 @@ class Plugin {
   int refs_ = 0;
   std::shared_ptr<const ibv::Library> library_;
   std::vector<std::shared_ptr<DeviceRuntime>> devices_;
-  std::vector<std::vector<int>> virtual_devices_;  // members, by number - device_count()
+  std::vector<std::vector<int>> virtual_devices_;  // members, by number - physical_device_count()
 };
 
 // The most members a virtual NIC can have: NCCL_NET_MAX_DEVS_PER_NIC of ncclNet v12 (v9..v11

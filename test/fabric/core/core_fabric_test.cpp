@@ -691,6 +691,11 @@ TEST_CASE("makeVDevice fuses up to 4 members through v9; the virtual NIC's prope
   reset_warn_count();
   REQUIRE(plugin.make_vdevice(&d, {a, b}) == ncclSuccess);
   CHECK(d == ndev);  // numbered after the physical devices
+  // devices() now counts it: NCCL puts in its topology the devices numbered between its answers
+  // before and after fusing, and finds no network at all when the count stays the same.
+  int with_virtual = 0;
+  REQUIRE(plugin.devices(&with_virtual) == ncclSuccess);
+  CHECK(with_virtual == ndev + 1);
   Properties v;
   REQUIRE(plugin.properties(d, &v) == ncclSuccess);
   CHECK(v.name == pa.name + "+" + pb.name);
@@ -708,9 +713,13 @@ TEST_CASE("makeVDevice fuses up to 4 members through v9; the virtual NIC's prope
   int again = -1;
   REQUIRE(plugin.make_vdevice(&again, {a, b}) == ncclSuccess);
   CHECK(again == d);
+  REQUIRE(plugin.devices(&with_virtual) == ncclSuccess);
+  CHECK(with_virtual == ndev + 1);
   int four = -1;
   REQUIRE(plugin.make_vdevice(&four, {0, 1, 2, 3}) == ncclSuccess);
   CHECK(four == ndev + 1);
+  REQUIRE(plugin.devices(&with_virtual) == ncclSuccess);
+  CHECK(with_virtual == ndev + 2);
   Properties v4;
   REQUIRE(plugin.properties(four, &v4) == ncclSuccess);
   CHECK(v4.vdev_count == 4);
