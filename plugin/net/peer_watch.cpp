@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "net/handshake.h"
 #include "util/errno_text.h"
@@ -22,6 +23,7 @@ namespace roce::net {
 namespace {
 
 constexpr uint32_t kWatchBodySize = 8;
+constexpr size_t kFramePrefixSize = 4;  // the framing's length
 
 void put_u16(uint8_t* at, uint16_t value) {
   at[0] = static_cast<uint8_t>(value);
@@ -98,8 +100,13 @@ class Watcher {
     if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, socket.fd(), &event) != 0) {
       return refuse("epoll_ctl(ADD): " + errno_text(errno));
     }
-    entries_.emplace(id, Entry{std::move(socket), WatchFrameParser(nonce), nonce, false,
-                               std::move(state), std::move(peer_text)});
+    entries_.emplace(id, Entry{std::move(socket),
+                               WatchFrameParser(nonce),
+                               nonce,
+                               false,
+                               std::move(state),
+                               std::move(peer_text),
+                               {}});
     return id;
   }
 
@@ -118,6 +125,27 @@ class Watcher {
   size_t count() {
     std::lock_guard<std::mutex> lock(mutex_);
     return entries_.size();
+  }
+
+  // A frame for the peer: written now as far as the socket takes it, the rest queued for the
+  // thread (EPOLLOUT), behind anything queued before, so frames never interleave.
+  Status send(uint64_t id, std::span<const uint8_t> frame) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      return failure("the connection's bootstrap socket is no longer watched (the peer left)");
+    }
+    Entry& entry = it->second;
+    if (entry.outbound.size() + frame.size() > PeerWatch::kMaxOutboundBytes) {
+      return failure(
+          fmt::format("{} bytes already wait to go to {}", entry.outbound.size(), entry.peer_text));
+    }
+    const bool was_idle = entry.outbound.empty();
+    entry.outbound.insert(entry.outbound.end(), frame.begin(), frame.end());
+    if (was_idle) {
+      return flush_locked(it);
+    }
+    return {};
   }
 
   // At unload: the thread ends; sockets still watched close without a Goodbye (this process is
@@ -146,6 +174,7 @@ class Watcher {
     bool hello = false;
     std::shared_ptr<PeerState> state;
     std::string peer_text;
+    std::vector<uint8_t> outbound;  // frames the socket has not taken yet, in order
   };
   using Entries = std::unordered_map<uint64_t, Entry>;
 
@@ -174,6 +203,35 @@ class Watcher {
     } catch (const std::system_error& e) {
       return failure(std::string("cannot start the peer watch thread: ") + e.what());
     }
+    return {};
+  }
+
+  // Writes what waits for the peer until the socket would block; watches for room (EPOLLOUT)
+  // while anything is left. A socket that fails is left to read_locked, which sees its end.
+  Status flush_locked(Entries::iterator it) {
+    Entry& entry = it->second;
+    while (!entry.outbound.empty()) {
+      const ssize_t sent = ::send(entry.socket.fd(), entry.outbound.data(), entry.outbound.size(),
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sent > 0) {
+        entry.outbound.erase(entry.outbound.begin(),
+                             entry.outbound.begin() + static_cast<std::ptrdiff_t>(sent));
+        continue;
+      }
+      if (sent < 0 && errno == EINTR) {
+        continue;
+      }
+      if (sent < 0 && errno != EAGAIN) {
+        const int error = errno;
+        entry.outbound.clear();
+        return failure(fmt::format("send to {}: {}", entry.peer_text, errno_text(error)));
+      }
+      break;
+    }
+    epoll_event event{};
+    event.events = EPOLLIN | EPOLLRDHUP | (entry.outbound.empty() ? 0U : EPOLLOUT);
+    event.data.u64 = it->first;
+    static_cast<void>(epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, entry.socket.fd(), &event));
     return {};
   }
 
@@ -206,6 +264,9 @@ class Watcher {
           continue;  // removed by its comm's close after epoll_wait returned
         }
         try {
+          if ((events[static_cast<size_t>(i)].events & EPOLLOUT) != 0) {
+            static_cast<void>(flush_locked(it));  // a failed socket ends in read_locked
+          }
           read_locked(it);
         } catch (const std::exception& e) {  // out of memory formatting a message
           ROCE_WARN(NCCL_NET, "peer watch of {}: {}; no longer watched", it->second.peer_text,
@@ -232,6 +293,9 @@ class Watcher {
               break;
             case WatchFrameParser::Event::Hello:
               entry.hello = true;
+              break;
+            case WatchFrameParser::Event::Epoch:
+              entry.state->post_epoch_frame(entry.parser.take_epoch());
               break;
             case WatchFrameParser::Event::Goodbye:
               // The peer closed its comm normally: nothing is wrong, and nothing more to watch.
@@ -316,40 +380,74 @@ WatchFrameParser::Event WatchFrameParser::feed(std::span<const uint8_t> bytes, s
     *detail = "bytes after an invalid frame";
     return Event::Invalid;
   }
-  const size_t take = std::min(bytes.size(), kWatchFrameSize - got_);
-  std::copy_n(bytes.begin(), take, frame_.begin() + static_cast<std::ptrdiff_t>(got_));
-  got_ += take;
+  // The length first, then as many bytes as it says: a frame is taken whole before it is read.
+  size_t need = kFramePrefixSize;
+  if (frame_.size() >= kFramePrefixSize) {
+    need += get_le(frame_.data(), 4);
+  }
+  const size_t take = std::min(bytes.size(), need - frame_.size());
+  frame_.insert(frame_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take));
   *used = take;
-  if (got_ < kWatchFrameSize) {
+  if (frame_.size() == kFramePrefixSize) {
+    const uint64_t length = get_le(frame_.data(), 4);
+    if (length < kHandshakeHeaderSize + kWatchBodySize || length > kMaxEpochFrameBytes) {
+      *detail = fmt::format("a frame of {} bytes, not a watch or epoch frame ({}..{})", length,
+                            kHandshakeHeaderSize + kWatchBodySize, kMaxEpochFrameBytes);
+      invalid_ = true;
+      return Event::Invalid;
+    }
+    // The rest of this frame may already be in `bytes`.
+    if (take < bytes.size()) {
+      size_t more = 0;
+      const Event event = feed(bytes.subspan(take), &more, detail);
+      *used += more;
+      return event;
+    }
     return Event::None;
   }
-  got_ = 0;
+  if (frame_.size() < kFramePrefixSize || frame_.size() < need) {
+    return Event::None;
+  }
+  const Event event =
+      frame_.size() == kWatchFrameSize ? decode_signal(detail) : decode_epoch(detail);
+  frame_.clear();
+  invalid_ = event == Event::Invalid;
+  return event;
+}
+
+WatchFrameParser::Event WatchFrameParser::decode_signal(std::string* detail) const {
   const uint8_t* f = frame_.data();
-  const auto length = get_le(f, 4);
   const auto magic = get_le(f + 4, 4);
   const auto version = get_le(f + 8, 2);
   const auto kind = get_le(f + 10, 2);
   const auto body = get_le(f + 12, 4);
   const uint64_t nonce = get_le(f + 16, 8);
-  Event event = Event::Invalid;
-  if (length != kHandshakeHeaderSize + kWatchBodySize || magic != kHandshakeMagic ||
-      body != kWatchBodySize) {
-    *detail = fmt::format("a frame that is not a watch frame (length {}, magic 0x{:x}, body {})",
-                          length, magic, body);
+  if (magic != kHandshakeMagic || body != kWatchBodySize) {
+    *detail = fmt::format("a frame that is not a watch frame (magic 0x{:x}, body {})", magic, body);
   } else if (version != kHandshakeVersion) {
     *detail = fmt::format("a watch frame of handshake version {} (this side {})", version,
                           kHandshakeVersion);
   } else if (nonce != nonce_) {
     *detail = fmt::format("a watch frame with nonce 0x{:x}, not this connection's", nonce);
   } else if (kind == static_cast<uint16_t>(WatchSignal::Hello)) {
-    event = Event::Hello;
+    return Event::Hello;
   } else if (kind == static_cast<uint16_t>(WatchSignal::Goodbye)) {
-    event = Event::Goodbye;
+    return Event::Goodbye;
   } else {
     *detail = fmt::format("a frame of kind {}, neither hello (5) nor goodbye (6)", kind);
   }
-  invalid_ = event == Event::Invalid;
-  return event;
+  return Event::Invalid;
+}
+
+WatchFrameParser::Event WatchFrameParser::decode_epoch(std::string* detail) {
+  EpochDecodeResult decoded =
+      decode_epoch_frame(std::span<const uint8_t>(frame_).subspan(kFramePrefixSize), nonce_);
+  if (!decoded.ok()) {
+    *detail = "an epoch frame with " + decoded.error;
+    return Event::Invalid;
+  }
+  epoch_ = std::move(decoded.frame);
+  return Event::Epoch;
 }
 
 KeepalivePlan keepalive_plan(int timeout_s) noexcept {
@@ -373,6 +471,30 @@ void PeerState::mark_gone(std::string reason) noexcept {
   }
 }
 
+void PeerState::post_epoch_frame(EpochFrame frame) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(frames_mutex_);
+    if (frames_.size() == kMaxPendingEpochFrames) {
+      frames_.erase(frames_.begin());
+    }
+    try {
+      frames_.push_back(std::move(frame));
+    } catch (const std::bad_alloc&) {
+      return;  // out of memory: the frame is lost, as one a dying peer did not send
+    }
+    pending_.store(true, std::memory_order_release);
+  }
+  if (nudge_) {
+    nudge_();
+  }
+}
+
+std::vector<EpochFrame> PeerState::take_epoch_frames() {
+  std::lock_guard<std::mutex> lock(frames_mutex_);
+  pending_.store(false, std::memory_order_relaxed);
+  return std::exchange(frames_, {});
+}
+
 Result<std::unique_ptr<PeerWatch>> PeerWatch::start(Socket socket, uint64_t nonce, int keepalive_s,
                                                     std::shared_ptr<PeerState> state,
                                                     std::string peer_text) {
@@ -382,6 +504,10 @@ Result<std::unique_ptr<PeerWatch>> PeerWatch::start(Socket socket, uint64_t nonc
     return failure(id.error());
   }
   return std::unique_ptr<PeerWatch>(new PeerWatch(*id, std::move(state)));
+}
+
+Status PeerWatch::send(std::span<const uint8_t> frame) {
+  return Watcher::instance().send(id_, frame);
 }
 
 PeerWatch::~PeerWatch() {

@@ -28,9 +28,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "net/epoch_frames.h"
 #include "net/socket.h"
 
 namespace roce::net {
@@ -42,20 +45,27 @@ inline constexpr size_t kWatchFrameSize = 24;
 
 std::array<uint8_t, kWatchFrameSize> encode_watch_frame(WatchSignal signal, uint64_t nonce);
 
-// Splits the bytes a watched socket delivers into signals; frames may arrive in pieces.
+// Splits the bytes a watched socket delivers into signals and recovery-epoch frames
+// (epoch_frames.h); frames may arrive in pieces.
 class WatchFrameParser {
  public:
   explicit WatchFrameParser(uint64_t nonce) : nonce_(nonce) {}
 
-  enum class Event { None, Hello, Goodbye, Invalid };
+  enum class Event { None, Hello, Goodbye, Epoch, Invalid };
   // Consumes bytes up to and including the next whole frame. *used: how many were consumed.
-  // Invalid: not a watch frame of this connection (sticky; *detail says why).
+  // Epoch: take_epoch() has the decoded frame. Invalid: not a frame of this connection, or one
+  // out of range (sticky; *detail says why).
   Event feed(std::span<const uint8_t> bytes, size_t* used, std::string* detail);
+  // The frame of the last Epoch event.
+  EpochFrame take_epoch() { return std::move(epoch_); }
 
  private:
+  Event decode_signal(std::string* detail) const;
+  Event decode_epoch(std::string* detail);
+
   uint64_t nonce_;
-  std::array<uint8_t, kWatchFrameSize> frame_{};
-  size_t got_ = 0;
+  std::vector<uint8_t> frame_;  // the frame read so far, its 4-byte length first
+  EpochFrame epoch_;
   bool invalid_ = false;
 };
 
@@ -88,10 +98,21 @@ class PeerState {
 
   void mark_gone(std::string reason) noexcept;
 
+  // Recovery-epoch frames from the peer, in the order they came: the watcher's thread posts each
+  // (and calls the nudge), the comm takes them on NCCL's thread. At most kMaxPendingEpochFrames
+  // wait; a peer that sends more loses its oldest (a newer epoch supersedes an older one).
+  static constexpr size_t kMaxPendingEpochFrames = 8;
+  void post_epoch_frame(EpochFrame frame) noexcept;
+  bool has_epoch_frames() const noexcept { return pending_.load(std::memory_order_acquire); }
+  std::vector<EpochFrame> take_epoch_frames();
+
  private:
   std::atomic<bool> gone_{false};
   std::string reason_;
   std::function<void()> nudge_;
+  std::atomic<bool> pending_{false};
+  std::mutex frames_mutex_;
+  std::vector<EpochFrame> frames_;
 };
 
 // A comm's registration with the process's watcher. Destroying it (the comm's close) sends the
@@ -108,6 +129,13 @@ class PeerWatch {
   PeerWatch& operator=(const PeerWatch&) = delete;
 
   const PeerState& state() const noexcept { return *state_; }
+
+  // Sends a frame (encode_epoch_frame's bytes) to the peer on the kept socket, without waiting:
+  // what the socket does not take at once is sent by the watcher's thread as it drains. Fails
+  // when the socket is no longer watched (the peer left or closed), or when more than
+  // kMaxOutboundBytes would wait.
+  static constexpr size_t kMaxOutboundBytes = 4 * kMaxEpochFrameBytes;
+  Status send(std::span<const uint8_t> frame);
 
  private:
   PeerWatch(uint64_t id, std::shared_ptr<PeerState> state) : id_(id), state_(std::move(state)) {}

@@ -1,5 +1,6 @@
 // libFuzzer target: the handshake decoder (plugin/net/handshake.h decode_message), with and
-// without an expected nonce. Properties beyond "no crash, no sanitizer report": a message that
+// without an expected nonce, and the recovery-epoch frame decoder (plugin/net/epoch_frames.h),
+// which reads the same header. Properties beyond "no crash, no sanitizer report": a message that
 // decodes re-encodes (encode applies the same validation) and decodes to the same value.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <span>
 
+#include "net/epoch_frames.h"
 #include "net/handshake.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -35,6 +37,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&nonce, data + size - 8, 8);
     expect.nonce = nonce;
     (void)decode_message(bytes, expect);
+  }
+  // As an epoch frame, with the nonce where the frame carries it (after the 12-byte header).
+  uint64_t epoch_nonce = 0;
+  if (size >= 20) {
+    std::memcpy(&epoch_nonce, data + 12, 8);
+  }
+  const EpochDecodeResult epoch = decode_epoch_frame(bytes, epoch_nonce);
+  if (epoch.ok()) {
+    auto encoded = encode_epoch_frame(epoch.frame);
+    if (!encoded || encoded->size() != size + 4 ||
+        std::memcmp(encoded->data() + 4, data, size) != 0) {
+      std::abort();  // a valid frame has exactly one encoding: the bytes it came from
+    }
+  } else if (epoch.error.empty()) {
+    std::abort();
   }
   return 0;
 }

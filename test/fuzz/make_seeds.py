@@ -63,6 +63,20 @@ write("handshake", "reject", message(4, struct.pack("<HH", 100, len(text)) + tex
                                      struct.pack("<Q", nonce)))
 write("handshake", "future_version", message(1, request[12:], version=5))
 
+# Recovery-epoch frames (plugin/net/epoch_frames.h), decoded by the same target: after the header,
+# nonce u64 and epoch u32, then the kind's body.
+def epoch_qps(qps):
+    return struct.pack("<H", len(qps)) + b"".join(struct.pack("<BII", m, qpn, psn)
+                                                 for m, qpn, psn in qps)
+
+
+write("handshake", "epoch_wanted", message(7, struct.pack("<QIB", nonce, 0, 0b01)))
+write("handshake", "epoch_start", message(8, struct.pack("<QIQB", nonce, 2, 1000, 0b10) +
+                                          epoch_qps([(1, 0x123, 5), (1, 0x124, 6)])))
+write("handshake", "epoch_ready", message(9, struct.pack("<QIQQQB", nonce, 2, 990, 1000, 0b110, 0b10) +
+                                          epoch_qps([(1, 0x555, 7), (1, 0x556, 8)]) +
+                                          struct.pack("<H", 2) + bytes(range(32)) * 2))
+
 # Listen handle: 48 bytes.
 def handle(family, port, addr, stage=0):
     return struct.pack("<IBBBBHH16sIQ8s", 0x48436F52, 1, family, stage, 0, port, 0,

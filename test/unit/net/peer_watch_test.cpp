@@ -259,3 +259,126 @@ TEST_CASE("peer watch: closes racing the watcher thread", "[peer-watch]") {
   }
   CHECK(roce::net::watched_socket_count() == 0);
 }
+
+namespace {
+
+roce::net::EpochStart epoch_start(uint32_t epoch) {
+  roce::net::EpochStart f;
+  f.nonce = kNonce;
+  f.epoch = epoch;
+  f.next_seq = 77;
+  f.live_members = 1;
+  f.qps = {{0, 0x321, 9}};
+  return f;
+}
+
+std::vector<uint8_t> encoded(const roce::net::EpochFrame& frame) {
+  return value_of(roce::net::encode_epoch_frame(frame));
+}
+
+// Reads from the peer's end until `count` bytes came, or the hang bound.
+std::vector<uint8_t> read_exactly(const Socket& socket, size_t count) {
+  std::vector<uint8_t> got(count);
+  size_t have = 0;
+  const auto deadline = Clock::now() + roce::test::kHangBound;
+  while (have < count && Clock::now() < deadline) {
+    const ssize_t n = ::recv(socket.fd(), got.data() + have, count - have, MSG_DONTWAIT);
+    if (n > 0) {
+      have += static_cast<size_t>(n);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  got.resize(have);
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("peer watch frames carry recovery-epoch frames between the signals", "[peer-watch]") {
+  const std::vector<uint8_t> start = encoded(epoch_start(4));
+  const auto goodbye = encode_watch_frame(WatchSignal::Goodbye, kNonce);
+  std::vector<uint8_t> stream(start);
+  stream.insert(stream.end(), goodbye.begin(), goodbye.end());
+  // Whole, then byte by byte: the epoch frame, then the goodbye, each consuming its own bytes.
+  WatchFrameParser whole(kNonce);
+  std::string detail;
+  size_t used = 0;
+  REQUIRE(whole.feed(stream, &used, &detail) == WatchFrameParser::Event::Epoch);
+  CHECK(used == start.size());
+  CHECK(std::get<roce::net::EpochStart>(whole.take_epoch()) == epoch_start(4));
+  CHECK(whole.feed(std::span(stream).subspan(used), &used, &detail) ==
+        WatchFrameParser::Event::Goodbye);
+  WatchFrameParser pieces(kNonce);
+  std::vector<WatchFrameParser::Event> events;
+  for (size_t i = 0; i < stream.size(); ++i) {
+    const auto event = pieces.feed(std::span(stream).subspan(i, 1), &used, &detail);
+    CHECK(used == 1);
+    if (event != WatchFrameParser::Event::None) {
+      events.push_back(event);
+    }
+  }
+  CHECK(events == std::vector{WatchFrameParser::Event::Epoch, WatchFrameParser::Event::Goodbye});
+
+  // Another connection's frame, a length past the bound, a valid length with a bad body.
+  WatchFrameParser other(kNonce + 1);
+  CHECK(other.feed(start, &used, &detail) == WatchFrameParser::Event::Invalid);
+  CHECK_THAT(detail, Catch::Contains("epoch frame") && Catch::Contains("nonce"));
+  std::vector<uint8_t> huge(start);
+  huge[2] = 1;  // length + 65536
+  WatchFrameParser bounded(kNonce);
+  CHECK(bounded.feed(huge, &used, &detail) == WatchFrameParser::Event::Invalid);
+  CHECK_THAT(detail, Catch::Contains("not a watch or epoch frame"));
+  std::vector<uint8_t> bad(start);
+  bad[4 + 20] = 0;  // epoch 0
+  bad[4 + 21] = 0;
+  WatchFrameParser refused(kNonce);
+  CHECK(refused.feed(bad, &used, &detail) == WatchFrameParser::Event::Invalid);
+  CHECK_THAT(detail, Catch::Contains("epoch 0"));
+}
+
+TEST_CASE("peer watch: epoch frames reach the comm's mailbox, and its frames reach the peer",
+          "[peer-watch]") {
+  Watched w("127.0.7.37:0");
+  send_frame(w.peer, WatchSignal::Hello);
+  const std::vector<uint8_t> start = encoded(epoch_start(1));
+  REQUIRE(::send(w.peer.fd(), start.data(), start.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(start.size()));
+  REQUIRE(eventually([&] { return w.state->has_epoch_frames(); }));
+  CHECK(*w.nudges == 1);
+  const auto frames = w.state->take_epoch_frames();
+  REQUIRE(frames.size() == 1);
+  CHECK(std::get<roce::net::EpochStart>(frames[0]) == epoch_start(1));
+  CHECK_FALSE(w.state->has_epoch_frames());
+  CHECK_FALSE(w.state->gone());
+
+  // The other way: two frames sent by the comm arrive whole and in order.
+  roce::net::EpochWanted wanted;
+  wanted.nonce = kNonce;
+  wanted.down_members = 1;
+  const std::vector<uint8_t> first = encoded(wanted);
+  const std::vector<uint8_t> second = encoded(epoch_start(2));
+  REQUIRE(w.watch->send(first));
+  REQUIRE(w.watch->send(second));
+  std::vector<uint8_t> both(first);
+  both.insert(both.end(), second.begin(), second.end());
+  CHECK(read_exactly(w.peer, both.size()) == both);
+
+  // Once the peer is gone, the socket is no longer watched and a send says so.
+  w.peer = Socket();
+  REQUIRE(eventually([&] { return w.state->gone(); }));
+  const auto refused = w.watch->send(first);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error(), Catch::Contains("no longer watched"));
+}
+
+TEST_CASE("peer watch: a peer flooding epoch frames costs at most 8 waiting", "[peer-watch]") {
+  PeerState state(nullptr);
+  for (uint32_t e = 1; e <= 20; ++e) {
+    state.post_epoch_frame(epoch_start(e));
+  }
+  const auto frames = state.take_epoch_frames();
+  REQUIRE(frames.size() == PeerState::kMaxPendingEpochFrames);
+  CHECK(std::get<roce::net::EpochStart>(frames.front()).epoch == 13);  // the newest 8 are kept
+  CHECK(std::get<roce::net::EpochStart>(frames.back()).epoch == 20);
+}
