@@ -151,6 +151,9 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   CHECK(read_file(pci + "/vendor") == "0x0000\n");
   CHECK(read_file(pci + "/device") == "0x12b7\n");
   CHECK(read_file(pci + "/class") == "0x020000\n");
+  // Its bus, as NCCL's topology reads it: <pci path>/subsystem resolves to a folder named pci.
+  REQUIRE(realpath((pci + "/subsystem").c_str(), resolved) != nullptr);
+  CHECK(std::string(resolved) == root.path() + "/bus/pci");
 
   std::string uverbs = root.path() + "/class/infiniband_verbs/uverbs1";
   CHECK(read_file(uverbs + "/ibdev") == "vps1\n");

@@ -128,10 +128,16 @@ std::string fake_sysfs_base(const std::string& root) {
   return base;
 }
 
-void write_pci_function(TreeWriter& out, const std::string& dir) {
-  if (!out.make_dirs(dir)) {
+// dir: <root>/devices/pci0000:00/<address>.
+void write_pci_function(TreeWriter& out, const std::string& root, const std::string& dir) {
+  if (!out.make_dirs(dir) || !out.make_dirs(root + "/bus/pci")) {
     return;
   }
+  // As the kernel links every PCI function to its bus: NCCL's topology takes a NIC whose path
+  // has no subsystem link ending in "pci" for a virtual one and hangs it off the CPU, where
+  // NCCL 2.28 cannot place a virtual NIC fused from two of them (no PCI parent to put it under:
+  // "Could not find any local path from gpu 0 to net").
+  out.write_link(dir + "/subsystem", "../../../bus/pci");
   out.write_file(dir + "/vendor", hex4(limits::kPciVendor) + "\n");
   out.write_file(dir + "/device", hex4(limits::kPciDevice) + "\n");
   char klass[16];
@@ -189,7 +195,7 @@ void write_device(TreeWriter& out, const std::string& root, Device& device, cons
   if (!out.make_dirs(dir)) {
     return;
   }
-  write_pci_function(out, pci);
+  write_pci_function(out, root, pci);
   const ibv_device_attr& attr = device.device_attr();
   out.write_file(dir + "/node_type", "1: CA\n");
   out.write_file(dir + "/node_guid", sysfs_guid_text(attr.node_guid) + "\n");
