@@ -1,6 +1,6 @@
 // AsyncEventQueue: one event per waiter, blocking and non-blocking reads, poll readiness, and
 // the ack/retire protocol that object destruction relies on.
-#include "core/async_event_queue.h"
+#include "device/async_event_queue.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,8 +1,8 @@
-// How vroce's transmit batch becomes UDP GSO sends (core/gso_burst.h), without a socket: which
+// How vroce's transmit batch becomes UDP GSO sends (packet_io/gso_burst.h), without a socket: which
 // runs burst (one route, one length but the last, at most 8, never a CNP; the PSNs do not
 // matter), and that segment j's ICRC is the one over an IPv4 header carrying ID j, as the kernel
 // sends it.
-#include "core/gso_burst.h"
+#include "packet_io/gso_burst.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
-// The shared-memory wire's inbox and senders (core/shm_wire.h) without an engine: what a slot
+// The shared-memory wire's inbox and senders (packet_io/shm_wire.h) without an engine: what a slot
 // carries, the doorbell rule, a full ring, a sender that claims a slot and never fills it, an
 // owner that goes away and one that replaces it, a file of another layout.
-#include "core/shm_wire.h"
+#include "packet_io/shm_wire.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/stats.h"
+#include "stats/stats.h"
 
 using vroce::transport::InDatagram;
 using vroce::transport::OutDatagram;

@@ -1,6 +1,6 @@
 // The two wake-ups of vroce's event path, each with the interleaving that could lose one forced
-// by the test rather than left to timing: the progress thread's eventfd (core/wake_fd.h), and a
-// completion channel whose poster signals the fd only after it released the channel's mutex
+// by the test rather than left to timing: the progress thread's eventfd (packet_io/wake_fd.h), and
+// a completion channel whose poster signals the fd only after it released the channel's mutex
 // (core/cq.h).
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "core/cq.h"
-#include "core/wake_fd.h"
+#include "packet_io/wake_fd.h"
 
 namespace {
 

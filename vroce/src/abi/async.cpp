@@ -2,8 +2,8 @@
 #include <cerrno>
 
 #include "abi/export.h"
-#include "core/async_event_queue.h"
-#include "core/context.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 
 VROCE_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   if (context == nullptr || event == nullptr) {

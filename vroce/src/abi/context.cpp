@@ -7,7 +7,7 @@
 // RC engine (install_data_path_ops). Extended ops left NULL make their inline wrappers report
 // EOPNOTSUPP/ENOSYS, which is true: vroce has no XRC, flow steering, WQs, counters, device
 // memory, TDs or parent domains.
-#include "core/context.h"
+#include "device/context.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,10 +21,12 @@
 #include <new>
 #include <string>
 
+#include "abi/device_registry.h"
 #include "abi/export.h"
 #include "abi/query_ops.h"
-#include "core/async_event_queue.h"
 #include "core/context_objects.h"
+#include "core/verbs.h"
+#include "device/async_event_queue.h"
 #include "device/device.h"
 #include "device/limits.h"
 #include "util/log.h"

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <span>
 
+#include "abi/device_registry.h"
 #include "abi/export.h"
 #include "device/device.h"
 

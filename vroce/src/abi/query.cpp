@@ -11,7 +11,7 @@
 #include "abi/export.h"
 #include "abi/private_decls.h"
 #include "abi/query_ops.h"
-#include "core/context.h"
+#include "device/context.h"
 #include "device/device.h"
 #include "device/limits.h"
 

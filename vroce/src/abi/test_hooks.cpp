@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "abi/device_registry.h"
 #include "abi/export.h"
 #include "device/device.h"
 

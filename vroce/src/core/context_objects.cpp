@@ -9,10 +9,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
 #include "core/cq.h"
 #include "core/verbs.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 #include "util/log.h"
 
 namespace vroce {

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/async_events.h"
-#include "core/stats.h"
+#include "device/async_events.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 namespace vroce {

@@ -7,14 +7,14 @@
 #include <cerrno>
 #include <new>
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
 #include "core/context_objects.h"
 #include "core/cq.h"
 #include "core/device_state.h"
-#include "core/stats.h"
 #include "core/verbs.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 #include "device/device.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 namespace vroce {

@@ -6,12 +6,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/context.h"
 #include "core/cq.h"
 #include "core/device_state.h"
 #include "core/engine.h"
 #include "core/qp.h"
 #include "core/verbs.h"
+#include "device/context.h"
 #include "util/log.h"
 
 namespace vroce {

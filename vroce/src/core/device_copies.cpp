@@ -7,8 +7,8 @@
 
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
 #include "gpu/memory.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 namespace vroce::transport {

@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "core/key_table.h"
-#include "core/port_counters.h"
+#include "packet_io/port_counters.h"
 #include "sysfs/port_counter_files.h"
 
 namespace vroce {

@@ -19,9 +19,9 @@
 #include "core/device_state.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/socket_address.h"
 #include "device/device.h"
 #include "device/device_netns.h"
+#include "packet_io/socket_address.h"
 #include "util/log.h"
 #include "wire/ecn.h"
 #include "wire/ip_udp.h"
@@ -919,7 +919,7 @@ void Engine::flush_tx() {
                                 traffic_class_for(slot),
                                 slot.path->hop_limit};
     }
-    // Runs of packets become UDP GSO sends (core/gso_burst.h), the rest single datagrams.
+    // Runs of packets become UDP GSO sends (packet_io/gso_burst.h), the rest single datagrams.
     size_t messages =
         gso_bursts_.form(std::span(tx_packets_.data(), tx_count_), port_.gso(), out_.data());
     send_datagrams(out_.data(), messages);

@@ -19,14 +19,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/fault_injector.h"
-#include "core/gso_burst.h"
-#include "core/port_counters.h"
 #include "core/qp_transport.h"
-#include "core/shm_wire.h"
-#include "core/stats.h"
-#include "core/udp_port.h"
-#include "core/wake_fd.h"
+#include "packet_io/fault_injector.h"
+#include "packet_io/gso_burst.h"
+#include "packet_io/port_counters.h"
+#include "packet_io/shm_wire.h"
+#include "packet_io/udp_port.h"
+#include "packet_io/wake_fd.h"
+#include "stats/stats.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"
 

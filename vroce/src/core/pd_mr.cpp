@@ -11,15 +11,15 @@
 #include <new>
 #include <vector>
 
-#include "core/context.h"
 #include "core/context_objects.h"
 #include "core/device_state.h"
 #include "core/mr.h"
 #include "core/pd.h"
-#include "core/stats.h"
 #include "core/verbs.h"
+#include "device/context.h"
 #include "device/device.h"
 #include "gpu/memory.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 namespace vroce {

@@ -11,8 +11,6 @@
 #include <cstring>
 #include <new>
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
 #include "core/context_objects.h"
 #include "core/cq.h"
 #include "core/device_state.h"
@@ -20,10 +18,12 @@
 #include "core/pd.h"
 #include "core/protocol.h"
 #include "core/qp_state_machine.h"
-#include "core/stats.h"
 #include "core/verbs.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 #include "device/device.h"
 #include "device/device_netns.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 

@@ -2,15 +2,15 @@
 // the hold-until-signaled slot rule), the error state and its flush, async events.
 #include <cstring>
 
-#include "core/async_events.h"
-#include "core/context.h"
 #include "core/cq.h"
 #include "core/device_copies.h"
 #include "core/device_state.h"
 #include "core/engine.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
+#include "device/async_events.h"
+#include "device/context.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 namespace vroce::transport {

@@ -16,7 +16,7 @@
 #include "core/memory_access.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 #include "wire/psn.h"

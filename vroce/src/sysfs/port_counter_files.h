@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/port_counters.h"
+#include "packet_io/port_counters.h"
 
 namespace vroce {
 

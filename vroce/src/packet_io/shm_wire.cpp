@@ -1,4 +1,4 @@
-#include "core/shm_wire.h"
+#include "packet_io/shm_wire.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/socket_address.h"
-#include "core/stats.h"
+#include "packet_io/socket_address.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/packet.h"
 

@@ -1,4 +1,4 @@
-#include "core/wake_fd.h"
+#include "packet_io/wake_fd.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

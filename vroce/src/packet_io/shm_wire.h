@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "core/udp_port.h"
+#include "packet_io/udp_port.h"
 #include "wire/flow.h"
 #include "wire/packet.h"
 

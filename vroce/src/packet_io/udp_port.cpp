@@ -1,4 +1,4 @@
-#include "core/udp_port.h"
+#include "packet_io/udp_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/ip.h>
@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/socket_address.h"
-#include "core/stats.h"
+#include "packet_io/socket_address.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 namespace vroce::transport {

@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "core/udp_port.h"
+#include "packet_io/udp_port.h"
 
 namespace vroce::transport {
 

@@ -11,7 +11,7 @@
 namespace vroce {
 
 class Device;
-class AsyncEventQueue;  // core/async_event_queue.h
+class AsyncEventQueue;  // device/async_event_queue.h
 
 struct Context {
   verbs_context vctx{};
@@ -30,10 +30,5 @@ inline Context* to_context(ibv_context* ctx) noexcept {
   return reinterpret_cast<Context*>(reinterpret_cast<char*>(vctx) - offsetof(Context, vctx));
 }
 #pragma GCC diagnostic pop
-
-// Fills the data-path entries of the ops table (post_send, post_recv, poll_cq, req_notify_cq,
-// and the stubs that must report EOPNOTSUPP/ENOSYS). Implemented by the RC data path
-// (core/); called by ibv_open_device.
-void install_data_path_ops(ibv_context_ops& ops) noexcept;
 
 }  // namespace vroce

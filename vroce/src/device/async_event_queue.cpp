@@ -7,7 +7,7 @@
 // drops the last queued event while armed; then one get() finds the queue empty, consumes the
 // stale signal and waits again (or returns EAGAIN), which callers cannot tell from a spurious
 // poll wakeup.
-#include "core/async_event_queue.h"
+#include "device/async_event_queue.h"
 
 #include <fcntl.h>
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-#include "core/port_counters.h"
+#include "packet_io/port_counters.h"
 
 #include <iterator>
 

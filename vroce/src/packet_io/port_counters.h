@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/stats.h"
+#include "stats/stats.h"
 
 namespace vroce {
 

@@ -1,4 +1,4 @@
-#include "core/fault_injector.h"
+#include "packet_io/fault_injector.h"
 
 namespace vroce::transport {
 

@@ -1,5 +1,5 @@
 // Forming UDP GSO bursts (see gso_burst.h).
-#include "core/gso_burst.h"
+#include "packet_io/gso_burst.h"
 
 #include <cstring>
 

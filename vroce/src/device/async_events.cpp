@@ -1,8 +1,8 @@
 // raise_async_event: the one way the rest of vroce reports an asynchronous event.
-#include "core/async_events.h"
+#include "device/async_events.h"
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 
 namespace vroce {
 
