@@ -331,164 +331,198 @@ void Engine::hand_over(bool more) {
 
 // ---- the progress thread ---------------------------------------------------------------------
 
-void Engine::run() {
-  request_short_slice();
-  epoll_event events[4];
-  bool timer_fired = false;
-  Clock::time_point observed = Clock::now();
+// What the progress thread carries from one pass of its loop to the next.
+struct Engine::ProgressLoop {
+  bool timer_fired = false;  // the timerfd was read: the next round clears timer_armed_
+  Clock::time_point observed = Clock::now();  // the thread's last look at the clock
   // When to wake at the latest, and whether an ACK timer bounds the sleep: set by the last round
   // that held the engine (a round that found it taken leaves them as they were).
   Clock::time_point wake_by;
   bool bounded = false;
-  // The spin below saw the socket readable: the next round only takes a free engine.
+  // The spin saw the socket readable: the next round only takes a free engine.
   bool spun_into_arrival = false;
+};
+
+// What ended the wait between two runs of rounds: epoll's events, from the spin or the sleep.
+struct Engine::Wait {
+  epoll_event events[4];
+  int n = 0;
+  bool slept = false;     // the events came from the sleep, not from the spin
+  bool in_inbox = false;  // a slot of the shared-memory wire was found filled
+};
+
+void Engine::run() {
+  request_short_slice();
+  ProgressLoop loop;
   while (!stop_.load(std::memory_order_relaxed)) {
-    // Whether this round ends in a spin (decided now: only the spin below starts a backoff).
+    // Whether this pass ends in a spin (decided now: only the spin starts a backoff).
     const bool may_spin = spin_.count() > 0 && Clock::now() >= spin_backoff_until_;
-    bool more = true;
-    while (more && !stop_.load(std::memory_order_relaxed)) {
-      // The lock is given up between rounds, so posting and polling threads can get in.
-      std::unique_lock<std::mutex> lock;
-      if (spun_into_arrival) {
-        // An arrival found by spinning is taken at once if the engine is free: a program that
-        // spins on memory (ib_write_lat) sees its WRITE without this thread first sleeping on
-        // the mutex behind the program's own poll (perftest polls its send CQ until the ACK,
-        // which is when the peer's WRITE follows). If a program thread holds the engine, it is
-        // receiving what arrived: spin on instead of sleeping on the mutex, which would also
-        // cost that thread a futex wake-up on its way out. docs/benchmarks-log.md, "An arrival
-        // found by spinning".
-        spun_into_arrival = false;
-        lock = std::unique_lock(mutex_, std::try_to_lock);
-        if (!lock.owns_lock()) {
-          break;
-        }
-      } else {
-        let_kick_in();
-        lock = lock_for_progress(may_spin);
-      }
-      if (timer_fired) {
-        timer_armed_ = false;
-        timer_fired = false;
-      }
-      Clock::time_point t = Clock::now();
-      if (t - observed > kStallGap) {
-        account_stall(t - observed);  // preempted between two rounds
-      }
-      observed = t;
-      more = pump(true, true);
-      if (more) {
-        continue;
-      }
-      // The last round prepares the wait, under the same lock.
-      send_held();
-      bool any = false;
-      Clock::time_point deadline = next_deadline(&any);
-      cover_deadline(deadline, any);
-      // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
-      // spent runnable but not running is measured and not charged to the peer.
-      bounded = any_ack_timer();
-      wake_by = Clock::now() + kHeartbeat;
-      if (any && deadline < wake_by) {
-        wake_by = deadline;
-      }
-    }
+    work_until_idle(loop, may_spin);
     publish_counters_if_due();
-    // Spin: an arrival right after activity (the next packet of a ping-pong, a WRITE a program
-    // polls memory for) is handled within microseconds, without a wake-up. Only while a CPU is
-    // free for it: a spin that finds itself preempted means the machine has no idle core, where
-    // spinning only takes the CPU from the program (and a woken thread preempts a spinning one
-    // anyway), so spinning then stays off for kSpinBackoff.
-    int n = 0;
-    bool slept = false;     // the events below came from the sleep, not from the spin
-    bool in_inbox = false;  // a slot of the shared-memory wire was found filled
-    Clock::time_point spin_end = Clock::now() + spin_;
-    while (may_spin && !stop_.load(std::memory_order_relaxed) &&
-           !kick_pending_.load(std::memory_order_seq_cst)) {
-      if (inbox_ && inbox_->arrival()) {
-        in_inbox = true;  // one memory read, no system call
-        break;
-      }
-      n = ::epoll_wait(epoll_fd_, events, 4, 0);
-      Clock::time_point t = Clock::now();
-      if (t - observed > kStallGap) {
-        std::unique_lock lock = lock_for_progress(may_spin);
-        account_stall(t - observed);
-      }
-      bool preempted = t - observed > kSpinPreempted;
-      observed = t;
-      if (preempted) {
-        spin_backoff_until_ = t + kSpinBackoff;
-        stats().spin_backoffs.add();
-        break;
-      }
-      if (n != 0 || t >= spin_end) {
-        break;
-      }
-    }
-    if (n == 0 && !in_inbox && !kick_pending_.load(std::memory_order_seq_cst) &&
+    Wait wait;
+    spin_for_arrival(loop, wait, may_spin);
+    if (wait.n == 0 && !wait.in_inbox && !kick_pending_.load(std::memory_order_seq_cst) &&
         !stop_.load(std::memory_order_relaxed)) {
-      slept = true;
-      sleeping_.store(true, std::memory_order_seq_cst);
-      // On the shared-memory wire, senders ring the doorbell only once the inbox says this
-      // thread sleeps; a slot filled before the mark is seen here instead (under the engine
-      // mutex, which the inbox's reading end needs).
-      if (inbox_ && !inbox_will_sleep(may_spin)) {
-        in_inbox = true;
-      } else if (!kick_pending_.load(std::memory_order_seq_cst) &&
-                 !stop_.load(std::memory_order_seq_cst)) {
-        int timeout_ms = -1;
-        if (bounded) {
-          auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_by - Clock::now());
-          timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
-        }
-        // Counts changed since they were last published: wake in time to publish them. With
-        // nothing pending, the next thread that works in the engine wakes this one (hand_over),
-        // since posting and polling threads change the counts too. The mark is set before the
-        // check, so a change after the check always finds it.
-        if (device_.publishes_port_counters()) {
-          counters_unwatched_.store(true, std::memory_order_seq_cst);
-          if (auto due = device_.port_counters_due()) {
-            counters_unwatched_.store(false, std::memory_order_relaxed);
-            auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
-            int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
-            timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
-          }
-        }
-        n = ::epoll_wait(epoll_fd_, events, 4, timeout_ms);
-      }
-      if (inbox_) {
-        inbox_->end_sleep();
-      }
-      sleeping_.store(false, std::memory_order_seq_cst);
-      Clock::time_point t = Clock::now();
-      // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
-      // did not run (an earlier socket or eventfd wake-up only makes this an underestimate).
-      if (bounded && t - wake_by > kStallGap) {
-        std::unique_lock lock = lock_for_progress(may_spin);
-        account_stall(t - wake_by);
-      }
-      observed = t;
+      sleep_until_woken(loop, wait, may_spin);
     }
-    bool arrival = in_inbox;
-    bool woken = false;
-    for (int i = 0; i < n; ++i) {
-      uint64_t value;
-      if (events[i].data.fd == port_.fd()) {
-        arrival = true;
-      } else if (events[i].data.fd == wake_fd_.fd()) {
-        wake_fd_.consume();
-        woken = true;
-      } else if (events[i].data.fd == timer_fd_) {
-        [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
-        timer_fired = true;
-      }
-    }
-    // Only a bare arrival may be left to a program thread that holds the engine: that thread
-    // receives it. A wake-up (work handed over, hand_over) or a fired timer is this thread's
-    // alone, and its eventfd or timerfd has just been read, so the next round must run.
-    spun_into_arrival = !slept && arrival && !woken && !timer_fired;
+    take_wakeups(loop, wait);
   }
-  // What the progress thread cost, for the counters (the CPU price of spinning).
+  count_progress_thread_cpu();
+}
+
+void Engine::work_until_idle(ProgressLoop& loop, bool may_spin) {
+  bool more = true;
+  while (more && !stop_.load(std::memory_order_relaxed)) {
+    // The lock is given up between rounds, so posting and polling threads can get in.
+    std::unique_lock<std::mutex> lock;
+    if (loop.spun_into_arrival) {
+      // An arrival found by spinning is taken at once if the engine is free: a program that
+      // spins on memory (ib_write_lat) sees its WRITE without this thread first sleeping on
+      // the mutex behind the program's own poll (perftest polls its send CQ until the ACK,
+      // which is when the peer's WRITE follows). If a program thread holds the engine, it is
+      // receiving what arrived: spin on instead of sleeping on the mutex, which would also
+      // cost that thread a futex wake-up on its way out. docs/benchmarks-log.md, "An arrival
+      // found by spinning".
+      loop.spun_into_arrival = false;
+      lock = std::unique_lock(mutex_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        return;
+      }
+    } else {
+      let_kick_in();
+      lock = lock_for_progress(may_spin);
+    }
+    if (loop.timer_fired) {
+      timer_armed_ = false;
+      loop.timer_fired = false;
+    }
+    Clock::time_point t = Clock::now();
+    if (t - loop.observed > kStallGap) {
+      account_stall(t - loop.observed);  // preempted between two rounds
+    }
+    loop.observed = t;
+    more = pump(true, true);
+    if (more) {
+      continue;
+    }
+    // The last round prepares the wait, under the same lock.
+    send_held();
+    bool any = false;
+    Clock::time_point deadline = next_deadline(&any);
+    cover_deadline(deadline, any);
+    // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
+    // spent runnable but not running is measured and not charged to the peer.
+    loop.bounded = any_ack_timer();
+    loop.wake_by = Clock::now() + kHeartbeat;
+    if (any && deadline < loop.wake_by) {
+      loop.wake_by = deadline;
+    }
+  }
+}
+
+// Spin: an arrival right after activity (the next packet of a ping-pong, a WRITE a program
+// polls memory for) is handled within microseconds, without a wake-up. Only while a CPU is
+// free for it: a spin that finds itself preempted means the machine has no idle core, where
+// spinning only takes the CPU from the program (and a woken thread preempts a spinning one
+// anyway), so spinning then stays off for kSpinBackoff.
+void Engine::spin_for_arrival(ProgressLoop& loop, Wait& wait, bool may_spin) {
+  Clock::time_point spin_end = Clock::now() + spin_;
+  while (may_spin && !stop_.load(std::memory_order_relaxed) &&
+         !kick_pending_.load(std::memory_order_seq_cst)) {
+    if (inbox_ && inbox_->arrival()) {
+      wait.in_inbox = true;  // one memory read, no system call
+      break;
+    }
+    wait.n = ::epoll_wait(epoll_fd_, wait.events, 4, 0);
+    Clock::time_point t = Clock::now();
+    if (t - loop.observed > kStallGap) {
+      std::unique_lock lock = lock_for_progress(may_spin);
+      account_stall(t - loop.observed);
+    }
+    bool preempted = t - loop.observed > kSpinPreempted;
+    loop.observed = t;
+    if (preempted) {
+      spin_backoff_until_ = t + kSpinBackoff;
+      stats().spin_backoffs.add();
+      break;
+    }
+    if (wait.n != 0 || t >= spin_end) {
+      break;
+    }
+  }
+}
+
+void Engine::sleep_until_woken(ProgressLoop& loop, Wait& wait, bool may_spin) {
+  wait.slept = true;
+  sleeping_.store(true, std::memory_order_seq_cst);
+  // On the shared-memory wire, senders ring the doorbell only once the inbox says this
+  // thread sleeps; a slot filled before the mark is seen here instead (under the engine
+  // mutex, which the inbox's reading end needs).
+  if (inbox_ && !inbox_will_sleep(may_spin)) {
+    wait.in_inbox = true;
+  } else if (!kick_pending_.load(std::memory_order_seq_cst) &&
+             !stop_.load(std::memory_order_seq_cst)) {
+    wait.n = ::epoll_wait(epoll_fd_, wait.events, 4, sleep_timeout_ms(loop));
+  }
+  if (inbox_) {
+    inbox_->end_sleep();
+  }
+  sleeping_.store(false, std::memory_order_seq_cst);
+  Clock::time_point t = Clock::now();
+  // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
+  // did not run (an earlier socket or eventfd wake-up only makes this an underestimate).
+  if (loop.bounded && t - loop.wake_by > kStallGap) {
+    std::unique_lock lock = lock_for_progress(may_spin);
+    account_stall(t - loop.wake_by);
+  }
+  loop.observed = t;
+}
+
+int Engine::sleep_timeout_ms(const ProgressLoop& loop) {
+  int timeout_ms = -1;
+  if (loop.bounded) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(loop.wake_by - Clock::now());
+    timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+  }
+  // Counts changed since they were last published: wake in time to publish them. With
+  // nothing pending, the next thread that works in the engine wakes this one (hand_over),
+  // since posting and polling threads change the counts too. The mark is set before the
+  // check, so a change after the check always finds it.
+  if (device_.publishes_port_counters()) {
+    counters_unwatched_.store(true, std::memory_order_seq_cst);
+    if (auto due = device_.port_counters_due()) {
+      counters_unwatched_.store(false, std::memory_order_relaxed);
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+      int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+      timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
+    }
+  }
+  return timeout_ms;
+}
+
+void Engine::take_wakeups(ProgressLoop& loop, const Wait& wait) {
+  bool arrival = wait.in_inbox;
+  bool woken = false;
+  for (int i = 0; i < wait.n; ++i) {
+    uint64_t value;
+    if (wait.events[i].data.fd == port_.fd()) {
+      arrival = true;
+    } else if (wait.events[i].data.fd == wake_fd_.fd()) {
+      wake_fd_.consume();
+      woken = true;
+    } else if (wait.events[i].data.fd == timer_fd_) {
+      [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
+      loop.timer_fired = true;
+    }
+  }
+  // Only a bare arrival may be left to a program thread that holds the engine: that thread
+  // receives it. A wake-up (work handed over, hand_over) or a fired timer is this thread's
+  // alone, and its eventfd or timerfd has just been read, so the next round must run.
+  loop.spun_into_arrival = !wait.slept && arrival && !woken && !loop.timer_fired;
+}
+
+// What the progress thread cost, for the counters (the CPU price of spinning).
+void Engine::count_progress_thread_cpu() {
   timespec cpu{};
   if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
     stats().progress_thread_cpu_us.add(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000 +

@@ -110,7 +110,25 @@ class Engine {
   };
   int open(std::string* message);
   int open_shm_wire(std::string* message);
+  // The progress thread, until stop_: rounds of work until none is left, then a spin for an
+  // arrival or a sleep in epoll until something wakes it.
   void run();
+  struct ProgressLoop;  // what the thread carries from one pass to the next
+  struct Wait;          // what ended one wait
+  // Rounds under the mutex until one leaves nothing to do right away; the last one arms the
+  // timer and sets when the thread must wake at the latest.
+  void work_until_idle(ProgressLoop& loop, bool may_spin);
+  // Polls the inbox and epoll without blocking, for at most spin_ (only when may_spin).
+  void spin_for_arrival(ProgressLoop& loop, Wait& wait, bool may_spin);
+  // Blocks in epoll until an arrival, a wake-up, the timer, or the time the last round set.
+  void sleep_until_woken(ProgressLoop& loop, Wait& wait, bool may_spin);
+  // That sleep's timeout: the time the last round set, and the time the port counters are due
+  // to be published (marking them watched or not, see hand_over).
+  int sleep_timeout_ms(const ProgressLoop& loop);
+  // Reads the eventfd and timerfd that fired, and notes an arrival the next round may leave to
+  // a program thread that holds the engine.
+  void take_wakeups(ProgressLoop& loop, const Wait& wait);
+  void count_progress_thread_cpu();
   void wake() noexcept;
   // kick's wait for a taken engine: true when it got the mutex (then held) within kKickWait.
   bool wait_for_engine() noexcept;
