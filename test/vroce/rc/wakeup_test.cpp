@@ -53,7 +53,7 @@ TEST_CASE(
     "a wake-up that lands while the progress thread drains its eventfd does not disable "
     "later ones",
     "[wakeup]") {
-  vroce::transport::WakeFd wake;
+  vroce::packet_io::WakeFd wake;
   REQUIRE(wake.open() == 0);
   wake.wake();
   REQUIRE(readable(wake.fd()));

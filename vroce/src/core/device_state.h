@@ -45,7 +45,7 @@ class DeviceState {
   void progress() noexcept;
 
   // The device's port counters (mlx5's hw_counters and counters), counted by its engine.
-  PortCounters& port_counters() noexcept { return port_counters_; }
+  packet_io::PortCounters& port_counters() noexcept { return port_counters_; }
   // With VROCE_SYSFS_ROOT: writes them into the fake sysfs tree when they changed (always with
   // `force`); without it, nothing. See sysfs/port_counter_files.h for when it is called.
   void publish_port_counters(bool force = false) noexcept;
@@ -70,7 +70,7 @@ class DeviceState {
   std::atomic<transport::Engine*> live_{nullptr};
   std::atomic<uint32_t> pollers_{0};
   uint32_t next_qpn_;
-  PortCounters port_counters_;
+  packet_io::PortCounters port_counters_;
   std::unique_ptr<PortCounterFiles> counter_files_;  // null without VROCE_SYSFS_ROOT
 };
 

@@ -125,10 +125,11 @@ Engine::Engine(DeviceState& device, const FaultSpec& faults)
       port_counters_(device.port_counters()),
       faults_(faults),
       spin_(spin_after_activity_us()) {
-  tx_.resize(UdpPort::kMaxBatch);
-  tx_packets_.resize(UdpPort::kMaxBatch);
-  out_.resize(UdpPort::kMaxBatch * 3);
-  rx_.resize(UdpPort::kMaxBatch);  // datagrams per receive round, whether coalesced or not
+  tx_.resize(packet_io::UdpPort::kMaxBatch);
+  tx_packets_.resize(packet_io::UdpPort::kMaxBatch);
+  out_.resize(packet_io::UdpPort::kMaxBatch * 3);
+  rx_.resize(
+      packet_io::UdpPort::kMaxBatch);  // datagrams per receive round, whether coalesced or not
   bounce_.resize(wire::kMaxPayload);
 }
 
@@ -142,8 +143,8 @@ int Engine::open(std::string* message) {
       return EPERM;
     }
     // GSO sends are formed only without fault injection (flush_tx); GRO works either way.
-    rc = port_.open(dev.address(), dev.name(), UdpPort::Options{kRxBufferSize, config().gso},
-                    message);
+    rc = port_.open(dev.address(), dev.name(),
+                    packet_io::UdpPort::Options{kRxBufferSize, config().gso}, message);
     if (rc == 0 && config().shm_wire) {
       rc = open_shm_wire(message);
     }
@@ -178,12 +179,12 @@ int Engine::open(std::string* message) {
 
 int Engine::open_shm_wire(std::string* message) {
   Device& dev = device_.device();
-  std::string prefix = shm_inbox_prefix(message);
+  std::string prefix = packet_io::shm_inbox_prefix(message);
   if (prefix.empty()) {
     *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message;
     return EPERM;
   }
-  auto inbox = std::make_unique<ShmInbox>();
+  auto inbox = std::make_unique<packet_io::ShmInbox>();
   int rc = inbox->open(prefix, dev.address(), message);
   if (rc != 0) {
     *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message +
@@ -680,8 +681,8 @@ void Engine::send_held() {
     return;
   }
   // A packet held back for reordering goes out when nothing follows it.
-  OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
-                held_->dst_len,     held_->traffic_class, held_->hop_limit};
+  packet_io::OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
+                           held_->dst_len,     held_->traffic_class, held_->hop_limit};
   send_datagrams(&d, 1);
   held_.reset();
 }
@@ -710,12 +711,12 @@ size_t Engine::receive_pass(bool* more_waiting, bool socket) {
       n = 0;
     }
     for (size_t i = 0; i < n; ++i) {
-      InDatagram& d = rx_[i];
-      port_counters_.add(PortCounter::PortRcvPackets);
-      port_counters_.add(PortCounter::PortRcvData, d.length + ip_udp_overhead());
+      packet_io::InDatagram& d = rx_[i];
+      port_counters_.add(packet_io::PortCounter::PortRcvPackets);
+      port_counters_.add(packet_io::PortCounter::PortRcvData, d.length + ip_udp_overhead());
       if (d.truncated) {
         stats().count_drop(DropReason::OversizeDatagram);
-        port_counters_.add(PortCounter::PortRcvErrors);
+        port_counters_.add(packet_io::PortCounter::PortRcvErrors);
         continue;
       }
       if (!d.dst_known) {
@@ -755,7 +756,7 @@ bool Engine::more_datagrams() const noexcept {
   return port_.more_waiting() || (inbox_ && inbox_->arrival());
 }
 
-void Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
+void Engine::send_datagrams(packet_io::OutDatagram* datagrams, size_t count) {
   size_t lost = 0;
   size_t by_udp = count;
   if (inbox_) {
@@ -772,14 +773,14 @@ void Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
   }
   if (inbox_) {
     shm_peers_.ring_doorbells([this](const sockaddr_storage& address, socklen_t length) {
-      OutDatagram bell{nullptr, 0, &address, length, 0, 64};
+      packet_io::OutDatagram bell{nullptr, 0, &address, length, 0, 64};
       size_t ignored = 0;
       port_.send(&bell, 1, &ignored);
       stats().shm_doorbells.add();
     });
   }
   stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
-  port_counters_.add(PortCounter::PortXmitDiscards, refused + lost);
+  port_counters_.add(packet_io::PortCounter::PortXmitDiscards, refused + lost);
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
@@ -796,7 +797,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   wire::ParseResult parsed = wire::parse_packet(wire::ByteSpan(data, length), options);
   if (!parsed.ok()) {
     stats().count_drop(drop_reason(parsed.error));
-    port_counters_.add(PortCounter::PortRcvErrors);
+    port_counters_.add(packet_io::PortCounter::PortRcvErrors);
     VROCE_LOG(Debug, "dropped a packet: %.*s (%.*s)",
               static_cast<int>(wire::parse_error_name(parsed.error).size()),
               wire::parse_error_name(parsed.error).data(),
@@ -810,7 +811,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   bool congestion_experienced = wire::ecn_bits(traffic_class) == wire::kEcnCe;
   if (congestion_experienced) {
     stats().ecn_marked_received.add();
-    port_counters_.add(PortCounter::NpEcnMarkedRocePackets);
+    port_counters_.add(packet_io::PortCounter::NpEcnMarkedRocePackets);
   }
   auto it = qps_.find(view.headers.bth.dest_qp);
   if (it == qps_.end()) {
@@ -821,7 +822,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   if (traits.kind == wire::OpKind::Cnp) {
     // The reaction point: counted, no rate reduction (vroce has no DCQCN; docs/vroce.md).
     stats().cnps_received.add();
-    port_counters_.add(PortCounter::RpCnpHandled);
+    port_counters_.add(packet_io::PortCounter::RpCnpHandled);
     return;
   }
   ibv_qp_state state = qp.state.load(std::memory_order_relaxed);
@@ -832,7 +833,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
     stats().count_drop(DropReason::QpNotReady);
     return;
   }
-  if (!same_ip(src, qp.tp.path.addr)) {
+  if (!packet_io::same_ip(src, qp.tp.path.addr)) {
     stats().count_drop(DropReason::WrongPeer);
     return;
   }
@@ -901,8 +902,8 @@ bool Engine::emit(const Qp& qp, const wire::PacketHeaders& headers,
   Stats& s = stats();
   s.tx_packets[static_cast<size_t>(meta.cls)].add();
   s.tx_payload_bytes.add(meta.payload);
-  port_counters_.add(PortCounter::PortXmitPackets);
-  port_counters_.add(PortCounter::PortXmitData, built.size + ip_udp_overhead());
+  port_counters_.add(packet_io::PortCounter::PortXmitPackets);
+  port_counters_.add(packet_io::PortCounter::PortXmitData, built.size + ip_udp_overhead());
   if (meta.retransmission) {
     s.retransmitted_packets.add();
   }
@@ -928,7 +929,7 @@ void Engine::on_congestion_experienced(Qp& qp) {
   meta.cnp = true;
   if (emit(qp, wire::make_cnp_headers(qp.tp.path.dest_qpn), {}, meta)) {
     stats().cnps_sent.add();
-    port_counters_.add(PortCounter::NpCnpSent);
+    port_counters_.add(packet_io::PortCounter::NpCnpSent);
   }
 }
 
@@ -940,18 +941,18 @@ void Engine::flush_tx() {
   }
   if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {  // no link: see receive_pass
     stats().drops[static_cast<size_t>(DropReason::LinkDown)].add(tx_count_);
-    port_counters_.add(PortCounter::PortXmitDiscards, tx_count_);
+    port_counters_.add(packet_io::PortCounter::PortXmitDiscards, tx_count_);
   } else if (faults_.enabled()) {
     send_with_faults(tx_count_);
   } else {
     for (size_t i = 0; i < tx_count_; ++i) {
       TxSlot& slot = tx_[i];
-      tx_packets_[i] = TxPacket{slot.data,
-                                slot.length,
-                                &slot.path->addr,
-                                slot.path->addr_len,
-                                traffic_class_for(slot),
-                                slot.path->hop_limit};
+      tx_packets_[i] = packet_io::TxPacket{slot.data,
+                                           slot.length,
+                                           &slot.path->addr,
+                                           slot.path->addr_len,
+                                           traffic_class_for(slot),
+                                           slot.path->hop_limit};
     }
     // Runs of packets become UDP GSO sends (packet_io/gso_burst.h), the rest single datagrams.
     size_t messages =
@@ -966,14 +967,15 @@ void Engine::send_with_faults(size_t count) {
   Stats& s = stats();
   auto push_held = [&] {
     if (held_) {
-      out_[n++] = OutDatagram{held_->data.data(), held_->data.size(),   &held_->dst,
-                              held_->dst_len,     held_->traffic_class, held_->hop_limit};
+      out_[n++] =
+          packet_io::OutDatagram{held_->data.data(), held_->data.size(),   &held_->dst,
+                                 held_->dst_len,     held_->traffic_class, held_->hop_limit};
     }
   };
   std::vector<std::unique_ptr<Delayed>> released;  // held packets queued in out_, kept alive
   for (size_t i = 0; i < count; ++i) {
     TxSlot& slot = tx_[i];
-    FaultVerdict verdict =
+    packet_io::FaultVerdict verdict =
         faults_.decide(slot.meta.dest_qpn, slot.meta.psn,
                        slot.meta.cls != PacketClass::Ack && !slot.meta.cnp, slot.meta.request);
     if (verdict.drop) {
@@ -982,7 +984,7 @@ void Engine::send_with_faults(size_t count) {
     }
     if (verdict.corrupt) {
       s.count_fault(FaultKind::Corrupt);
-      slot.data[FaultInjector::corrupt_offset(slot.length)] ^= 0x5A;
+      slot.data[packet_io::FaultInjector::corrupt_offset(slot.length)] ^= 0x5A;
     }
     uint8_t tclass = traffic_class_for(slot);
     if (verdict.ecn_mark) {
@@ -1018,8 +1020,8 @@ void Engine::send_with_faults(size_t count) {
       }
       continue;
     }
-    OutDatagram out{slot.data,           slot.length, &slot.path->addr,
-                    slot.path->addr_len, tclass,      slot.path->hop_limit};
+    packet_io::OutDatagram out{slot.data,           slot.length, &slot.path->addr,
+                               slot.path->addr_len, tclass,      slot.path->hop_limit};
     out_[n++] = out;
     if (verdict.duplicate) {
       s.count_fault(FaultKind::Duplicate);
@@ -1050,7 +1052,8 @@ void Engine::timer_pass(bool timeouts) {
   size_t due = 0;
   while (!delayed_.empty() && delayed_.front().due <= now_) {
     const Delayed& d = delayed_.front();
-    OutDatagram out{d.data.data(), d.data.size(), &d.dst, d.dst_len, d.traffic_class, d.hop_limit};
+    packet_io::OutDatagram out{d.data.data(), d.data.size(),   &d.dst,
+                               d.dst_len,     d.traffic_class, d.hop_limit};
     send_datagrams(&out, 1);
     delayed_.pop_front();
     ++due;

@@ -60,7 +60,7 @@ class Engine {
 
   DeviceState& device() const noexcept { return device_; }
   // The device's port counters (hw_counters and counters), counted next to the process Stats.
-  PortCounters& port_counters() const noexcept { return port_counters_; }
+  packet_io::PortCounters& port_counters() const noexcept { return port_counters_; }
   int socket_family() const noexcept { return port_.family(); }
 
   // ---- any thread, without the mutex -------------------------------------------------------
@@ -169,7 +169,7 @@ class Engine {
   // Sends the datagrams: into the inboxes of peers on the shared-memory wire, the rest by UDP
   // (moved to the front of `datagrams`, in their order), then the doorbells of sleeping peers.
   // What a socket refused or a full ring lost counts as wire loss (PortXmitDiscards).
-  void send_datagrams(OutDatagram* datagrams, size_t count);
+  void send_datagrams(packet_io::OutDatagram* datagrams, size_t count);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
@@ -193,14 +193,14 @@ class Engine {
   void publish_counters_if_due();
 
   DeviceState& device_;
-  PortCounters& port_counters_;
-  UdpPort port_;
+  packet_io::PortCounters& port_counters_;
+  packet_io::UdpPort port_;
   // VROCE_WIRE=shm: this device's inbox and the inboxes of the peers it sends to.
-  std::unique_ptr<ShmInbox> inbox_;
-  ShmPeers shm_peers_;
-  FaultInjector faults_;
+  std::unique_ptr<packet_io::ShmInbox> inbox_;
+  packet_io::ShmPeers shm_peers_;
+  packet_io::FaultInjector faults_;
   int epoll_fd_ = -1;
-  WakeFd wake_fd_;
+  packet_io::WakeFd wake_fd_;
   int timer_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -250,12 +250,12 @@ class Engine {
   std::vector<Qp*> active_;
   std::vector<TxSlot> tx_;  // kMaxBatch slots
   size_t tx_count_ = 0;
-  std::vector<TxPacket> tx_packets_;  // the batch as flush_tx hands it to gso_bursts_
-  GsoBursts gso_bursts_;
-  std::vector<OutDatagram> out_;
+  std::vector<packet_io::TxPacket> tx_packets_;  // the batch as flush_tx hands it to gso_bursts_
+  packet_io::GsoBursts gso_bursts_;
+  std::vector<packet_io::OutDatagram> out_;
   std::deque<Delayed> delayed_;
-  std::unique_ptr<Delayed> held_;  // a packet reordered behind the next one
-  std::vector<InDatagram> rx_;     // point into port_'s buffers
+  std::unique_ptr<Delayed> held_;          // a packet reordered behind the next one
+  std::vector<packet_io::InDatagram> rx_;  // point into port_'s buffers
   std::vector<uint8_t> bounce_;
   // The ICRC header states of the flows sent and received on (wire/icrc.h).
   wire::IcrcHeaderCache icrc_cache_;

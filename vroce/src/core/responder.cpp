@@ -332,7 +332,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
   switch (wire::classify_psn(bth.psn, s.epsn)) {
     case wire::PsnClass::Duplicate:
       stats().duplicate_requests.add();
-      engine.port_counters().add(PortCounter::DuplicateRequest);
+      engine.port_counters().add(packet_io::PortCounter::DuplicateRequest);
       if (packet.traits->kind == wire::OpKind::ReadRequest) {
         reserve_read(engine, qp, packet, true);
       } else {
@@ -340,7 +340,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
       }
       return;
     case wire::PsnClass::Ahead:
-      engine.port_counters().add(PortCounter::OutOfSequence);
+      engine.port_counters().add(packet_io::PortCounter::OutOfSequence);
       if (!s.gap_nak_sent) {
         s.gap_nak_sent = true;
         s.nak_owed = true;

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-namespace vroce {
+namespace vroce::packet_io {
 namespace {
 
 constexpr PortCounterInfo kInfo[] = {
@@ -38,4 +38,4 @@ PortCounters::Snapshot PortCounters::snapshot() const noexcept {
   return s;
 }
 
-}  // namespace vroce
+}  // namespace vroce::packet_io

@@ -17,7 +17,7 @@
 #include "util/log.h"
 #include "wire/packet.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 namespace {
 
@@ -529,4 +529,4 @@ bool ShmPeers::take_sleeper(ShmMapping& map) noexcept {
          sleeping.exchange(0, std::memory_order_relaxed) != 0;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -14,7 +14,7 @@
 #include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 namespace {
 
 constexpr uint16_t kRocePort = 4791;
@@ -351,4 +351,4 @@ void UdpPort::parse_received(size_t index) {
   }
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 // One outgoing message as the engine hands it to the socket: one datagram (data, length), or a
 // UDP GSO send of segment_count datagrams.
@@ -134,4 +134,4 @@ class UdpPort {
   size_t rx_dirty_ = kMaxBatch;
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io
