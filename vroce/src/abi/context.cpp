@@ -120,7 +120,7 @@ VROCE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
     vctx.create_qp_ex = create_qp_ex;
     ibv_context& context = vctx.context;
     context.device = device;
-    vroce::install_data_path_ops(context.ops);
+    vroce::core::install_data_path_ops(context.ops);
     context.ops._compat_query_device = compat_query_device;
     context.ops._compat_query_port = compat_query_port;
     context.cmd_fd = cmd_fd;
@@ -145,7 +145,7 @@ VROCE_EXPORT int ibv_close_device(ibv_context* context) {
   vroce::Context* ctx = vroce::to_context(context);
   // rdma-core returns 0 here whatever is left, and the kernel reclaims a closed context's
   // objects; perftest's ib_send_bw, for one, never destroys its receive CQ.
-  std::string leaked = vroce::release_context_objects(*ctx);
+  std::string leaked = vroce::core::release_context_objects(*ctx);
   if (!leaked.empty()) {
     VROCE_LOG(Warn, "ibv_close_device(%s): released what the program did not destroy: %s",
               ctx->device->name().c_str(), leaked.c_str());

@@ -15,7 +15,7 @@
 #include "device/context.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 constexpr size_t kKinds = 5;
@@ -162,4 +162,4 @@ std::string release_context_objects(Context& ctx) {
   return what;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -7,8 +7,10 @@
 #include <string>
 
 namespace vroce {
-
 struct Context;
+}  // namespace vroce
+
+namespace vroce::core {
 
 enum class ContextObject { Qp, Mr, Cq, CompChannel, Pd };
 
@@ -22,4 +24,4 @@ void untrack_context_object(const Context* ctx, ContextObject kind, void* object
 // acknowledged. Called by ibv_close_device, when no other thread may use the context.
 std::string release_context_objects(Context& ctx);
 
-}  // namespace vroce
+}  // namespace vroce::core

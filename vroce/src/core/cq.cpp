@@ -13,7 +13,7 @@
 #include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 
 void CompChannel::queue(Cq* cq) {
   std::lock_guard lock(mutex);
@@ -168,4 +168,4 @@ void Cq::arm(bool solicited_only) {
   solicited_only_ = solicited_only;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -14,8 +14,11 @@
 #include <vector>
 
 namespace vroce {
-
 struct Context;
+}  // namespace vroce
+
+namespace vroce::core {
+
 struct Cq;
 class DeviceState;
 
@@ -95,4 +98,4 @@ inline Cq* to_cq(ibv_cq* cq) noexcept {
   return reinterpret_cast<Cq*>(cq);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -17,7 +17,7 @@
 #include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 
 ibv_comp_channel* create_comp_channel(ibv_context* context) {
   if (context == nullptr) {
@@ -183,4 +183,4 @@ void ack_cq_events(ibv_cq* ibv, unsigned int nevents) {
   pthread_mutex_unlock(&ibv->mutex);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -14,12 +14,13 @@
 #include "sysfs/port_counter_files.h"
 
 namespace vroce {
-
 class Device;
 struct Context;
-namespace transport {
+}  // namespace vroce
+
+namespace vroce::core {
+
 class Engine;
-}
 
 class DeviceState {
  public:
@@ -39,7 +40,7 @@ class DeviceState {
 
   // The running engine, starting it if none runs. On failure returns nullptr with *error set
   // (EADDRINUSE when another process owns the address's UDP port 4791).
-  std::shared_ptr<transport::Engine> engine(int* error);
+  std::shared_ptr<Engine> engine(int* error);
 
   // Lets the running engine, if any, process what arrived (called by pollers of an empty CQ).
   void progress() noexcept;
@@ -59,19 +60,19 @@ class DeviceState {
   // Engines are shared by the QPs of the device; the last QP's destruction stops the engine.
   // `live_` lets CQ pollers reach the engine without owning it: the engine clears it and waits
   // for pollers in flight before it goes away.
-  void engine_stopped(transport::Engine* engine);
+  void engine_stopped(Engine* engine);
 
   Device& device_;
   KeyTable keys_;
   std::mutex mutex_;
   std::condition_variable stopped_;
-  std::weak_ptr<transport::Engine> engine_;  // guarded by mutex_
-  int engines_alive_ = 0;                    // guarded by mutex_: 0 or 1
-  std::atomic<transport::Engine*> live_{nullptr};
+  std::weak_ptr<Engine> engine_;  // guarded by mutex_
+  int engines_alive_ = 0;         // guarded by mutex_: 0 or 1
+  std::atomic<Engine*> live_{nullptr};
   std::atomic<uint32_t> pollers_{0};
   uint32_t next_qpn_;
   packet_io::PortCounters port_counters_;
   std::unique_ptr<PortCounterFiles> counter_files_;  // null without VROCE_SYSFS_ROOT
 };
 
-}  // namespace vroce
+}  // namespace vroce::core

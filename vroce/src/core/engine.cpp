@@ -26,7 +26,7 @@
 #include "wire/ecn.h"
 #include "wire/ip_udp.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 // The largest datagram accepted; larger ones are dropped as oversize_datagram.
@@ -1100,4 +1100,4 @@ void Engine::arm_timerfd(Clock::time_point deadline) {
   timer_armed_ = true;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -30,12 +30,9 @@
 #include "wire/icrc.h"
 #include "wire/packet.h"
 
-namespace vroce {
+namespace vroce::core {
 class DeviceState;
 struct Qp;
-}  // namespace vroce
-
-namespace vroce::transport {
 
 // Per-packet facts the fault injector and the counters need.
 struct TxMeta {
@@ -263,4 +260,4 @@ class Engine {
   bool timer_armed_ = false;
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

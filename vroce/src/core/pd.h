@@ -8,8 +8,11 @@
 #include <cstdint>
 
 namespace vroce {
-
 struct Context;
+}  // namespace vroce
+
+namespace vroce::core {
+
 class DeviceState;
 
 struct Pd {
@@ -23,4 +26,4 @@ inline Pd* to_pd(ibv_pd* pd) noexcept {
   return reinterpret_cast<Pd*>(pd);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -22,7 +22,7 @@
 #include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 constexpr unsigned kKnownAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -274,4 +274,4 @@ int dereg_mr(ibv_mr* ibv) {
   return 0;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

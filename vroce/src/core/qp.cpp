@@ -27,7 +27,7 @@
 #include "util/log.h"
 #include "wire/mtu.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 ibv_gid gid_of(const sockaddr_storage& addr) {
@@ -68,8 +68,7 @@ std::string text_of(const sockaddr_storage& addr) {
 
 // The peer's address for a GRH, and whether the kernel has a route to it from the device's
 // address (a NIC resolves the dgid to a MAC at RTR and fails when it cannot).
-int resolve_peer(Device& dev, const ibv_global_route& grh, transport::PeerPath* path,
-                 std::string* why) {
+int resolve_peer(Device& dev, const ibv_global_route& grh, PeerPath* path, std::string* why) {
   const sockaddr_storage& local = dev.address();
   sockaddr_storage peer{};
   socklen_t len;
@@ -158,15 +157,15 @@ void reset_queues(Qp& qp) {
   }
   bool active = qp.tp.active;
   bool registered = qp.tp.registered;
-  qp.tp = transport::QpTransport{};
+  qp.tp = QpTransport{};
   qp.tp.active = active;
   qp.tp.registered = registered;
 }
 
 // Runs on the progress thread: re-checks against the state the transport sees now, then
 // applies the attributes and the transition.
-int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, int mask,
-                  const PortLimits& limits, const transport::PeerPath& resolved, std::string* why) {
+int commit_modify(Engine& engine, Qp& qp, const ibv_qp_attr& attr, int mask,
+                  const PortLimits& limits, const PeerPath& resolved, std::string* why) {
   ibv_qp_state from = qp.state.load(std::memory_order_relaxed);
   int rc = check_modify_qp(from, attr, mask, limits, why);
   if (rc != 0) {
@@ -191,7 +190,7 @@ int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, in
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
     qp.max_rd_atomic.store(attr.max_rd_atomic, std::memory_order_relaxed);
   }
-  transport::PeerPath& path = qp.tp.path;
+  PeerPath& path = qp.tp.path;
   if ((mask & IBV_QP_AV) != 0) {
     uint32_t dest = path.dest_qpn;
     uint32_t pmtu = path.pmtu;
@@ -207,24 +206,24 @@ int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, in
   }
   if (to == IBV_QPS_ERR) {
     if (from != IBV_QPS_ERR) {
-      transport::enter_error(engine, qp);
+      enter_error(engine, qp);
     }
     return 0;
   }
   if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
-    transport::responder_start(qp);
+    responder_start(qp);
   }
   if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
-    transport::requester_start(qp);
+    requester_start(qp);
   }
   if ((mask & IBV_QP_MIN_RNR_TIMER) != 0) {
     qp.tp.resp.min_rnr_timer = attr.min_rnr_timer;
   }
   if (from == IBV_QPS_SQD && to == IBV_QPS_SQD) {
     // SQD->SQD may change the requester's limits; keep its window where it is.
-    transport::Requester saved = qp.tp.req;
-    transport::requester_start(qp);
-    transport::Requester& r = qp.tp.req;
+    Requester saved = qp.tp.req;
+    requester_start(qp);
+    Requester& r = qp.tp.req;
     uint8_t timeout = r.timeout, retry = r.retry_cnt, rnr = r.rnr_retry, rd = r.max_rd_atomic;
     auto period = r.ack_period;
     r = saved;
@@ -362,7 +361,7 @@ int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   // Checked here first so that the route lookup below only sees a well-formed address vector,
   // and again on the progress thread against the state it sees then.
   int rc = check_modify_qp(qp.state.load(std::memory_order_relaxed), *attr, mask, limits, &why);
-  transport::PeerPath resolved;
+  PeerPath resolved;
   if (rc == 0 && (mask & IBV_QP_AV) != 0) {
     rc = resolve_peer(dev, attr->ah_attr.grh, &resolved, &why);
   }
@@ -429,4 +428,4 @@ int destroy_qp(ibv_qp* ibv) {
   return 0;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -13,7 +13,7 @@
 #include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 ibv_wc_opcode send_wc_opcode(ibv_wr_opcode opcode) {
@@ -166,4 +166,4 @@ void enter_error(Engine& engine, Qp& qp) {
   engine.activate(&qp);
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

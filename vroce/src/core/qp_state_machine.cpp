@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 constexpr int kAllKnownBits =
@@ -419,4 +419,4 @@ std::string qp_mask_names(int mask) {
   return out.empty() ? "none" : out;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

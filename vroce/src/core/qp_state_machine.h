@@ -13,7 +13,7 @@
 
 #include "device/device.h"
 
-namespace vroce {
+namespace vroce::core {
 
 // Mask bits of one transition, apart from IBV_QP_STATE (always allowed).
 struct TransitionRule {
@@ -52,4 +52,4 @@ const char* qp_state_name(ibv_qp_state state) noexcept;
 // Names of the bits set in an attribute mask, "AV|PATH_MTU|...", for log lines.
 std::string qp_mask_names(int mask);
 
-}  // namespace vroce
+}  // namespace vroce::core

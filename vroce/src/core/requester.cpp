@@ -22,7 +22,7 @@
 #include "wire/psn.h"
 #include "wire/segment.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 // Unacknowledged request PSNs allowed in flight: sized to fit the receiver's socket buffer.
@@ -602,4 +602,4 @@ bool requester_deadline(const Qp& qp, Clock::time_point* deadline) {
   return any;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -17,7 +17,7 @@
 #include "wire/psn.h"
 #include "wire/segment.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 void emit_aeth_packet(Engine& engine, Qp& qp, uint32_t psn, const wire::Aeth& aeth) {
@@ -417,4 +417,4 @@ bool responder_transmit(Engine& engine, Qp& qp, size_t* budget) {
   return false;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace vroce {
+namespace vroce::core {
 
 ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* ibv);
@@ -46,4 +46,4 @@ void install_data_path_ops(ibv_context_ops& ops) noexcept;
 // Largest inline payload a QP may ask for.
 inline constexpr uint32_t kMaxInlineData = 1024;
 
-}  // namespace vroce
+}  // namespace vroce::core
