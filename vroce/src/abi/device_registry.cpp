@@ -81,7 +81,8 @@ Registry& registry() {
     }
     place_pci_functions(built->devices, cfg);
     if (cfg.sysfs_root) {
-      std::vector<std::string> errors = write_fake_sysfs(*cfg.sysfs_root, built->devices, cfg);
+      std::vector<std::string> errors =
+          sysfs::write_fake_sysfs(*cfg.sysfs_root, built->devices, cfg);
       for (const std::string& error : errors) {
         VROCE_LOG(Error, "fake sysfs: %s", error.c_str());
       }

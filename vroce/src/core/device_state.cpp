@@ -58,7 +58,8 @@ DeviceState& DeviceState::of(Device& device) {
 DeviceState::DeviceState(Device& device) : device_(device) {
   next_qpn_ = 0x100 + (random_qpn_seed() % 0xF00000);
   if (const auto& root = config().sysfs_root) {
-    counter_files_ = std::make_unique<PortCounterFiles>(fake_sysfs_port_dir(*root, device.name()));
+    counter_files_ =
+        std::make_unique<sysfs::PortCounterFiles>(sysfs::fake_sysfs_port_dir(*root, device.name()));
   }
 }
 
@@ -72,7 +73,8 @@ void DeviceState::publish_port_counters(bool force) noexcept {
   }
 }
 
-std::optional<PortCounterFiles::Clock::time_point> DeviceState::port_counters_due() const noexcept {
+std::optional<sysfs::PortCounterFiles::Clock::time_point> DeviceState::port_counters_due()
+    const noexcept {
   return counter_files_ ? counter_files_->due(port_counters_) : std::nullopt;
 }
 

@@ -52,7 +52,7 @@ class DeviceState {
   void publish_port_counters(bool force = false) noexcept;
   bool publishes_port_counters() const noexcept { return counter_files_ != nullptr; }
   // When the progress thread should publish next: nullopt when nothing is pending.
-  std::optional<PortCounterFiles::Clock::time_point> port_counters_due() const noexcept;
+  std::optional<sysfs::PortCounterFiles::Clock::time_point> port_counters_due() const noexcept;
   // The engine has bound the device's address: continue from the published values.
   void port_counters_engine_started() noexcept;
 
@@ -72,7 +72,7 @@ class DeviceState {
   std::atomic<uint32_t> pollers_{0};
   uint32_t next_qpn_;
   packet_io::PortCounters port_counters_;
-  std::unique_ptr<PortCounterFiles> counter_files_;  // null without VROCE_SYSFS_ROOT
+  std::unique_ptr<sysfs::PortCounterFiles> counter_files_;  // null without VROCE_SYSFS_ROOT
 };
 
 }  // namespace vroce::core

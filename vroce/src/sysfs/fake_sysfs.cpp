@@ -12,7 +12,7 @@
 #include "device/limits.h"
 #include "sysfs/port_counter_files.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 namespace {
 
 std::string temp_name(const std::string& path) {
@@ -309,4 +309,4 @@ std::vector<std::string> write_fake_sysfs(const std::string& root, std::span<Dev
   return errors;
 }
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

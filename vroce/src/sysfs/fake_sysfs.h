@@ -35,7 +35,7 @@
 #include "device/port_rules.h"
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 
 // Target of the links that stand for unused GID slots.
 inline constexpr const char* kEinvalAttribute = "/sys/class/net/lo/speed";
@@ -62,4 +62,4 @@ Status replace_file(const std::string& path, const std::string& content);
 // Creates path with content unless it exists, atomically, or says why not.
 Status create_file_if_absent(const std::string& path, const std::string& content);
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

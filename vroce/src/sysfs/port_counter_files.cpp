@@ -11,7 +11,7 @@
 #include "sysfs/fake_sysfs.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 namespace {
 
 std::string counter_path(const std::string& port_dir, size_t index) {
@@ -119,4 +119,4 @@ void create_port_counter_files(const std::string& port_dir, std::vector<std::str
   }
 }
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

@@ -24,7 +24,7 @@
 
 #include "packet_io/port_counters.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 
 class PortCounterFiles {
  public:
@@ -61,4 +61,4 @@ void create_port_counter_files(const std::string& port_dir, std::vector<std::str
 // Parses a counter file's content ("1234\n"); nullopt when it is not a decimal number.
 std::optional<uint64_t> parse_counter_text(const std::string& text) noexcept;
 
-}  // namespace vroce
+}  // namespace vroce::sysfs
