@@ -14,7 +14,7 @@
 
 #include "hang_bound.h"
 
-using vroce::AsyncEventQueue;
+using vroce::device::AsyncEventQueue;
 using namespace std::chrono_literals;
 
 namespace {

@@ -10,10 +10,10 @@
 
 namespace {
 
-using vroce::GidEntry;
 using vroce::core::check_modify_qp;
 using vroce::core::PortLimits;
 using vroce::core::rc_transition_rule;
+using vroce::device::GidEntry;
 
 constexpr int kAllBits[] = {
     IBV_QP_CUR_STATE,

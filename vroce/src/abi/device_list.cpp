@@ -7,7 +7,7 @@
 #include "abi/export.h"
 #include "device/device.h"
 
-using vroce::Device;
+using vroce::device::Device;
 
 VROCE_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
   try {

@@ -20,9 +20,9 @@ namespace {
 // VROCE_PCI_FUNCTIONS: each group becomes the functions of one PCI device, on the bus of its
 // first member that exists (a device that failed to come up leaves its function number unused,
 // so the others keep the numbers the setting gave them).
-void place_pci_functions(const std::vector<Device*>& devices, const Config& cfg) {
-  auto find = [&](const std::string& name) -> Device* {
-    for (Device* device : devices) {
+void place_pci_functions(const std::vector<device::Device*>& devices, const Config& cfg) {
+  auto find = [&](const std::string& name) -> device::Device* {
+    for (device::Device* device : devices) {
       if (device->name() == name) {
         return device;
       }
@@ -30,9 +30,9 @@ void place_pci_functions(const std::vector<Device*>& devices, const Config& cfg)
     return nullptr;
   };
   for (const std::vector<std::string>& group : cfg.pci_functions) {
-    Device* first = nullptr;
+    device::Device* first = nullptr;
     for (size_t function = 0; function < group.size(); ++function) {
-      Device* device = find(group[function]);
+      device::Device* device = find(group[function]);
       if (device == nullptr) {
         continue;
       }
@@ -50,26 +50,26 @@ void place_pci_functions(const std::vector<Device*>& devices, const Config& cfg)
 }
 
 struct Registry {
-  std::vector<Device*> devices;  // never freed: handed-out pointers stay valid until exit
+  std::vector<device::Device*> devices;  // never freed: handed-out pointers stay valid until exit
 };
 
 Registry& registry() {
   static Registry* instance = [] {
     auto* built = new Registry;
-    remember_device_netns();  // the devices' addresses are this namespace's
+    device::remember_device_netns();  // the devices' addresses are this namespace's
     const Config& cfg = config();
-    InterfaceTable table = read_interface_table();
+    device::InterfaceTable table = device::read_interface_table();
     std::set<std::string> addresses;
     for (const DeviceSpec& spec : cfg.devices) {
-      Result<std::unique_ptr<Device>> created =
-          Device::create(spec, static_cast<int>(built->devices.size()), cfg.port_speed_gbps, table);
+      Result<std::unique_ptr<device::Device>> created = device::Device::create(
+          spec, static_cast<int>(built->devices.size()), cfg.port_speed_gbps, table);
       if (!created) {
         VROCE_LOG(Error, "device %s (%s) is not available: %s", spec.name.c_str(),
                   spec.address_or_netdev.c_str(), created.error().c_str());
         continue;
       }
-      std::unique_ptr<Device> device = std::move(*created);
-      std::string address = address_to_text(device->address());
+      std::unique_ptr<device::Device> device = std::move(*created);
+      std::string address = device::address_to_text(device->address());
       if (!addresses.insert(address).second) {
         VROCE_LOG(Error,
                   "device %s (%s) is not available: %s is already bound to another vroce device; "
@@ -94,15 +94,15 @@ Registry& registry() {
 
 }  // namespace
 
-std::span<Device* const> devices() {
+std::span<device::Device* const> devices() {
   return registry().devices;
 }
 
-Device* device_from_ibv(ibv_device* dev) noexcept {
+device::Device* device_from_ibv(ibv_device* dev) noexcept {
   if (dev == nullptr) {
     return nullptr;
   }
-  for (Device* device : registry().devices) {
+  for (device::Device* device : registry().devices) {
     if (device->ibv() == dev) {
       return device;
     }

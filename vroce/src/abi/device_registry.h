@@ -13,9 +13,9 @@
 namespace vroce {
 
 // All devices of this process, in config order.
-std::span<Device* const> devices();
+std::span<device::Device* const> devices();
 
 // The Device behind a public ibv_device pointer, or nullptr for a pointer we did not hand out.
-Device* device_from_ibv(ibv_device* dev) noexcept;
+device::Device* device_from_ibv(ibv_device* dev) noexcept;
 
 }  // namespace vroce

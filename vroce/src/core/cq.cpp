@@ -129,7 +129,7 @@ bool Cq::push(const ibv_wc& wc, bool solicited) {
         ibv_async_event event{};
         event.element.cq = &ibv;
         event.event_type = IBV_EVENT_CQ_ERR;
-        raise_async_event(*ctx, event);
+        device::raise_async_event(*ctx, event);
       }
       return false;
     }

@@ -39,7 +39,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) {
   channel->ibv.context = context;
   channel->ibv.fd = fd;
   channel->ibv.refcnt = 0;
-  channel->ctx = to_context(context);
+  channel->ctx = device::to_context(context);
   track_context_object(channel->ctx, ContextObject::CompChannel, &channel->ibv);
   stats().live_comp_channels.inc();
   return &channel->ibv;
@@ -68,7 +68,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
     errno = EINVAL;
     return nullptr;
   }
-  Context* ctx = to_context(context);
+  device::Context* ctx = device::to_context(context);
   int max_cqe = ctx->device->device_attr().max_cqe;
   if (cqe < 1 || cqe > max_cqe) {
     VROCE_LOG(Warn, "ibv_create_cq: cqe %d is outside 1..%d (the device's max_cqe)", cqe, max_cqe);

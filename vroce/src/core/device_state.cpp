@@ -43,10 +43,10 @@ uint32_t random_qpn_seed() {
 
 }  // namespace
 
-DeviceState& DeviceState::of(Device& device) {
+DeviceState& DeviceState::of(device::Device& device) {
   // Devices live for the process, so their states do too (never destroyed: the progress
   // threads they may own are stopped by the last QP's destruction, not by static teardown).
-  static auto* states = new std::map<Device*, std::unique_ptr<DeviceState>>();
+  static auto* states = new std::map<device::Device*, std::unique_ptr<DeviceState>>();
   std::lock_guard lock(registry_mutex());
   auto& slot = (*states)[&device];
   if (!slot) {
@@ -55,7 +55,7 @@ DeviceState& DeviceState::of(Device& device) {
   return *slot;
 }
 
-DeviceState::DeviceState(Device& device) : device_(device) {
+DeviceState::DeviceState(device::Device& device) : device_(device) {
   next_qpn_ = 0x100 + (random_qpn_seed() % 0xF00000);
   if (const auto& root = config().sysfs_root) {
     counter_files_ =

@@ -13,10 +13,10 @@
 #include "packet_io/port_counters.h"
 #include "sysfs/port_counter_files.h"
 
-namespace vroce {
+namespace vroce::device {
 class Device;
 struct Context;
-}  // namespace vroce
+}  // namespace vroce::device
 
 namespace vroce::core {
 
@@ -25,13 +25,13 @@ class Engine;
 class DeviceState {
  public:
   // The state of `device`, created on first use.
-  static DeviceState& of(Device& device);
+  static DeviceState& of(device::Device& device);
 
-  explicit DeviceState(Device& device);
+  explicit DeviceState(device::Device& device);
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 
-  Device& device() const noexcept { return device_; }
+  device::Device& device() const noexcept { return device_; }
   KeyTable& keys() noexcept { return keys_; }
 
   // A fresh 24-bit QP number, never 0 or 1 (the special QPs), unique in this process; the start
@@ -62,7 +62,7 @@ class DeviceState {
   // for pollers in flight before it goes away.
   void engine_stopped(Engine* engine);
 
-  Device& device_;
+  device::Device& device_;
   KeyTable keys_;
   std::mutex mutex_;
   std::condition_variable stopped_;

@@ -134,10 +134,10 @@ Engine::Engine(DeviceState& device, const FaultSpec& faults)
 }
 
 int Engine::open(std::string* message) {
-  Device& dev = device_.device();
+  device::Device& dev = device_.device();
   int rc = 0;
   {
-    const InDeviceNetns in_netns;  // the device's address is in the devices' namespace
+    const device::InDeviceNetns in_netns;  // the device's address is in the devices' namespace
     if (!in_netns.ok()) {
       *message = dev.name() + ": " + in_netns.error();
       return EPERM;
@@ -178,7 +178,7 @@ int Engine::open(std::string* message) {
 }
 
 int Engine::open_shm_wire(std::string* message) {
-  Device& dev = device_.device();
+  device::Device& dev = device_.device();
   std::string prefix = packet_io::shm_inbox_prefix(message);
   if (prefix.empty()) {
     *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message;

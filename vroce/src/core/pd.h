@@ -7,9 +7,9 @@
 #include <atomic>
 #include <cstdint>
 
-namespace vroce {
+namespace vroce::device {
 struct Context;
-}  // namespace vroce
+}  // namespace vroce::device
 
 namespace vroce::core {
 
@@ -17,7 +17,7 @@ class DeviceState;
 
 struct Pd {
   ibv_pd ibv{};  // first member: users hold &ibv
-  Context* ctx = nullptr;
+  device::Context* ctx = nullptr;
   DeviceState* device = nullptr;
   std::atomic<uint32_t> children{0};  // MRs and QPs
 };

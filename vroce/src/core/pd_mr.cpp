@@ -149,7 +149,7 @@ ibv_pd* alloc_pd(ibv_context* context) {
   if (pd == nullptr) {
     return fail<ibv_pd>(ENOMEM);
   }
-  Context* ctx = to_context(context);
+  device::Context* ctx = device::to_context(context);
   static std::atomic<uint32_t> next_handle{1};
   pd->ibv.context = context;
   pd->ibv.handle = next_handle.fetch_add(1, std::memory_order_relaxed);

@@ -42,7 +42,7 @@ ibv_gid gid_of(const sockaddr_storage& addr) {
   return gid;
 }
 
-PortLimits port_limits(Device& dev) {
+PortLimits port_limits(device::Device& dev) {
   PortLimits limits;
   const ibv_device_attr& attr = dev.device_attr();
   ibv_port_attr port = dev.port_attr();
@@ -68,7 +68,8 @@ std::string text_of(const sockaddr_storage& addr) {
 
 // The peer's address for a GRH, and whether the kernel has a route to it from the device's
 // address (a NIC resolves the dgid to a MAC at RTR and fails when it cannot).
-int resolve_peer(Device& dev, const ibv_global_route& grh, PeerPath* path, std::string* why) {
+int resolve_peer(device::Device& dev, const ibv_global_route& grh, PeerPath* path,
+                 std::string* why) {
   const sockaddr_storage& local = dev.address();
   sockaddr_storage peer{};
   socklen_t len;
@@ -98,7 +99,7 @@ int resolve_peer(Device& dev, const ibv_global_route& grh, PeerPath* path, std::
   int fd = -1;
   {
     // Routes are the devices' namespace's, as a NIC resolves through its own netdev.
-    const InDeviceNetns in_netns;
+    const device::InDeviceNetns in_netns;
     if (!in_netns.ok()) {
       *why = in_netns.error();
       return EINVAL;
@@ -250,7 +251,7 @@ ibv_qp* create_qp(ibv_pd* ibv_pd_ptr, ibv_qp_init_attr* init) {
     return nullptr;
   }
   Pd* pd = to_pd(ibv_pd_ptr);
-  Device& dev = pd->device->device();
+  device::Device& dev = pd->device->device();
   switch (init->qp_type) {
     case IBV_QPT_RC:
       break;
@@ -355,7 +356,7 @@ int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
     return EINVAL;
   }
   Qp& qp = *to_qp(ibv);
-  Device& dev = qp.device->device();
+  device::Device& dev = qp.device->device();
   PortLimits limits = port_limits(dev);
   std::string why;
   // Checked here first so that the route lookup below only sees a well-formed address vector,

@@ -14,9 +14,9 @@
 #include "core/qp_transport.h"
 #include "core/work_queue.h"
 
-namespace vroce {
+namespace vroce::device {
 struct Context;
-}  // namespace vroce
+}  // namespace vroce::device
 
 namespace vroce::core {
 
@@ -27,7 +27,7 @@ class Engine;
 
 struct Qp {
   ibv_qp ibv{};  // first member: users hold &ibv
-  Context* ctx = nullptr;
+  device::Context* ctx = nullptr;
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;

@@ -93,7 +93,7 @@ void raise_qp_event(Qp& qp, ibv_event_type type) {
   event.element.qp = &qp.ibv;
   event.event_type = type;
   qp.async_events_raised.fetch_add(1, std::memory_order_relaxed);
-  raise_async_event(*qp.ctx, event);
+  device::raise_async_event(*qp.ctx, event);
 }
 
 void complete_send(Qp& qp, uint32_t index, ibv_wc_status status) {

@@ -32,7 +32,7 @@ struct PortLimits {
   uint8_t max_qp_init_rd_atom = 16;  // bound on max_rd_atomic (initiator depth)
   uint16_t pkey_tbl_len = 1;
   uint8_t phys_port_cnt = 1;
-  std::span<const GidEntry> gids;
+  std::span<const device::GidEntry> gids;
   ibv_gid source_gid{};  // the GID of the address the device sends from (its bound address)
 };
 

@@ -16,7 +16,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace vroce {
+namespace vroce::device {
 
 Result<std::unique_ptr<AsyncEventQueue>> AsyncEventQueue::create() {
   int fd = eventfd(0, EFD_CLOEXEC);
@@ -129,4 +129,4 @@ size_t AsyncEventQueue::pending() const {
   return queue_.size();
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

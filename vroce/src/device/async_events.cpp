@@ -4,10 +4,10 @@
 #include "device/async_event_queue.h"
 #include "device/context.h"
 
-namespace vroce {
+namespace vroce::device {
 
 void raise_async_event(Context& ctx, const ibv_async_event& event) {
   ctx.async_events->push(event);
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <memory>
 
-namespace vroce {
+namespace vroce::device {
 
 class Device;
 class AsyncEventQueue;  // device/async_event_queue.h
@@ -31,4 +31,4 @@ inline Context* to_context(ibv_context* ctx) noexcept {
 }
 #pragma GCC diagnostic pop
 
-}  // namespace vroce
+}  // namespace vroce::device

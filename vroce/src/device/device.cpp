@@ -17,7 +17,7 @@
 #include "util/log.h"
 #include "util/sysfs_path.h"
 
-namespace vroce {
+namespace vroce::device {
 namespace {
 
 // The ops every vroce device's VerbsDevice names: "vroce", and no kernel ABI range (there is no
@@ -195,4 +195,4 @@ int Device::raise_port_event(ibv_event_type type) {
   return static_cast<int>(contexts_.size());
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

@@ -21,7 +21,7 @@
 #include "config/config.h"
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::device {
 
 struct Context;
 struct InterfaceAddress;  // device/netdev.h
@@ -129,4 +129,4 @@ class Device {
   std::vector<Context*> contexts_;
 };
 
-}  // namespace vroce
+}  // namespace vroce::device
