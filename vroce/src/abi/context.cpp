@@ -86,7 +86,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 }  // namespace
 
 VROCE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-  vroce::device::Device* dev = vroce::device_from_ibv(device);
+  vroce::device::Device* dev = vroce::abi::device_from_ibv(device);
   if (dev == nullptr) {
     errno = EINVAL;  // not a device from ibv_get_device_list
     return nullptr;

@@ -14,7 +14,7 @@
 #include "util/log.h"
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::abi {
 namespace {
 
 // VROCE_PCI_FUNCTIONS: each group becomes the functions of one PCI device, on the bus of its
@@ -110,4 +110,4 @@ device::Device* device_from_ibv(ibv_device* dev) noexcept {
   return nullptr;
 }
 
-}  // namespace vroce
+}  // namespace vroce::abi

@@ -10,7 +10,7 @@
 
 #include "device/device.h"
 
-namespace vroce {
+namespace vroce::abi {
 
 // All devices of this process, in config order.
 std::span<device::Device* const> devices();
@@ -18,4 +18,4 @@ std::span<device::Device* const> devices();
 // The Device behind a public ibv_device pointer, or nullptr for a pointer we did not hand out.
 device::Device* device_from_ibv(ibv_device* dev) noexcept;
 
-}  // namespace vroce
+}  // namespace vroce::abi
