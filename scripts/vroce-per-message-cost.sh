@@ -14,7 +14,7 @@
 # ib_send_lat (busy-polls its CQ): how many polls a message took and what one cost on average
 # (most find nothing; one that finds the engine idle receives on the polling thread), and the
 # system calls, over one run of N2 divided by N2; Ir/recv is the self cost of UdpPort's receive
-# code (core/udp_port.cpp, needs the library's debug info) per recvmmsg call, most of which find
+# code (packet_io/udp_port.cpp, needs the library's debug info) per recvmmsg call, most of which find
 # nothing. The poll count follows timing (callgrind slows each side differently), and Ir/poll
 # with it (the more empty polls, the cheaper the average), so compare builds on Ir/recv.
 #
@@ -155,7 +155,7 @@ for _ in $(seq "$runs"); do
       cg=$work/$prog.$n2.$side.cg
       read -r polls poll_ir <<<"$(python3 scripts/callgrind-call-ir.py 'vroce::poll_cq(' "$cg")"
       read -r receives _ <<<"$(python3 scripts/callgrind-call-ir.py recvmmsg "$cg")"
-      receive_ir=$(callgrind_annotate --threshold=100 "$cg" 2>/dev/null | grep 'core/udp_port.cpp:' |
+      receive_ir=$(callgrind_annotate --threshold=100 "$cg" 2>/dev/null | grep 'packet_io/udp_port.cpp:' |
         grep -i receive | awk '{gsub(",", "", $1); s += $1} END {print s + 0}')
       printf "%-20s %-13s %-6s %11s %10s %8.2f %6.1f %8.0f %8.0f  %s\n" "$(label "$lib")" "$prog" \
         "$side" - - "$calls" "$(per "$polls" "$n2")" "$(per "$poll_ir" "$polls")" \

@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 void (*volatile use_memcpy)(void*, const void*, size_t) = [](void* d, const void* s, size_t n) {
   std::memcpy(d, s, n);
 };
-void (*volatile use_ordered)(void*, const void*, size_t) = vroce::transport::ordered_copy;
+void (*volatile use_ordered)(void*, const void*, size_t) = vroce::core::ordered_copy;
 
 double gbps(void (*copy)(void*, const void*, size_t), uint8_t* dst, size_t region,
             const uint8_t* src, size_t piece) {

@@ -40,8 +40,7 @@ TEST_CASE("ordered_copy copies every size and alignment exactly, touching nothin
       for (size_t src_off : {size_t{0}, size_t{3}, size_t{8}, size_t{13}}) {
         const size_t window = 2 * kGuard + dst_off + n;  // what the checks below look at
         std::memset(dst.data(), 0xEE, window);
-        vroce::transport::ordered_copy(dst.data() + kGuard + dst_off, src.data() + kGuard + src_off,
-                                       n);
+        vroce::core::ordered_copy(dst.data() + kGuard + dst_off, src.data() + kGuard + src_off, n);
         INFO("size " << n << ", destination offset " << dst_off << ", source offset " << src_off);
         REQUIRE(std::memcmp(dst.data() + kGuard + dst_off, src.data() + kGuard + src_off, n) == 0);
         const auto untouched = [](auto first, auto last) {

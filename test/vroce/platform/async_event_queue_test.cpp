@@ -1,6 +1,6 @@
 // AsyncEventQueue: one event per waiter, blocking and non-blocking reads, poll readiness, and
 // the ack/retire protocol that object destruction relies on.
-#include "core/async_event_queue.h"
+#include "device/async_event_queue.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 
 #include "hang_bound.h"
 
-using vroce::AsyncEventQueue;
+using vroce::device::AsyncEventQueue;
 using namespace std::chrono_literals;
 
 namespace {

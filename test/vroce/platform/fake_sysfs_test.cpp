@@ -76,9 +76,10 @@ class TempDir {
   std::string path_;
 };
 
-std::unique_ptr<vroce::Device> make_device(const char* name, const char* address, int index) {
-  return roce::test::value_of(
-      vroce::Device::create({name, address}, index, 400, vroce::read_interface_table()));
+std::unique_ptr<vroce::device::Device> make_device(const char* name, const char* address,
+                                                   int index) {
+  return roce::test::value_of(vroce::device::Device::create({name, address}, index, 400,
+                                                            vroce::device::read_interface_table()));
 }
 
 }  // namespace
@@ -88,35 +89,39 @@ TEST_CASE("kernel text forms", "[sysfs]") {
   gid.raw[0] = 0xfe;
   gid.raw[1] = 0x80;
   gid.raw[15] = 0x01;
-  CHECK(vroce::sysfs_gid_text(gid) == "fe80:0000:0000:0000:0000:0000:0000:0001");
-  uint64_t guid = vroce::guid_from_mac({0x02, 0x11, 0x22, 0x33, 0x44, 0x55});
-  CHECK(vroce::sysfs_guid_text(guid) == "0011:22ff:fe33:4455");
-  CHECK(vroce::sysfs_rate_text(*vroce::port_speed_for_gbps(400)) == "400 Gb/sec (4X NDR)");
-  CHECK(vroce::sysfs_rate_text(*vroce::port_speed_for_gbps(800)) == "800 Gb/sec (8X NDR)");
-  CHECK(vroce::sysfs_rate_text(*vroce::port_speed_for_gbps(100)) == "100 Gb/sec (4X EDR)");
-  CHECK(vroce::sysfs_gid_type_text(IBV_GID_TYPE_ROCE_V2) == "RoCE v2");
-  CHECK(vroce::sysfs_gid_type_text(IBV_GID_TYPE_ROCE_V1) == "IB/RoCE v1");
-  CHECK(vroce::fake_pci_address(0) == "0000:80:00.0");
-  CHECK(vroce::fake_pci_address(3) == "0000:83:00.0");
-  CHECK(vroce::fake_pci_address(130) == "0001:82:00.0");
-  CHECK(vroce::fake_pci_address(3, 1) == "0000:83:00.1");
+  CHECK(vroce::sysfs::sysfs_gid_text(gid) == "fe80:0000:0000:0000:0000:0000:0000:0001");
+  uint64_t guid = vroce::device::guid_from_mac({0x02, 0x11, 0x22, 0x33, 0x44, 0x55});
+  CHECK(vroce::sysfs::sysfs_guid_text(guid) == "0011:22ff:fe33:4455");
+  CHECK(vroce::sysfs::sysfs_rate_text(*vroce::device::port_speed_for_gbps(400)) ==
+        "400 Gb/sec (4X NDR)");
+  CHECK(vroce::sysfs::sysfs_rate_text(*vroce::device::port_speed_for_gbps(800)) ==
+        "800 Gb/sec (8X NDR)");
+  CHECK(vroce::sysfs::sysfs_rate_text(*vroce::device::port_speed_for_gbps(100)) ==
+        "100 Gb/sec (4X EDR)");
+  CHECK(vroce::sysfs::sysfs_gid_type_text(IBV_GID_TYPE_ROCE_V2) == "RoCE v2");
+  CHECK(vroce::sysfs::sysfs_gid_type_text(IBV_GID_TYPE_ROCE_V1) == "IB/RoCE v1");
+  CHECK(vroce::sysfs::fake_pci_address(0) == "0000:80:00.0");
+  CHECK(vroce::sysfs::fake_pci_address(3) == "0000:83:00.0");
+  CHECK(vroce::sysfs::fake_pci_address(130) == "0001:82:00.0");
+  CHECK(vroce::sysfs::fake_pci_address(3, 1) == "0000:83:00.1");
 }
 
 TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
   TempDir root;
   auto dev0 = make_device("vps0", test_address(0).c_str(), 0);
   auto dev1 = make_device("vps1", test_address(1).c_str(), 1);
-  std::vector<vroce::Device*> devices{dev0.get(), dev1.get()};
+  std::vector<vroce::device::Device*> devices{dev0.get(), dev1.get()};
   vroce::Config config;
   config.tc_override = 106;
-  std::vector<std::string> errors = vroce::write_fake_sysfs(root.path(), devices, config);
+  std::vector<std::string> errors = vroce::sysfs::write_fake_sysfs(root.path(), devices, config);
   INFO((errors.empty() ? "" : errors.front()));
   REQUIRE(errors.empty());
 
   std::string ib = root.path() + "/class/infiniband/vps1";
   CHECK(read_file(ib + "/node_type") == "1: CA\n");
-  CHECK(read_file(ib + "/node_guid") == vroce::sysfs_guid_text(dev1->node_guid()) + "\n");
-  CHECK(read_file(ib + "/sys_image_guid") == vroce::sysfs_guid_text(dev1->node_guid()) + "\n");
+  CHECK(read_file(ib + "/node_guid") == vroce::sysfs::sysfs_guid_text(dev1->node_guid()) + "\n");
+  CHECK(read_file(ib + "/sys_image_guid") ==
+        vroce::sysfs::sysfs_guid_text(dev1->node_guid()) + "\n");
   CHECK(read_file(ib + "/fw_ver") == "1.0.0 (vroce)\n");
   CHECK(read_file(ib + "/board_id") == "VROCE_0000000001\n");
   std::string port = ib + "/ports/1";
@@ -163,7 +168,7 @@ TEST_CASE("the tree holds what the kernel shows for a RoCE device", "[sysfs]") {
 
   // Rewriting the same root without an override drops the stale override file.
   config.tc_override.reset();
-  REQUIRE(vroce::write_fake_sysfs(root.path(), devices, config).empty());
+  REQUIRE(vroce::sysfs::write_fake_sysfs(root.path(), devices, config).empty());
   struct stat st {};
   CHECK(stat((ib + "/tc/1/traffic_class").c_str(), &st) == -1);
   CHECK(read_file(port + "/gid_attrs/types/3") == "RoCE v2\n");
@@ -178,8 +183,8 @@ TEST_CASE("two devices placed as functions .0 and .1 of one PCI device", "[sysfs
   auto alone = make_device("vpf2", test_address(2).c_str(), 2);
   dev0->place_on_pci_device(0, 0, dev0->node_guid());
   dev1->place_on_pci_device(0, 1, dev0->node_guid());
-  std::vector<vroce::Device*> devices{dev0.get(), dev1.get(), alone.get()};
-  REQUIRE(vroce::write_fake_sysfs(root.path(), devices, vroce::Config{}).empty());
+  std::vector<vroce::device::Device*> devices{dev0.get(), dev1.get(), alone.get()};
+  REQUIRE(vroce::sysfs::write_fake_sysfs(root.path(), devices, vroce::Config{}).empty());
 
   auto pci_of = [&](const char* name) {
     char resolved[PATH_MAX];
@@ -193,19 +198,19 @@ TEST_CASE("two devices placed as functions .0 and .1 of one PCI device", "[sysfs
   CHECK(f1.ends_with("/pci0000:00/0000:80:00.1"));
   CHECK(pci_of("vpf2").ends_with("/pci0000:00/0000:82:00.0"));  // a card of its own
   CHECK(read_file(f1 + "/vendor") == read_file(f0 + "/vendor"));
-  const std::string guid = vroce::sysfs_guid_text(dev0->node_guid()) + "\n";
+  const std::string guid = vroce::sysfs::sysfs_guid_text(dev0->node_guid()) + "\n";
   CHECK(read_file(root.path() + "/class/infiniband/vpf0/sys_image_guid") == guid);
   CHECK(read_file(root.path() + "/class/infiniband/vpf1/sys_image_guid") == guid);
   CHECK(read_file(root.path() + "/class/infiniband/vpf1/node_guid") ==
-        vroce::sysfs_guid_text(dev1->node_guid()) + "\n");
+        vroce::sysfs::sysfs_guid_text(dev1->node_guid()) + "\n");
   CHECK(dev1->device_attr().sys_image_guid == dev0->node_guid());
 }
 
 TEST_CASE("an unwritable root is reported, not fatal", "[sysfs]") {
   auto dev = make_device("vps0", test_address(0).c_str(), 0);
-  std::vector<vroce::Device*> devices{dev.get()};
+  std::vector<vroce::device::Device*> devices{dev.get()};
   std::vector<std::string> errors =
-      vroce::write_fake_sysfs("/proc/vp-not-writable/sys", devices, vroce::Config{});
+      vroce::sysfs::write_fake_sysfs("/proc/vp-not-writable/sys", devices, vroce::Config{});
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].find("cannot create directory /proc/vp-not-writable") != std::string::npos);
 }

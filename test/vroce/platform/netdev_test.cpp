@@ -10,8 +10,8 @@
 
 #include "result_checks.h"
 
-using vroce::InterfaceAddress;
-using vroce::InterfaceTable;
+using vroce::device::InterfaceAddress;
+using vroce::device::InterfaceTable;
 
 namespace {
 
@@ -37,7 +37,7 @@ InterfaceAddress row(const char* netdev, int ifindex, unsigned int flags, const 
   return r;
 }
 
-InterfaceAddress link(const char* netdev, int ifindex, vroce::MacAddress mac) {
+InterfaceAddress link(const char* netdev, int ifindex, vroce::device::MacAddress mac) {
   InterfaceAddress r;
   r.netdev = netdev;
   r.ifindex = ifindex;
@@ -47,7 +47,7 @@ InterfaceAddress link(const char* netdev, int ifindex, vroce::MacAddress mac) {
 }
 
 InterfaceTable sample_table() {
-  const vroce::MacAddress veth_mac{0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f};
+  const vroce::device::MacAddress veth_mac{0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f};
   return {
       link("lo", 1, {}),
       row("lo", 1, IFF_UP | IFF_LOOPBACK, "127.0.0.1", "255.0.0.0"),
@@ -65,65 +65,65 @@ InterfaceTable sample_table() {
 }  // namespace
 
 TEST_CASE("127.0.x.y belongs to lo through its 127/8 prefix", "[netdev]") {
-  auto binding = vroce::resolve_binding("127.0.2.77", sample_table());
+  auto binding = vroce::device::resolve_binding("127.0.2.77", sample_table());
   REQUIRE(binding);
   CHECK(binding->netdev == "lo");
   CHECK(binding->ifindex == 1);
   CHECK(binding->loopback);
   CHECK(binding->address_text == "127.0.2.77");
-  CHECK(vroce::is_zero_mac(binding->mac));
+  CHECK(vroce::device::is_zero_mac(binding->mac));
 }
 
 TEST_CASE("a literal address binds to the netdev that owns it", "[netdev]") {
-  auto v4 = vroce::resolve_binding("10.77.9.1", sample_table());
+  auto v4 = vroce::device::resolve_binding("10.77.9.1", sample_table());
   REQUIRE(v4);
   CHECK(v4->netdev == "veth0");
   CHECK(v4->ifindex == 5);
   CHECK_FALSE(v4->loopback);
-  CHECK(v4->mac == vroce::MacAddress{0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f});
+  CHECK(v4->mac == vroce::device::MacAddress{0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f});
 
-  auto v6 = vroce::resolve_binding("fd77::1", sample_table());
+  auto v6 = vroce::device::resolve_binding("fd77::1", sample_table());
   REQUIRE(v6);
   CHECK(v6->netdev == "veth0");
   CHECK(v6->address.ss_family == AF_INET6);
 
   // A non-loopback netdev owns only its exact addresses, not its whole subnet.
-  const std::string error = failure_of(vroce::resolve_binding("10.77.1.2", sample_table()));
+  const std::string error = failure_of(vroce::device::resolve_binding("10.77.1.2", sample_table()));
   CHECK(error.find("no netdev in this network namespace owns 10.77.1.2") != std::string::npos);
   CHECK(error.find("ip addr add") != std::string::npos);
 }
 
 TEST_CASE("link-local IPv6 needs the netdev as scope", "[netdev]") {
-  CHECK(failure_of(vroce::resolve_binding("fe80::80b:cff:fe0d:e0f", sample_table()))
+  CHECK(failure_of(vroce::device::resolve_binding("fe80::80b:cff:fe0d:e0f", sample_table()))
             .find("needs its netdev as a scope") != std::string::npos);
-  auto scoped = vroce::resolve_binding("fe80::80b:cff:fe0d:e0f%veth0", sample_table());
+  auto scoped = vroce::device::resolve_binding("fe80::80b:cff:fe0d:e0f%veth0", sample_table());
   REQUIRE(scoped);
   CHECK(scoped->netdev == "veth0");
   CHECK(reinterpret_cast<const sockaddr_in6*>(&scoped->address)->sin6_scope_id == 5);
-  CHECK_FALSE(vroce::resolve_binding("fe80::80b:cff:fe0d:e0f%lo", sample_table()));
+  CHECK_FALSE(vroce::device::resolve_binding("fe80::80b:cff:fe0d:e0f%lo", sample_table()));
 }
 
 TEST_CASE("a netdev name binds to its first IPv4 address", "[netdev]") {
-  auto binding = vroce::resolve_binding("veth0", sample_table());
+  auto binding = vroce::device::resolve_binding("veth0", sample_table());
   REQUIRE(binding);
   CHECK(binding->address_text == "10.77.1.1");
   CHECK(binding->netdev == "veth0");
 
-  CHECK(failure_of(vroce::resolve_binding("v6only", sample_table()))
+  CHECK(failure_of(vroce::device::resolve_binding("v6only", sample_table()))
             .find("netdev v6only has no IPv4 address") != std::string::npos);
-  CHECK(failure_of(vroce::resolve_binding("eth9", sample_table()))
+  CHECK(failure_of(vroce::device::resolve_binding("eth9", sample_table()))
             .find("neither an IPv4/IPv6 address nor a netdev") != std::string::npos);
 }
 
 TEST_CASE("the real interface table: this suite's loopback block is on lo", "[netdev]") {
-  vroce::InterfaceTable table = vroce::read_interface_table();
-  auto binding = vroce::resolve_binding("127.0.2.1", table);
+  vroce::device::InterfaceTable table = vroce::device::read_interface_table();
+  auto binding = vroce::device::resolve_binding("127.0.2.1", table);
   REQUIRE(binding);
   CHECK(binding->loopback);
   CHECK(binding->ifindex == static_cast<int>(if_nametoindex(binding->netdev.c_str())));
-  auto mtu = vroce::read_netdev_mtu(binding->netdev);
+  auto mtu = vroce::device::read_netdev_mtu(binding->netdev);
   REQUIRE(mtu);
   CHECK(*mtu >= 1500);
-  CHECK(failure_of(vroce::read_netdev_mtu("vp-nonexistent"))
+  CHECK(failure_of(vroce::device::read_netdev_mtu("vp-nonexistent"))
             .find("cannot read the MTU of netdev vp-nonexistent") != std::string::npos);
 }

@@ -22,8 +22,8 @@ std::string env(const char* name) {
   return value;
 }
 
-vroce::MacAddress parse_mac(const std::string& text) {
-  vroce::MacAddress mac{};
+vroce::device::MacAddress parse_mac(const std::string& text) {
+  vroce::device::MacAddress mac{};
   unsigned int b[6];
   REQUIRE(std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4],
                       &b[5]) == 6);
@@ -67,7 +67,7 @@ void set_mtu(const std::string& netdev, int mtu) {
 TEST_CASE("a device bound in a namespace reports its netdev's identity", "[.netns]") {
   std::string name = env("VP_NETNS_DEVICE");
   std::string netdev = env("VP_NETNS_NETDEV");
-  vroce::MacAddress mac = parse_mac(env("VP_NETNS_MAC"));
+  vroce::device::MacAddress mac = parse_mac(env("VP_NETNS_MAC"));
   ibv_device** list = nullptr;
   ibv_context* ctx = open_named(name, &list);
   REQUIRE(ctx != nullptr);
@@ -83,9 +83,9 @@ TEST_CASE("a device bound in a namespace reports its netdev's identity", "[.netn
 
   // GUID from the veth's real MAC, and the default GID at 0/1 is fe80::<EUI-64 of that MAC>;
   // every entry names the veth.
-  CHECK(ibv_get_device_guid(ctx->device) == vroce::guid_from_mac(mac));
+  CHECK(ibv_get_device_guid(ctx->device) == vroce::device::guid_from_mac(mac));
   REQUIRE(ibv_query_gid_ex(ctx, 1, 1, &entry, 0) == 0);
-  ibv_gid link_local = vroce::link_local_gid(mac);
+  ibv_gid link_local = vroce::device::link_local_gid(mac);
   CHECK(std::memcmp(entry.gid.raw, link_local.raw, 16) == 0);
   CHECK(entry.gid_type == IBV_GID_TYPE_ROCE_V2);
   CHECK(entry.ndev_ifindex == static_cast<uint32_t>(ifindex));
@@ -98,7 +98,7 @@ TEST_CASE("the port follows the netdev's MTU as it changes", "[.netns]") {
   ibv_device** list = nullptr;
   ibv_context* ctx = open_named(env("VP_NETNS_DEVICE"), &list);
   REQUIRE(ctx != nullptr);
-  auto original = vroce::read_netdev_mtu(netdev);
+  auto original = vroce::device::read_netdev_mtu(netdev);
   REQUIRE(original);
 
   struct Case {

@@ -8,7 +8,7 @@
 
 #include "device/limits.h"
 
-using vroce::MacAddress;
+using vroce::device::MacAddress;
 
 namespace {
 
@@ -50,12 +50,12 @@ TEST_CASE("active MTU follows the kernel's RoCE rule", "[port]") {
   };
   for (const Case& c : cases) {
     INFO("netdev MTU " << c.netdev_mtu);
-    CHECK(vroce::active_mtu_for_netdev_mtu(c.netdev_mtu) == c.expected);
+    CHECK(vroce::device::active_mtu_for_netdev_mtu(c.netdev_mtu) == c.expected);
   }
-  CHECK_FALSE(vroce::active_mtu_for_netdev_mtu(351));
-  CHECK_FALSE(vroce::active_mtu_for_netdev_mtu(68));
-  CHECK(vroce::ibv_mtu_bytes(IBV_MTU_1024) == 1024);
-  CHECK(vroce::ibv_mtu_bytes(IBV_MTU_4096) == 4096);
+  CHECK_FALSE(vroce::device::active_mtu_for_netdev_mtu(351));
+  CHECK_FALSE(vroce::device::active_mtu_for_netdev_mtu(68));
+  CHECK(vroce::device::ibv_mtu_bytes(IBV_MTU_1024) == 1024);
+  CHECK(vroce::device::ibv_mtu_bytes(IBV_MTU_4096) == 4096);
 }
 
 TEST_CASE("port speeds are width x lane speed of a ConnectX port", "[port]") {
@@ -68,46 +68,46 @@ TEST_CASE("port speeds are width x lane speed of a ConnectX port", "[port]") {
   const Case cases[] = {{100, 2, 32}, {200, 2, 64}, {400, 2, 128}, {800, 4, 128}};
   for (const Case& c : cases) {
     INFO(c.gbps << " Gb/s");
-    auto speed = vroce::port_speed_for_gbps(c.gbps);
+    auto speed = vroce::device::port_speed_for_gbps(c.gbps);
     REQUIRE(speed);
     CHECK(speed->active_width == c.width);
     CHECK(speed->active_speed == c.speed);
     CHECK(speed->lanes * speed->lane_gbps == c.gbps);
   }
-  CHECK_FALSE(vroce::port_speed_for_gbps(300));
-  CHECK_FALSE(vroce::port_speed_for_gbps(0));
+  CHECK_FALSE(vroce::device::port_speed_for_gbps(300));
+  CHECK_FALSE(vroce::device::port_speed_for_gbps(0));
 }
 
 TEST_CASE("EUI-64 and GUID of a MAC", "[port]") {
   MacAddress mac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
-  auto eui = vroce::eui64_from_mac(mac);
+  auto eui = vroce::device::eui64_from_mac(mac);
   CHECK(eui == std::array<uint8_t, 8>{0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56});
-  uint64_t guid = vroce::guid_from_mac(mac);
+  uint64_t guid = vroce::device::guid_from_mac(mac);
   const auto* bytes = reinterpret_cast<const uint8_t*>(&guid);
   CHECK(std::equal(eui.begin(), eui.end(), bytes));  // __be64: wire order in memory
-  CHECK(same(vroce::link_local_gid(mac),
+  CHECK(same(vroce::device::link_local_gid(mac),
              gid({0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56})));
 }
 
 TEST_CASE("derived MACs are stable, distinct, unicast and locally administered", "[port]") {
-  MacAddress a = vroce::derive_local_mac("vroce0", "127.0.0.11");
-  MacAddress again = vroce::derive_local_mac("vroce0", "127.0.0.11");
-  MacAddress b = vroce::derive_local_mac("vroce1", "127.0.0.11");
-  MacAddress c = vroce::derive_local_mac("vroce0", "127.0.0.12");
+  MacAddress a = vroce::device::derive_local_mac("vroce0", "127.0.0.11");
+  MacAddress again = vroce::device::derive_local_mac("vroce0", "127.0.0.11");
+  MacAddress b = vroce::device::derive_local_mac("vroce1", "127.0.0.11");
+  MacAddress c = vroce::device::derive_local_mac("vroce0", "127.0.0.12");
   CHECK(a == again);
   CHECK(a != b);
   CHECK(a != c);
   for (const MacAddress& mac : {a, b, c}) {
     CHECK((mac[0] & 0x01) == 0);  // unicast
     CHECK((mac[0] & 0x02) == 2);  // locally administered
-    CHECK_FALSE(vroce::is_zero_mac(mac));
+    CHECK_FALSE(vroce::device::is_zero_mac(mac));
   }
-  CHECK(vroce::is_zero_mac(MacAddress{}));
+  CHECK(vroce::device::is_zero_mac(MacAddress{}));
 }
 
 TEST_CASE("GID table laid out as a ConnectX's: link-local pair, then the address's", "[port]") {
   MacAddress mac{0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
-  auto table = vroce::build_gid_table(address("127.0.2.9"), mac, 1, 256);
+  auto table = vroce::device::build_gid_table(address("127.0.2.9"), mac, 1, 256);
   REQUIRE(table.size() == 256);
   ibv_gid link_local =
       gid({0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56});
@@ -130,7 +130,7 @@ TEST_CASE("GID table laid out as a ConnectX's: link-local pair, then the address
     CHECK_FALSE(table[i].valid);
   }
 
-  auto v6 = vroce::build_gid_table(address("fd77::1"), mac, 7, 16);
+  auto v6 = vroce::device::build_gid_table(address("fd77::1"), mac, 7, 16);
   CHECK(same(v6[1].gid, link_local));
   CHECK(same(v6[3].gid, gid({0xfd, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})));
   CHECK(v6[3].type == IBV_GID_TYPE_ROCE_V2);
@@ -138,7 +138,7 @@ TEST_CASE("GID table laid out as a ConnectX's: link-local pair, then the address
   CHECK_FALSE(v6[4].valid);
 
   // Bound to the default GID itself: the kernel lists an address once, so only 0/1.
-  auto own = vroce::build_gid_table(address("fe80::5054:ff:fe12:3456"), mac, 3, 16);
+  auto own = vroce::device::build_gid_table(address("fe80::5054:ff:fe12:3456"), mac, 3, 16);
   CHECK(same(own[1].gid, link_local));
   CHECK(own[1].type == IBV_GID_TYPE_ROCE_V2);
   CHECK_FALSE(own[2].valid);
@@ -146,8 +146,8 @@ TEST_CASE("GID table laid out as a ConnectX's: link-local pair, then the address
 }
 
 TEST_CASE("port attributes of a ConnectX port on Ethernet", "[port]") {
-  auto speed = *vroce::port_speed_for_gbps(400);
-  ibv_port_attr attr = vroce::make_port_attr(IBV_PORT_ACTIVE, IBV_MTU_1024, speed);
+  auto speed = *vroce::device::port_speed_for_gbps(400);
+  ibv_port_attr attr = vroce::device::make_port_attr(IBV_PORT_ACTIVE, IBV_MTU_1024, speed);
   CHECK(attr.state == IBV_PORT_ACTIVE);
   CHECK(attr.phys_state == 5);  // LinkUp
   CHECK(attr.max_mtu == IBV_MTU_4096);
@@ -161,14 +161,14 @@ TEST_CASE("port attributes of a ConnectX port on Ethernet", "[port]") {
   CHECK(attr.max_msg_sz == 1U << 30);
   CHECK(attr.active_width == 2);
   CHECK(attr.active_speed == 128);
-  ibv_port_attr down = vroce::make_port_attr(IBV_PORT_DOWN, IBV_MTU_1024, speed);
+  ibv_port_attr down = vroce::device::make_port_attr(IBV_PORT_DOWN, IBV_MTU_1024, speed);
   CHECK(down.state == IBV_PORT_DOWN);
   CHECK(down.phys_state == 3);  // Disabled
 }
 
 TEST_CASE("device attributes: limits, identity, no atomics", "[port]") {
-  uint64_t guid = vroce::guid_from_mac(MacAddress{0x02, 1, 2, 3, 4, 5});
-  ibv_device_attr attr = vroce::make_device_attr(guid);
+  uint64_t guid = vroce::device::guid_from_mac(MacAddress{0x02, 1, 2, 3, 4, 5});
+  ibv_device_attr attr = vroce::device::make_device_attr(guid);
   CHECK(attr.node_guid == guid);
   CHECK(attr.sys_image_guid == guid);
   CHECK(attr.vendor_id == 0x025652);
@@ -178,11 +178,11 @@ TEST_CASE("device attributes: limits, identity, no atomics", "[port]") {
   CHECK(attr.max_qp_rd_atom == 16);
   CHECK(attr.phys_port_cnt == 1);
   CHECK(attr.atomic_cap == IBV_ATOMIC_NONE);
-  CHECK(attr.max_qp == vroce::limits::kMaxQp);
-  CHECK(attr.max_qp_wr == vroce::limits::kMaxQpWr);
-  CHECK(attr.max_sge == vroce::limits::kMaxSge);
-  CHECK(attr.max_cqe == vroce::limits::kMaxCqe);
-  CHECK(attr.max_mr_size == vroce::limits::kMaxMrSize);
-  CHECK(attr.max_pd == vroce::limits::kMaxPd);
-  CHECK(std::string(attr.fw_ver) == vroce::limits::kFirmwareVersion);
+  CHECK(attr.max_qp == vroce::device::limits::kMaxQp);
+  CHECK(attr.max_qp_wr == vroce::device::limits::kMaxQpWr);
+  CHECK(attr.max_sge == vroce::device::limits::kMaxSge);
+  CHECK(attr.max_cqe == vroce::device::limits::kMaxCqe);
+  CHECK(attr.max_mr_size == vroce::device::limits::kMaxMrSize);
+  CHECK(attr.max_pd == vroce::device::limits::kMaxPd);
+  CHECK(std::string(attr.fw_ver) == vroce::device::limits::kFirmwareVersion);
 }

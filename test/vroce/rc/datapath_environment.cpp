@@ -13,7 +13,7 @@ void roce_test_environment() {
   // default of no spin. The caller's own setting wins.
   setenv("VROCE_SPIN_US", "50", 0);
 #ifdef ROCE_TEST_SHM_WIRE
-  // The same suite with the two devices on the shared-memory wire (core/shm_wire.h).
+  // The same suite with the two devices on the shared-memory wire (packet_io/shm_wire.h).
   setenv("VROCE_WIRE", "shm", 1);
 #endif
 }

@@ -1,8 +1,8 @@
-// How vroce's transmit batch becomes UDP GSO sends (core/gso_burst.h), without a socket: which
+// How vroce's transmit batch becomes UDP GSO sends (packet_io/gso_burst.h), without a socket: which
 // runs burst (one route, one length but the last, at most 8, never a CNP; the PSNs do not
 // matter), and that segment j's ICRC is the one over an IPv4 header carrying ID j, as the kernel
 // sends it.
-#include "core/gso_burst.h"
+#include "packet_io/gso_burst.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,9 +17,9 @@
 #include "wire/packet.h"
 
 using namespace vroce;
-using transport::GsoBursts;
-using transport::OutDatagram;
-using transport::TxPacket;
+using packet_io::GsoBursts;
+using packet_io::OutDatagram;
+using packet_io::TxPacket;
 
 namespace {
 
@@ -62,7 +62,7 @@ Route route_v6() {
 // A transmit batch: built packets (socket-path ICRCs, ID 0) and their TxPackets.
 struct Batch {
   std::vector<std::vector<uint8_t>> bytes;
-  std::vector<TxPacket> packets;
+  std::vector<packet_io::TxPacket> packets;
 
   void add(const Route& route, wire::Opcode opcode, uint32_t psn, size_t payload,
            uint32_t dest_qp = 0x42, uint8_t traffic_class = 106, uint8_t hop_limit = 64) {
@@ -81,23 +81,24 @@ struct Batch {
     REQUIRE(built.ok());
     out.resize(built.size);
     bytes.push_back(std::move(out));
-    packets.push_back(TxPacket{nullptr, 0, &route.dst, route.dst_len, traffic_class, hop_limit});
+    packets.push_back(
+        packet_io::TxPacket{nullptr, 0, &route.dst, route.dst_len, traffic_class, hop_limit});
   }
 
   // Forms the messages; the TxPackets point into `bytes`, which no longer grows.
-  std::vector<OutDatagram> form(GsoBursts& bursts, bool on = true) {
+  std::vector<packet_io::OutDatagram> form(packet_io::GsoBursts& bursts, bool on = true) {
     for (size_t i = 0; i < packets.size(); ++i) {
       packets[i].data = bytes[i].data();
       packets[i].length = bytes[i].size();
     }
-    std::vector<OutDatagram> out(packets.size());
+    std::vector<packet_io::OutDatagram> out(packets.size());
     out.resize(bursts.form(packets, on, out.data()));
     return out;
   }
 };
 
 // The datagrams a message carries, as (pointer, length).
-std::vector<std::pair<const uint8_t*, size_t>> datagrams_of(const OutDatagram& d) {
+std::vector<std::pair<const uint8_t*, size_t>> datagrams_of(const packet_io::OutDatagram& d) {
   std::vector<std::pair<const uint8_t*, size_t>> out;
   if (d.segment_count >= 2) {
     for (size_t j = 0; j < d.segment_count; ++j) {
@@ -109,9 +110,9 @@ std::vector<std::pair<const uint8_t*, size_t>> datagrams_of(const OutDatagram& d
   return out;
 }
 
-std::vector<size_t> shape(const std::vector<OutDatagram>& messages) {
+std::vector<size_t> shape(const std::vector<packet_io::OutDatagram>& messages) {
   std::vector<size_t> sizes;
-  for (const OutDatagram& d : messages) {
+  for (const packet_io::OutDatagram& d : messages) {
     sizes.push_back(d.segment_count >= 2 ? d.segment_count : 1);
   }
   return sizes;
@@ -147,11 +148,11 @@ TEST_CASE("a run bursts by 8 wherever it starts, segment j sealed for IPv4 ID j"
     b.add(to, wire::Opcode::WriteMiddle, psn, 1024);  // across the 2^24 wrap, from PSN % 8 = 5
   }
   const auto unpatched = b.bytes;
-  GsoBursts bursts;
+  packet_io::GsoBursts bursts;
   const auto out = b.form(bursts);
   REQUIRE(shape(out) == std::vector<size_t>{8, 8, 5});
   size_t index = 0;
-  for (const OutDatagram& d : out) {
+  for (const packet_io::OutDatagram& d : out) {
     CHECK(d.segment_size == 12 + 1024 + 4);
     CHECK(d.dst == &to.dst);
     CHECK(d.traffic_class == 106);
@@ -178,7 +179,7 @@ TEST_CASE("a message leaves in the same bursts from any initial PSN", "[gso]") {
   // immediate) is longer again and leaves alone. Four sends from every PSN: while bursts had to
   // start at a multiple of 8, this took 4 to 9 depending on the QP's initial PSN.
   const Route to = route_v4(0x7F00000C);
-  GsoBursts bursts;
+  packet_io::GsoBursts bursts;
   for (uint32_t first = 0x000100; first < 0x000108; ++first) {
     CAPTURE(first);
     Batch b;
@@ -199,7 +200,7 @@ TEST_CASE("only the last packet of a burst may be shorter", "[gso]") {
   b.add(to, wire::Opcode::WriteMiddle, 17, 1024);
   b.add(to, wire::Opcode::WriteLast, 18, 100);  // shorter: ends the burst
   b.add(to, wire::Opcode::WriteFirst, 19, 1024);
-  GsoBursts bursts;
+  packet_io::GsoBursts bursts;
   auto out = b.form(bursts);
   CHECK(shape(out) == std::vector<size_t>{2, 2, 1});
   CHECK(out[0].segment_size == 12 + 16 + 1024 + 4);
@@ -217,7 +218,7 @@ TEST_CASE("only the last packet of a burst may be shorter", "[gso]") {
 TEST_CASE("another route or a CNP ends a burst; another QP, direction or PSN does not", "[gso]") {
   const Route to = route_v4(0x7F00000C);
   const Route other = route_v4(0x7F00000D);
-  GsoBursts bursts;
+  packet_io::GsoBursts bursts;
   struct Case {
     const char* what;
     std::vector<size_t> shape;
@@ -280,7 +281,7 @@ TEST_CASE("IPv6 has no ID: any run of equal lengths bursts, its ICRCs untouched"
     b.add(to, wire::Opcode::WriteMiddle, psn, 1024, psn < 10 ? 0x42 : 0x43);
   }
   const auto unpatched = b.bytes;
-  GsoBursts bursts;
+  packet_io::GsoBursts bursts;
   CHECK(shape(b.form(bursts)) == std::vector<size_t>{8, 2});
   CHECK(b.bytes == unpatched);
 }
@@ -292,7 +293,7 @@ TEST_CASE("with bursts off every packet is one datagram, unchanged", "[gso]") {
     b.add(to, wire::Opcode::WriteMiddle, psn, 1024);
   }
   const auto unpatched = b.bytes;
-  GsoBursts bursts;
+  packet_io::GsoBursts bursts;
   const auto out = b.form(bursts, false);
   CHECK(out.size() == 16);
   CHECK(shape(out) == std::vector<size_t>(16, 1));

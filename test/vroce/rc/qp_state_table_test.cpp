@@ -10,10 +10,10 @@
 
 namespace {
 
-using vroce::check_modify_qp;
-using vroce::GidEntry;
-using vroce::PortLimits;
-using vroce::rc_transition_rule;
+using vroce::core::check_modify_qp;
+using vroce::core::PortLimits;
+using vroce::core::rc_transition_rule;
+using vroce::device::GidEntry;
 
 constexpr int kAllBits[] = {
     IBV_QP_CUR_STATE,
@@ -147,7 +147,7 @@ TEST_CASE("only the RC transitions of the kernel table are valid", "[qp_state]")
   Fixture f;
   for (ibv_qp_state from : kStates) {
     for (ibv_qp_state to : kStates) {
-      CAPTURE(vroce::qp_state_name(from), vroce::qp_state_name(to));
+      CAPTURE(vroce::core::qp_state_name(from), vroce::core::qp_state_name(to));
       auto rule = rc_transition_rule(from, to);
       CHECK(rule.valid == legal(from, to));
       ibv_qp_attr attr = good_attr(to, from);
@@ -202,7 +202,8 @@ TEST_CASE("each legal transition: required bits missing, optional bits added, fo
       ibv_qp_attr attr = good_attr(to, from);
       int base = IBV_QP_STATE | rule.required;
       for (int bit : kAllBits) {
-        CAPTURE(vroce::qp_state_name(from), vroce::qp_state_name(to), vroce::qp_mask_names(bit));
+        CAPTURE(vroce::core::qp_state_name(from), vroce::core::qp_state_name(to),
+                vroce::core::qp_mask_names(bit));
         std::string why;
         if ((rule.required & bit) != 0) {
           CHECK(check_modify_qp(from, attr, base & ~bit, f.limits, &why) == EINVAL);
@@ -359,19 +360,19 @@ TEST_CASE("apply_modify_qp copies exactly the masked attributes", "[qp_state]") 
   ibv_qp_attr attr = good_attr(IBV_QPS_RTR, IBV_QPS_INIT);
   attr.rq_psn = 0x12345678;
   attr.dest_qp_num = 0xABCDEF;
-  vroce::apply_modify_qp(stored, attr, IBV_QP_STATE | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN);
+  vroce::core::apply_modify_qp(stored, attr, IBV_QP_STATE | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN);
   CHECK(stored.qp_state == IBV_QPS_RTR);
   CHECK(stored.rq_psn == 0x345678);
   CHECK(stored.dest_qp_num == 0xABCDEF);
   CHECK(stored.path_mtu == 0);  // not in the mask
   CHECK(stored.ah_attr.is_global == 0);
-  vroce::apply_modify_qp(stored, attr, IBV_QP_AV | IBV_QP_PATH_MTU);
+  vroce::core::apply_modify_qp(stored, attr, IBV_QP_AV | IBV_QP_PATH_MTU);
   CHECK(stored.ah_attr.grh.traffic_class == 106);
   CHECK(stored.path_mtu == IBV_MTU_1024);
 }
 
 TEST_CASE("mask names for log lines", "[qp_state]") {
-  CHECK(vroce::qp_mask_names(IBV_QP_AV | IBV_QP_PATH_MTU) == "AV|PATH_MTU");
-  CHECK(vroce::qp_mask_names(0) == "none");
-  CHECK(vroce::qp_mask_names(1 << 22) == "0x400000");
+  CHECK(vroce::core::qp_mask_names(IBV_QP_AV | IBV_QP_PATH_MTU) == "AV|PATH_MTU");
+  CHECK(vroce::core::qp_mask_names(0) == "none");
+  CHECK(vroce::core::qp_mask_names(1 << 22) == "0x400000");
 }

@@ -1,7 +1,7 @@
-// The shared-memory wire's inbox and senders (core/shm_wire.h) without an engine: what a slot
+// The shared-memory wire's inbox and senders (packet_io/shm_wire.h) without an engine: what a slot
 // carries, the doorbell rule, a full ring, a sender that claims a slot and never fills it, an
 // owner that goes away and one that replaces it, a file of another layout.
-#include "core/shm_wire.h"
+#include "packet_io/shm_wire.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,13 +15,13 @@
 #include <thread>
 #include <vector>
 
-#include "core/stats.h"
+#include "stats/stats.h"
 
-using vroce::transport::InDatagram;
-using vroce::transport::OutDatagram;
-using vroce::transport::ShmInbox;
-using vroce::transport::ShmMapping;
-using vroce::transport::ShmPeers;
+using vroce::packet_io::InDatagram;
+using vroce::packet_io::OutDatagram;
+using vroce::packet_io::ShmInbox;
+using vroce::packet_io::ShmMapping;
+using vroce::packet_io::ShmPeers;
 
 namespace {
 
@@ -286,7 +286,7 @@ TEST_CASE("an inbox left by an owner that died is marked closed and replaced by 
   // The dead owner's file, as a crash leaves it: still named, never marked closed.
   ShmMapping dead;
   std::string message;
-  const std::string path = vroce::transport::shm_inbox_path(prefix, b);
+  const std::string path = vroce::packet_io::shm_inbox_path(prefix, b);
   REQUIRE(dead.create(path, &message) == 0);
   ShmPeers from_a;
   from_a.open(prefix, a, "testA");
@@ -307,7 +307,7 @@ TEST_CASE("a file of another layout under an inbox's name is not written to") {
   std::string prefix = test_prefix();
   sockaddr_storage a = ipv4("127.0.9.1");
   sockaddr_storage b = ipv4("127.0.9.2");
-  const std::string path = vroce::transport::shm_inbox_path(prefix, b);
+  const std::string path = vroce::packet_io::shm_inbox_path(prefix, b);
   int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
   REQUIRE(fd >= 0);
   REQUIRE(::ftruncate(fd, 4096) == 0);

@@ -1,6 +1,6 @@
 // The two wake-ups of vroce's event path, each with the interleaving that could lose one forced
-// by the test rather than left to timing: the progress thread's eventfd (core/wake_fd.h), and a
-// completion channel whose poster signals the fd only after it released the channel's mutex
+// by the test rather than left to timing: the progress thread's eventfd (packet_io/wake_fd.h), and
+// a completion channel whose poster signals the fd only after it released the channel's mutex
 // (core/cq.h).
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "core/cq.h"
-#include "core/wake_fd.h"
+#include "packet_io/wake_fd.h"
 
 namespace {
 
@@ -26,8 +26,8 @@ bool readable(int fd) {
 
 // A channel and CQs as create_comp_channel and create_cq set up the parts get() and post() use.
 struct Channel {
-  vroce::CompChannel channel;
-  vroce::Cq cqs[2];
+  vroce::core::CompChannel channel;
+  vroce::core::Cq cqs[2];
   Channel() {
     channel.ibv.fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
     REQUIRE(channel.ibv.fd >= 0);
@@ -53,7 +53,7 @@ TEST_CASE(
     "a wake-up that lands while the progress thread drains its eventfd does not disable "
     "later ones",
     "[wakeup]") {
-  vroce::transport::WakeFd wake;
+  vroce::packet_io::WakeFd wake;
   REQUIRE(wake.open() == 0);
   wake.wake();
   REQUIRE(readable(wake.fd()));
@@ -77,10 +77,10 @@ TEST_CASE("completion channel: the fd is readable exactly while events wait, acr
   c.channel.post(&c.cqs[0]);
   c.channel.post(&c.cqs[1]);
   c.channel.post(&c.cqs[0]);
-  vroce::Cq* order[] = {&c.cqs[0], &c.cqs[1], &c.cqs[0]};
-  for (vroce::Cq* expected : order) {
+  vroce::core::Cq* order[] = {&c.cqs[0], &c.cqs[1], &c.cqs[0]};
+  for (vroce::core::Cq* expected : order) {
     REQUIRE(readable(c.channel.ibv.fd));
-    vroce::Cq* got = nullptr;
+    vroce::core::Cq* got = nullptr;
     REQUIRE(c.channel.get(&got) == 0);
     REQUIRE(got == expected);
   }
@@ -90,7 +90,7 @@ TEST_CASE("completion channel: the fd is readable exactly while events wait, acr
   // O_NONBLOCK: an empty channel says EAGAIN.
   int flags = ::fcntl(c.channel.ibv.fd, F_GETFL);
   REQUIRE(::fcntl(c.channel.ibv.fd, F_SETFL, flags | O_NONBLOCK) == 0);
-  vroce::Cq* got = nullptr;
+  vroce::core::Cq* got = nullptr;
   errno = 0;
   REQUIRE(c.channel.get(&got) == -1);
   REQUIRE(errno == EAGAIN);
@@ -108,7 +108,7 @@ TEST_CASE(
   }
   // The poster has queued the event and not yet written the fd when the waiter takes it.
   c.channel.queue(&c.cqs[0]);
-  vroce::Cq* got = nullptr;
+  vroce::core::Cq* got = nullptr;
   int rc = -2;
   std::thread waiter([&] { rc = c.channel.get(&got); });
   while (c.queued() != 0) {  // the waiter took the event: now the poster signals
@@ -133,7 +133,7 @@ TEST_CASE("completion channel: a destroyed CQ's queued events leave no unit behi
   c.channel.post(&c.cqs[1]);
   c.channel.post(&c.cqs[0]);
   REQUIRE(c.channel.discard(&c.cqs[0]) == 2);
-  vroce::Cq* got = nullptr;
+  vroce::core::Cq* got = nullptr;
   REQUIRE(c.channel.get(&got) == 0);
   REQUIRE(got == &c.cqs[1]);
   REQUIRE_FALSE(readable(c.channel.ibv.fd));
@@ -150,7 +150,7 @@ TEST_CASE("completion channel: a blocked waiter gets every event a racing poster
   });
   int got_count = 0;
   for (; got_count < kEvents; ++got_count) {
-    vroce::Cq* got = nullptr;
+    vroce::core::Cq* got = nullptr;
     REQUIRE(c.channel.get(&got) == 0);
   }
   poster.join();

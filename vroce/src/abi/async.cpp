@@ -2,15 +2,15 @@
 #include <cerrno>
 
 #include "abi/export.h"
-#include "core/async_event_queue.h"
-#include "core/context.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 
 VROCE_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
   if (context == nullptr || event == nullptr) {
     errno = EINVAL;
     return -1;
   }
-  int rc = vroce::to_context(context)->async_events->get(event);
+  int rc = vroce::device::to_context(context)->async_events->get(event);
   if (rc != 0) {
     errno = rc;
     return -1;
@@ -37,12 +37,12 @@ VROCE_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
       context = event->element.wq != nullptr ? event->element.wq->context : nullptr;
       break;
     default:
-      if (vroce::AsyncEventQueue::object_of(*event) != nullptr) {
+      if (vroce::device::AsyncEventQueue::object_of(*event) != nullptr) {
         context = event->element.qp->context;
       }
       break;
   }
   if (context != nullptr) {
-    vroce::to_context(context)->async_events->ack(*event);
+    vroce::device::to_context(context)->async_events->ack(*event);
   }
 }

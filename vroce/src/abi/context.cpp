@@ -7,7 +7,7 @@
 // RC engine (install_data_path_ops). Extended ops left NULL make their inline wrappers report
 // EOPNOTSUPP/ENOSYS, which is true: vroce has no XRC, flow steering, WQs, counters, device
 // memory, TDs or parent domains.
-#include "core/context.h"
+#include "device/context.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,10 +21,12 @@
 #include <new>
 #include <string>
 
+#include "abi/device_registry.h"
 #include "abi/export.h"
 #include "abi/query_ops.h"
-#include "core/async_event_queue.h"
 #include "core/context_objects.h"
+#include "core/verbs.h"
+#include "device/async_event_queue.h"
 #include "device/device.h"
 #include "device/limits.h"
 #include "util/log.h"
@@ -84,19 +86,19 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) {
 }  // namespace
 
 VROCE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-  vroce::Device* dev = vroce::device_from_ibv(device);
+  vroce::device::Device* dev = vroce::abi::device_from_ibv(device);
   if (dev == nullptr) {
     errno = EINVAL;  // not a device from ibv_get_device_list
     return nullptr;
   }
   try {
-    auto created = vroce::AsyncEventQueue::create();
+    auto created = vroce::device::AsyncEventQueue::create();
     if (!created) {
       VROCE_LOG(Error, "cannot open %s: %s", dev->name().c_str(), created.error().c_str());
       errno = EMFILE;
       return nullptr;
     }
-    std::unique_ptr<vroce::AsyncEventQueue> events = std::move(*created);
+    std::unique_ptr<vroce::device::AsyncEventQueue> events = std::move(*created);
     // There is no kernel command channel; cmd_fd is an open descriptor of /dev/null so that
     // programs that fcntl/dup/close it see a valid descriptor.
     int cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -108,7 +110,7 @@ VROCE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
       return nullptr;
     }
 
-    auto ctx = std::make_unique<vroce::Context>();
+    auto ctx = std::make_unique<vroce::device::Context>();
     ctx->device = dev;
     ctx->async_events = std::move(events);
     verbs_context& vctx = ctx->vctx;
@@ -118,12 +120,12 @@ VROCE_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
     vctx.create_qp_ex = create_qp_ex;
     ibv_context& context = vctx.context;
     context.device = device;
-    vroce::install_data_path_ops(context.ops);
+    vroce::core::install_data_path_ops(context.ops);
     context.ops._compat_query_device = compat_query_device;
     context.ops._compat_query_port = compat_query_port;
     context.cmd_fd = cmd_fd;
     context.async_fd = ctx->async_events->fd();
-    context.num_comp_vectors = vroce::limits::kNumCompVectors;
+    context.num_comp_vectors = vroce::device::limits::kNumCompVectors;
     pthread_mutex_init(&context.mutex, nullptr);
     context.abi_compat = reinterpret_cast<void*>(UINTPTR_MAX);  // __VERBS_ABI_IS_EXTENDED
     dev->refresh_netdev_mtu();
@@ -140,10 +142,10 @@ VROCE_EXPORT int ibv_close_device(ibv_context* context) {
     errno = EINVAL;
     return -1;
   }
-  vroce::Context* ctx = vroce::to_context(context);
+  vroce::device::Context* ctx = vroce::device::to_context(context);
   // rdma-core returns 0 here whatever is left, and the kernel reclaims a closed context's
   // objects; perftest's ib_send_bw, for one, never destroys its receive CQ.
-  std::string leaked = vroce::release_context_objects(*ctx);
+  std::string leaked = vroce::core::release_context_objects(*ctx);
   if (!leaked.empty()) {
     VROCE_LOG(Warn, "ibv_close_device(%s): released what the program did not destroy: %s",
               ctx->device->name().c_str(), leaked.c_str());

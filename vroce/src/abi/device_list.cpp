@@ -3,14 +3,15 @@
 #include <cstdlib>
 #include <span>
 
+#include "abi/device_registry.h"
 #include "abi/export.h"
 #include "device/device.h"
 
-using vroce::Device;
+using vroce::device::Device;
 
 VROCE_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
   try {
-    std::span<Device* const> all = vroce::devices();
+    std::span<Device* const> all = vroce::abi::devices();
     // malloc, not new: the list is the caller's until ibv_free_device_list, a C API. An array
     // of pointers, NULL-terminated, so the element size is a pointer's.
     auto** list = static_cast<ibv_device**>(
@@ -46,7 +47,7 @@ VROCE_EXPORT const char* ibv_get_device_name(ibv_device* device) {
 }
 
 VROCE_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
-  Device* dev = vroce::device_from_ibv(device);
+  Device* dev = vroce::abi::device_from_ibv(device);
   if (dev == nullptr) {
     errno = EINVAL;
     return 0;
@@ -55,7 +56,7 @@ VROCE_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
 }
 
 VROCE_EXPORT int ibv_get_device_index(ibv_device* device) {
-  Device* dev = vroce::device_from_ibv(device);
+  Device* dev = vroce::abi::device_from_ibv(device);
   if (dev == nullptr) {
     errno = EINVAL;
     return -1;

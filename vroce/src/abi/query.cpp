@@ -11,7 +11,7 @@
 #include "abi/export.h"
 #include "abi/private_decls.h"
 #include "abi/query_ops.h"
-#include "core/context.h"
+#include "device/context.h"
 #include "device/device.h"
 #include "device/limits.h"
 
@@ -26,24 +26,24 @@ namespace {
 constexpr size_t kCompatPortAttrSize = offsetof(ibv_port_attr, port_cap_flags2);
 static_assert(kCompatPortAttrSize == 48);
 
-Device* device_of(ibv_context* context) {
-  return context == nullptr ? nullptr : to_context(context)->device;
+device::Device* device_of(ibv_context* context) {
+  return context == nullptr ? nullptr : device::to_context(context)->device;
 }
 
 // The GID entry at (port, index), or nullptr when either is out of range.
-const GidEntry* gid_slot(ibv_context* context, uint32_t port_num, uint64_t index) {
-  Device* device = device_of(context);
-  if (device == nullptr || port_num != limits::kPortNum || index >= device->gids().size()) {
+const device::GidEntry* gid_slot(ibv_context* context, uint32_t port_num, uint64_t index) {
+  device::Device* device = device_of(context);
+  if (device == nullptr || port_num != device::limits::kPortNum || index >= device->gids().size()) {
     return nullptr;
   }
   return &device->gids()[index];
 }
 
-ibv_gid_entry make_entry(const GidEntry& slot, uint32_t index) {
+ibv_gid_entry make_entry(const device::GidEntry& slot, uint32_t index) {
   ibv_gid_entry entry{};
   entry.gid = slot.gid;
   entry.gid_index = index;
-  entry.port_num = limits::kPortNum;
+  entry.port_num = device::limits::kPortNum;
   entry.gid_type = slot.type;
   entry.ndev_ifindex = static_cast<uint32_t>(slot.ndev_ifindex);
   return entry;
@@ -53,8 +53,8 @@ ibv_gid_entry make_entry(const GidEntry& slot, uint32_t index) {
 
 int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr,
                size_t port_attr_len) {
-  Device* device = device_of(context);
-  if (device == nullptr || port_attr == nullptr || port_num != limits::kPortNum ||
+  device::Device* device = device_of(context);
+  if (device == nullptr || port_attr == nullptr || port_num != device::limits::kPortNum ||
       port_attr_len < kCompatPortAttrSize) {
     return EINVAL;
   }
@@ -69,7 +69,7 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* port_attr,
 }
 
 int query_device(ibv_context* context, ibv_device_attr* device_attr) {
-  Device* device = device_of(context);
+  device::Device* device = device_of(context);
   if (device == nullptr || device_attr == nullptr) {
     return EINVAL;
   }
@@ -79,7 +79,7 @@ int query_device(ibv_context* context, ibv_device_attr* device_attr) {
 
 int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t attr_size) {
-  Device* device = device_of(context);
+  device::Device* device = device_of(context);
   if (device == nullptr || attr == nullptr || (input != nullptr && input->comp_mask != 0) ||
       attr_size < sizeof(ibv_device_attr)) {
     return EINVAL;
@@ -99,8 +99,8 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
 
 }  // namespace vroce::abi
 
-using vroce::GidEntry;
 using vroce::abi::gid_slot;
+using vroce::device::GidEntry;
 
 VROCE_EXPORT int ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) {
   return vroce::abi::query_device(context, device_attr);
@@ -143,7 +143,7 @@ VROCE_EXPORT int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint
 
 VROCE_EXPORT ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries,
                                           size_t max_entries, uint32_t flags, size_t entry_size) {
-  vroce::Device* device = vroce::abi::device_of(context);
+  vroce::device::Device* device = vroce::abi::device_of(context);
   if (device == nullptr || flags != 0 || entry_size < sizeof(ibv_gid_entry) ||
       (entries == nullptr && max_entries != 0)) {
     return -EINVAL;
@@ -180,8 +180,8 @@ VROCE_EXPORT int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsi
 }
 
 VROCE_EXPORT int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) {
-  if (vroce::abi::device_of(context) == nullptr || port_num != vroce::limits::kPortNum ||
-      index < 0 || index >= vroce::limits::kMaxPkeys || pkey == nullptr) {
+  if (vroce::abi::device_of(context) == nullptr || port_num != vroce::device::limits::kPortNum ||
+      index < 0 || index >= vroce::device::limits::kMaxPkeys || pkey == nullptr) {
     errno = EINVAL;
     return -1;
   }

@@ -13,11 +13,11 @@
 // ---- protection domains ----------------------------------------------------------------------
 
 VROCE_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
-  return vroce::alloc_pd(context);
+  return vroce::core::alloc_pd(context);
 }
 
 VROCE_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
-  return vroce::dealloc_pd(pd);
+  return vroce::core::dealloc_pd(pd);
 }
 
 // ---- memory regions --------------------------------------------------------------------------
@@ -28,23 +28,23 @@ VROCE_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
 #undef ibv_reg_mr_iova
 
 VROCE_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
-  return vroce::reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
-                       static_cast<unsigned>(access));
+  return vroce::core::reg_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr),
+                             static_cast<unsigned>(access));
 }
 
 VROCE_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                                      int access) {
-  return vroce::reg_mr(pd, addr, length, iova, static_cast<unsigned>(access));
+  return vroce::core::reg_mr(pd, addr, length, iova, static_cast<unsigned>(access));
 }
 
 VROCE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                                       unsigned int access) {
-  return vroce::reg_mr(pd, addr, length, iova, access);
+  return vroce::core::reg_mr(pd, addr, length, iova, access);
 }
 
 VROCE_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova,
                                        int fd, int access) {
-  return vroce::reg_dmabuf_mr(pd, offset, length, iova, fd, static_cast<unsigned>(access));
+  return vroce::core::reg_dmabuf_mr(pd, offset, length, iova, fd, static_cast<unsigned>(access));
 }
 
 // Re-registration is not implemented: the region stays as it was and the caller learns so
@@ -56,57 +56,57 @@ VROCE_EXPORT int ibv_rereg_mr(ibv_mr* /*mr*/, int /*flags*/, ibv_pd* /*pd*/, voi
 }
 
 VROCE_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
-  return vroce::dereg_mr(mr);
+  return vroce::core::dereg_mr(mr);
 }
 
 // ---- completion queues and channels ----------------------------------------------------------
 
 VROCE_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
-  return vroce::create_comp_channel(context);
+  return vroce::core::create_comp_channel(context);
 }
 
 VROCE_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
-  return vroce::destroy_comp_channel(channel);
+  return vroce::core::destroy_comp_channel(channel);
 }
 
 VROCE_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
                                    ibv_comp_channel* channel, int comp_vector) {
-  return vroce::create_cq(context, cqe, cq_context, channel, comp_vector);
+  return vroce::core::create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 
 VROCE_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
-  return vroce::resize_cq(cq, cqe);
+  return vroce::core::resize_cq(cq, cqe);
 }
 
 VROCE_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
-  return vroce::destroy_cq(cq);
+  return vroce::core::destroy_cq(cq);
 }
 
 VROCE_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
-  return vroce::get_cq_event(channel, cq, cq_context);
+  return vroce::core::get_cq_event(channel, cq, cq_context);
 }
 
 VROCE_EXPORT void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
-  vroce::ack_cq_events(cq, nevents);
+  vroce::core::ack_cq_events(cq, nevents);
 }
 
 // ---- queue pairs -----------------------------------------------------------------------------
 
 VROCE_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
-  return vroce::create_qp(pd, qp_init_attr);
+  return vroce::core::create_qp(pd, qp_init_attr);
 }
 
 VROCE_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
-  return vroce::modify_qp(qp, attr, attr_mask);
+  return vroce::core::modify_qp(qp, attr, attr_mask);
 }
 
 VROCE_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask,
                               ibv_qp_init_attr* init_attr) {
-  return vroce::query_qp(qp, attr, attr_mask, init_attr);
+  return vroce::core::query_qp(qp, attr, attr_mask, init_attr);
 }
 
 VROCE_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
-  return vroce::destroy_qp(qp);
+  return vroce::core::destroy_qp(qp);
 }
 
 // vroce places every payload in PSN order from one thread, so the data of SEND, RDMA WRITE and
@@ -129,11 +129,11 @@ VROCE_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32
 
 // Enhanced connection establishment, with mlx5's semantics (core/ece.h).
 VROCE_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) {
-  return vroce::query_ece(qp, ece);
+  return vroce::core::query_ece(qp, ece);
 }
 
 VROCE_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
-  return vroce::set_ece(qp, ece);
+  return vroce::core::set_ece(qp, ece);
 }
 
 // vroce QPs are created by ibv_create_qp and have no ibv_qp_ex (no work-request builder API);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "abi/export.h"
-#include "core/stats.h"
+#include "stats/stats.h"
 
 VROCE_EXPORT int vroce_stats_json(char* buf, size_t len) {
   std::string json = vroce::stats_json();

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "abi/device_registry.h"
 #include "abi/export.h"
 #include "device/device.h"
 
@@ -37,7 +38,7 @@ VROCE_EXPORT int vroce_inject_port_event(const char* device_name, int event_type
     return -1;
   }
   try {
-    for (vroce::Device* device : vroce::devices()) {
+    for (vroce::device::Device* device : vroce::abi::devices()) {
       if (device->name() == device_name) {
         return device->raise_port_event(static_cast<ibv_event_type>(event_type));
       }

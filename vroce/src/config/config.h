@@ -86,15 +86,15 @@ struct Config {
   // from a program that busy-polls; measured by scripts/bench-perftest.sh).
   std::optional<uint32_t> spin_us;
   // VROCE_GSO: send runs of packets to one peer as one UDP GSO send (UDP_SEGMENT) and receive
-  // with UDP_GRO, which cuts the kernel's per-datagram cost (core/gso_burst.h). The packets on
+  // with UDP_GRO, which cuts the kernel's per-datagram cost (packet_io/gso_burst.h). The packets on
   // the wire are the same either way; 0 sends and receives one datagram per packet.
   bool gso = true;
   // VROCE_WIRE: how packets reach the other vroce devices of this host. "udp" (default): every
   // packet is a UDP datagram, so nftables, veths, tshark and netem-like faults see them all.
   // "shm": a device whose peer runs on this host, in the same network namespace, with
   // VROCE_WIRE=shm too, writes the same packet bytes into the peer's ring in /dev/shm
-  // (core/shm_wire.h), which the peer's progress thread reads without a system call; packets to
-  // every other address still go by UDP. The speed of an RC exchange is then vroce's, not the
+  // (packet_io/shm_wire.h), which the peer's progress thread reads without a system call; packets
+  // to every other address still go by UDP. The speed of an RC exchange is then vroce's, not the
   // kernel's UDP path (docs/vroce.md, "The shared-memory wire").
   bool shm_wire = false;
   // VROCE_IDENTITY: the vendor and part ids ibv_query_device reports. vroce's own (default)

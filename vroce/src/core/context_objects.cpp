@@ -9,13 +9,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
 #include "core/cq.h"
 #include "core/verbs.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 constexpr size_t kKinds = 5;
@@ -31,8 +31,8 @@ std::mutex& owned_mutex() {
 }
 
 // Never destroyed: contexts may be closed from atexit handlers after static teardown began.
-std::unordered_map<const Context*, Owned>& owned() {
-  static auto* map = new std::unordered_map<const Context*, Owned>();
+std::unordered_map<const device::Context*, Owned>& owned() {
+  static auto* map = new std::unordered_map<const device::Context*, Owned>();
   return *map;
 }
 
@@ -113,12 +113,12 @@ void release(ContextObject kind, void* object) {
 
 }  // namespace
 
-void track_context_object(const Context* ctx, ContextObject kind, void* object) {
+void track_context_object(const device::Context* ctx, ContextObject kind, void* object) {
   std::lock_guard lock(owned_mutex());
   owned()[ctx].objects[static_cast<size_t>(kind)].push_back(object);
 }
 
-void untrack_context_object(const Context* ctx, ContextObject kind, void* object) {
+void untrack_context_object(const device::Context* ctx, ContextObject kind, void* object) {
   std::lock_guard lock(owned_mutex());
   auto& map = owned();
   auto it = map.find(ctx);
@@ -134,7 +134,7 @@ void untrack_context_object(const Context* ctx, ContextObject kind, void* object
   map.erase(it);
 }
 
-std::string release_context_objects(Context& ctx) {
+std::string release_context_objects(device::Context& ctx) {
   Owned left;
   {
     std::lock_guard lock(owned_mutex());
@@ -162,4 +162,4 @@ std::string release_context_objects(Context& ctx) {
   return what;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

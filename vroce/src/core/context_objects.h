@@ -6,20 +6,22 @@
 
 #include <string>
 
-namespace vroce {
-
+namespace vroce::device {
 struct Context;
+}  // namespace vroce::device
+
+namespace vroce::core {
 
 enum class ContextObject { Qp, Mr, Cq, CompChannel, Pd };
 
 // Records (or forgets) an object of `ctx`. Thread-safe.
-void track_context_object(const Context* ctx, ContextObject kind, void* object);
-void untrack_context_object(const Context* ctx, ContextObject kind, void* object);
+void track_context_object(const device::Context* ctx, ContextObject kind, void* object);
+void untrack_context_object(const device::Context* ctx, ContextObject kind, void* object);
 
 // Destroys every object `ctx` still owns, children before parents (QPs, MRs, CQs, channels,
 // PDs), and returns a description of what was released ("1 QP (qpn 0x1a2b3c), 2 CQs, 1 PD"),
 // empty when nothing was left. Events the program can no longer acknowledge are treated as
 // acknowledged. Called by ibv_close_device, when no other thread may use the context.
-std::string release_context_objects(Context& ctx);
+std::string release_context_objects(device::Context& ctx);
 
-}  // namespace vroce
+}  // namespace vroce::core

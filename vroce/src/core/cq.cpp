@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/async_events.h"
-#include "core/stats.h"
+#include "device/async_events.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 
 void CompChannel::queue(Cq* cq) {
   std::lock_guard lock(mutex);
@@ -129,7 +129,7 @@ bool Cq::push(const ibv_wc& wc, bool solicited) {
         ibv_async_event event{};
         event.element.cq = &ibv;
         event.event_type = IBV_EVENT_CQ_ERR;
-        raise_async_event(*ctx, event);
+        device::raise_async_event(*ctx, event);
       }
       return false;
     }
@@ -168,4 +168,4 @@ void Cq::arm(bool solicited_only) {
   solicited_only_ = solicited_only;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

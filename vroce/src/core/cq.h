@@ -13,9 +13,12 @@
 #include <mutex>
 #include <vector>
 
-namespace vroce {
-
+namespace vroce::device {
 struct Context;
+}  // namespace vroce::device
+
+namespace vroce::core {
+
 struct Cq;
 class DeviceState;
 
@@ -23,7 +26,7 @@ struct CompChannel {
   // ibv.fd: a semaphore eventfd holding one unit per queued event, written after the event is
   // queued and read by whoever takes it, so the fd is readable while events wait.
   ibv_comp_channel ibv{};  // first member
-  Context* ctx = nullptr;
+  device::Context* ctx = nullptr;
   std::mutex mutex;
   std::deque<Cq*> events;        // guarded by mutex
   std::atomic<uint32_t> cqs{0};  // CQs bound to this channel
@@ -53,7 +56,7 @@ inline CompChannel* to_channel(ibv_comp_channel* channel) noexcept {
 
 struct Cq {
   ibv_cq ibv{};  // first member: users hold &ibv
-  Context* ctx = nullptr;
+  device::Context* ctx = nullptr;
   DeviceState* device = nullptr;  // whose engine an idle poller may drive
   CompChannel* channel = nullptr;
   std::atomic<uint32_t> qps{0};  // QPs using this CQ (send or receive)
@@ -95,4 +98,4 @@ inline Cq* to_cq(ibv_cq* cq) noexcept {
   return reinterpret_cast<Cq*>(cq);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

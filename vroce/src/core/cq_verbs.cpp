@@ -7,17 +7,17 @@
 #include <cerrno>
 #include <new>
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
 #include "core/context_objects.h"
 #include "core/cq.h"
 #include "core/device_state.h"
-#include "core/stats.h"
 #include "core/verbs.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 #include "device/device.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 
 ibv_comp_channel* create_comp_channel(ibv_context* context) {
   if (context == nullptr) {
@@ -39,7 +39,7 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) {
   channel->ibv.context = context;
   channel->ibv.fd = fd;
   channel->ibv.refcnt = 0;
-  channel->ctx = to_context(context);
+  channel->ctx = device::to_context(context);
   track_context_object(channel->ctx, ContextObject::CompChannel, &channel->ibv);
   stats().live_comp_channels.inc();
   return &channel->ibv;
@@ -68,7 +68,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
     errno = EINVAL;
     return nullptr;
   }
-  Context* ctx = to_context(context);
+  device::Context* ctx = device::to_context(context);
   int max_cqe = ctx->device->device_attr().max_cqe;
   if (cqe < 1 || cqe > max_cqe) {
     VROCE_LOG(Warn, "ibv_create_cq: cqe %d is outside 1..%d (the device's max_cqe)", cqe, max_cqe);
@@ -183,4 +183,4 @@ void ack_cq_events(ibv_cq* ibv, unsigned int nevents) {
   pthread_mutex_unlock(&ibv->mutex);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -6,15 +6,15 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/context.h"
 #include "core/cq.h"
 #include "core/device_state.h"
 #include "core/engine.h"
 #include "core/qp.h"
 #include "core/verbs.h"
+#include "device/context.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 // Logged once per process per kind, so a program that retries does not flood stderr.
@@ -234,4 +234,4 @@ void install_data_path_ops(ibv_context_ops& ops) noexcept {
   ops.dealloc_mw = dealloc_mw_unsupported;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

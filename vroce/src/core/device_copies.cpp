@@ -7,11 +7,11 @@
 
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
 #include "gpu/memory.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 int copy_now(uint64_t where, const void* src, size_t length) noexcept {
@@ -152,4 +152,4 @@ int copy_from_device(uint64_t where, void* dst, size_t length) noexcept {
   return read_now(where, dst, length);
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

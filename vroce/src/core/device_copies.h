@@ -20,11 +20,9 @@
 
 #include "core/key_table.h"
 
-namespace vroce {
-struct Qp;
-}
+namespace vroce::core {
 
-namespace vroce::transport {
+struct Qp;
 
 // At most this much is combined into one copy in either direction.
 inline constexpr size_t kDeviceCopyBatchBytes = size_t{256} << 10;
@@ -62,4 +60,4 @@ class DeviceReadAhead {
   bool valid_ = false;
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -15,7 +15,7 @@
 #include "sysfs/fake_sysfs.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 std::mutex& registry_mutex() {
@@ -43,10 +43,10 @@ uint32_t random_qpn_seed() {
 
 }  // namespace
 
-DeviceState& DeviceState::of(Device& device) {
+DeviceState& DeviceState::of(device::Device& device) {
   // Devices live for the process, so their states do too (never destroyed: the progress
   // threads they may own are stopped by the last QP's destruction, not by static teardown).
-  static auto* states = new std::map<Device*, std::unique_ptr<DeviceState>>();
+  static auto* states = new std::map<device::Device*, std::unique_ptr<DeviceState>>();
   std::lock_guard lock(registry_mutex());
   auto& slot = (*states)[&device];
   if (!slot) {
@@ -55,10 +55,11 @@ DeviceState& DeviceState::of(Device& device) {
   return *slot;
 }
 
-DeviceState::DeviceState(Device& device) : device_(device) {
+DeviceState::DeviceState(device::Device& device) : device_(device) {
   next_qpn_ = 0x100 + (random_qpn_seed() % 0xF00000);
   if (const auto& root = config().sysfs_root) {
-    counter_files_ = std::make_unique<PortCounterFiles>(fake_sysfs_port_dir(*root, device.name()));
+    counter_files_ =
+        std::make_unique<sysfs::PortCounterFiles>(sysfs::fake_sysfs_port_dir(*root, device.name()));
   }
 }
 
@@ -72,7 +73,8 @@ void DeviceState::publish_port_counters(bool force) noexcept {
   }
 }
 
-std::optional<PortCounterFiles::Clock::time_point> DeviceState::port_counters_due() const noexcept {
+std::optional<sysfs::PortCounterFiles::Clock::time_point> DeviceState::port_counters_due()
+    const noexcept {
   return counter_files_ ? counter_files_->due(port_counters_) : std::nullopt;
 }
 
@@ -95,27 +97,26 @@ uint32_t DeviceState::allocate_qpn() {
   return qpn;
 }
 
-std::shared_ptr<transport::Engine> DeviceState::engine(int* error) {
+std::shared_ptr<Engine> DeviceState::engine(int* error) {
   std::unique_lock lock(mutex_);
   if (auto running = engine_.lock()) {
     return running;
   }
   // A previous engine whose last QP just went may still hold the port: let it finish.
   stopped_.wait(lock, [this] { return engines_alive_ == 0; });
-  std::unique_ptr<transport::Engine> fresh = transport::Engine::start(*this, error);
+  std::unique_ptr<Engine> fresh = Engine::start(*this, error);
   if (!fresh) {
     return nullptr;
   }
-  transport::Engine* raw = fresh.release();
+  Engine* raw = fresh.release();
   ++engines_alive_;
   live_.store(raw, std::memory_order_seq_cst);
-  std::shared_ptr<transport::Engine> shared(raw,
-                                            [this](transport::Engine* e) { engine_stopped(e); });
+  std::shared_ptr<Engine> shared(raw, [this](Engine* e) { engine_stopped(e); });
   engine_ = shared;
   return shared;
 }
 
-void DeviceState::engine_stopped(transport::Engine* engine) {
+void DeviceState::engine_stopped(Engine* engine) {
   live_.store(nullptr, std::memory_order_seq_cst);
   while (pollers_.load(std::memory_order_seq_cst) != 0) {
     std::this_thread::yield();
@@ -128,10 +129,10 @@ void DeviceState::engine_stopped(transport::Engine* engine) {
 
 void DeviceState::progress() noexcept {
   pollers_.fetch_add(1, std::memory_order_seq_cst);
-  if (transport::Engine* engine = live_.load(std::memory_order_seq_cst)) {
+  if (Engine* engine = live_.load(std::memory_order_seq_cst)) {
     engine->try_progress();
   }
   pollers_.fetch_sub(1, std::memory_order_release);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

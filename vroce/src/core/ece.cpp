@@ -7,7 +7,7 @@
 #include "config/config.h"
 #include "core/qp.h"
 
-namespace vroce {
+namespace vroce::core {
 
 int query_ece(ibv_qp* ibv, ibv_ece* ece) {
   if (ibv == nullptr || ece == nullptr) {
@@ -53,4 +53,4 @@ int set_ece(ibv_qp* ibv, ibv_ece* ece) {
   return 0;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

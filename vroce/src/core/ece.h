@@ -11,11 +11,11 @@
 
 #include <cstdint>
 
-namespace vroce {
+namespace vroce::core {
 
 inline constexpr uint32_t kEceVendorMellanox = 0x15b3;  // PCI_VENDOR_ID_MELLANOX
 
 int query_ece(ibv_qp* ibv, ibv_ece* ece);
 int set_ece(ibv_qp* ibv, ibv_ece* ece);
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -19,14 +19,14 @@
 #include "core/device_state.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/socket_address.h"
 #include "device/device.h"
 #include "device/device_netns.h"
+#include "packet_io/socket_address.h"
 #include "util/log.h"
 #include "wire/ecn.h"
 #include "wire/ip_udp.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 // The largest datagram accepted; larger ones are dropped as oversize_datagram.
@@ -125,25 +125,26 @@ Engine::Engine(DeviceState& device, const FaultSpec& faults)
       port_counters_(device.port_counters()),
       faults_(faults),
       spin_(spin_after_activity_us()) {
-  tx_.resize(UdpPort::kMaxBatch);
-  tx_packets_.resize(UdpPort::kMaxBatch);
-  out_.resize(UdpPort::kMaxBatch * 3);
-  rx_.resize(UdpPort::kMaxBatch);  // datagrams per receive round, whether coalesced or not
+  tx_.resize(packet_io::UdpPort::kMaxBatch);
+  tx_packets_.resize(packet_io::UdpPort::kMaxBatch);
+  out_.resize(packet_io::UdpPort::kMaxBatch * 3);
+  rx_.resize(
+      packet_io::UdpPort::kMaxBatch);  // datagrams per receive round, whether coalesced or not
   bounce_.resize(wire::kMaxPayload);
 }
 
 int Engine::open(std::string* message) {
-  Device& dev = device_.device();
+  device::Device& dev = device_.device();
   int rc = 0;
   {
-    const InDeviceNetns in_netns;  // the device's address is in the devices' namespace
+    const device::InDeviceNetns in_netns;  // the device's address is in the devices' namespace
     if (!in_netns.ok()) {
       *message = dev.name() + ": " + in_netns.error();
       return EPERM;
     }
     // GSO sends are formed only without fault injection (flush_tx); GRO works either way.
-    rc = port_.open(dev.address(), dev.name(), UdpPort::Options{kRxBufferSize, config().gso},
-                    message);
+    rc = port_.open(dev.address(), dev.name(),
+                    packet_io::UdpPort::Options{kRxBufferSize, config().gso}, message);
     if (rc == 0 && config().shm_wire) {
       rc = open_shm_wire(message);
     }
@@ -177,13 +178,13 @@ int Engine::open(std::string* message) {
 }
 
 int Engine::open_shm_wire(std::string* message) {
-  Device& dev = device_.device();
-  std::string prefix = shm_inbox_prefix(message);
+  device::Device& dev = device_.device();
+  std::string prefix = packet_io::shm_inbox_prefix(message);
   if (prefix.empty()) {
     *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message;
     return EPERM;
   }
-  auto inbox = std::make_unique<ShmInbox>();
+  auto inbox = std::make_unique<packet_io::ShmInbox>();
   int rc = inbox->open(prefix, dev.address(), message);
   if (rc != 0) {
     *message = "device " + dev.name() + " (VROCE_WIRE=shm): " + *message +
@@ -331,164 +332,198 @@ void Engine::hand_over(bool more) {
 
 // ---- the progress thread ---------------------------------------------------------------------
 
-void Engine::run() {
-  request_short_slice();
-  epoll_event events[4];
-  bool timer_fired = false;
-  Clock::time_point observed = Clock::now();
+// What the progress thread carries from one pass of its loop to the next.
+struct Engine::ProgressLoop {
+  bool timer_fired = false;  // the timerfd was read: the next round clears timer_armed_
+  Clock::time_point observed = Clock::now();  // the thread's last look at the clock
   // When to wake at the latest, and whether an ACK timer bounds the sleep: set by the last round
   // that held the engine (a round that found it taken leaves them as they were).
   Clock::time_point wake_by;
   bool bounded = false;
-  // The spin below saw the socket readable: the next round only takes a free engine.
+  // The spin saw the socket readable: the next round only takes a free engine.
   bool spun_into_arrival = false;
+};
+
+// What ended the wait between two runs of rounds: epoll's events, from the spin or the sleep.
+struct Engine::Wait {
+  epoll_event events[4];
+  int n = 0;
+  bool slept = false;     // the events came from the sleep, not from the spin
+  bool in_inbox = false;  // a slot of the shared-memory wire was found filled
+};
+
+void Engine::run() {
+  request_short_slice();
+  ProgressLoop loop;
   while (!stop_.load(std::memory_order_relaxed)) {
-    // Whether this round ends in a spin (decided now: only the spin below starts a backoff).
+    // Whether this pass ends in a spin (decided now: only the spin starts a backoff).
     const bool may_spin = spin_.count() > 0 && Clock::now() >= spin_backoff_until_;
-    bool more = true;
-    while (more && !stop_.load(std::memory_order_relaxed)) {
-      // The lock is given up between rounds, so posting and polling threads can get in.
-      std::unique_lock<std::mutex> lock;
-      if (spun_into_arrival) {
-        // An arrival found by spinning is taken at once if the engine is free: a program that
-        // spins on memory (ib_write_lat) sees its WRITE without this thread first sleeping on
-        // the mutex behind the program's own poll (perftest polls its send CQ until the ACK,
-        // which is when the peer's WRITE follows). If a program thread holds the engine, it is
-        // receiving what arrived: spin on instead of sleeping on the mutex, which would also
-        // cost that thread a futex wake-up on its way out. docs/benchmarks-log.md, "An arrival
-        // found by spinning".
-        spun_into_arrival = false;
-        lock = std::unique_lock(mutex_, std::try_to_lock);
-        if (!lock.owns_lock()) {
-          break;
-        }
-      } else {
-        let_kick_in();
-        lock = lock_for_progress(may_spin);
-      }
-      if (timer_fired) {
-        timer_armed_ = false;
-        timer_fired = false;
-      }
-      Clock::time_point t = Clock::now();
-      if (t - observed > kStallGap) {
-        account_stall(t - observed);  // preempted between two rounds
-      }
-      observed = t;
-      more = pump(true, true);
-      if (more) {
-        continue;
-      }
-      // The last round prepares the wait, under the same lock.
-      send_held();
-      bool any = false;
-      Clock::time_point deadline = next_deadline(&any);
-      cover_deadline(deadline, any);
-      // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
-      // spent runnable but not running is measured and not charged to the peer.
-      bounded = any_ack_timer();
-      wake_by = Clock::now() + kHeartbeat;
-      if (any && deadline < wake_by) {
-        wake_by = deadline;
-      }
-    }
+    work_until_idle(loop, may_spin);
     publish_counters_if_due();
-    // Spin: an arrival right after activity (the next packet of a ping-pong, a WRITE a program
-    // polls memory for) is handled within microseconds, without a wake-up. Only while a CPU is
-    // free for it: a spin that finds itself preempted means the machine has no idle core, where
-    // spinning only takes the CPU from the program (and a woken thread preempts a spinning one
-    // anyway), so spinning then stays off for kSpinBackoff.
-    int n = 0;
-    bool slept = false;     // the events below came from the sleep, not from the spin
-    bool in_inbox = false;  // a slot of the shared-memory wire was found filled
-    Clock::time_point spin_end = Clock::now() + spin_;
-    while (may_spin && !stop_.load(std::memory_order_relaxed) &&
-           !kick_pending_.load(std::memory_order_seq_cst)) {
-      if (inbox_ && inbox_->arrival()) {
-        in_inbox = true;  // one memory read, no system call
-        break;
-      }
-      n = ::epoll_wait(epoll_fd_, events, 4, 0);
-      Clock::time_point t = Clock::now();
-      if (t - observed > kStallGap) {
-        std::unique_lock lock = lock_for_progress(may_spin);
-        account_stall(t - observed);
-      }
-      bool preempted = t - observed > kSpinPreempted;
-      observed = t;
-      if (preempted) {
-        spin_backoff_until_ = t + kSpinBackoff;
-        stats().spin_backoffs.add();
-        break;
-      }
-      if (n != 0 || t >= spin_end) {
-        break;
-      }
-    }
-    if (n == 0 && !in_inbox && !kick_pending_.load(std::memory_order_seq_cst) &&
+    Wait wait;
+    spin_for_arrival(loop, wait, may_spin);
+    if (wait.n == 0 && !wait.in_inbox && !kick_pending_.load(std::memory_order_seq_cst) &&
         !stop_.load(std::memory_order_relaxed)) {
-      slept = true;
-      sleeping_.store(true, std::memory_order_seq_cst);
-      // On the shared-memory wire, senders ring the doorbell only once the inbox says this
-      // thread sleeps; a slot filled before the mark is seen here instead (under the engine
-      // mutex, which the inbox's reading end needs).
-      if (inbox_ && !inbox_will_sleep(may_spin)) {
-        in_inbox = true;
-      } else if (!kick_pending_.load(std::memory_order_seq_cst) &&
-                 !stop_.load(std::memory_order_seq_cst)) {
-        int timeout_ms = -1;
-        if (bounded) {
-          auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_by - Clock::now());
-          timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
-        }
-        // Counts changed since they were last published: wake in time to publish them. With
-        // nothing pending, the next thread that works in the engine wakes this one (hand_over),
-        // since posting and polling threads change the counts too. The mark is set before the
-        // check, so a change after the check always finds it.
-        if (device_.publishes_port_counters()) {
-          counters_unwatched_.store(true, std::memory_order_seq_cst);
-          if (auto due = device_.port_counters_due()) {
-            counters_unwatched_.store(false, std::memory_order_relaxed);
-            auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
-            int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
-            timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
-          }
-        }
-        n = ::epoll_wait(epoll_fd_, events, 4, timeout_ms);
-      }
-      if (inbox_) {
-        inbox_->end_sleep();
-      }
-      sleeping_.store(false, std::memory_order_seq_cst);
-      Clock::time_point t = Clock::now();
-      // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
-      // did not run (an earlier socket or eventfd wake-up only makes this an underestimate).
-      if (bounded && t - wake_by > kStallGap) {
-        std::unique_lock lock = lock_for_progress(may_spin);
-        account_stall(t - wake_by);
-      }
-      observed = t;
+      sleep_until_woken(loop, wait, may_spin);
     }
-    bool arrival = in_inbox;
-    bool woken = false;
-    for (int i = 0; i < n; ++i) {
-      uint64_t value;
-      if (events[i].data.fd == port_.fd()) {
-        arrival = true;
-      } else if (events[i].data.fd == wake_fd_.fd()) {
-        wake_fd_.consume();
-        woken = true;
-      } else if (events[i].data.fd == timer_fd_) {
-        [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
-        timer_fired = true;
-      }
-    }
-    // Only a bare arrival may be left to a program thread that holds the engine: that thread
-    // receives it. A wake-up (work handed over, hand_over) or a fired timer is this thread's
-    // alone, and its eventfd or timerfd has just been read, so the next round must run.
-    spun_into_arrival = !slept && arrival && !woken && !timer_fired;
+    take_wakeups(loop, wait);
   }
-  // What the progress thread cost, for the counters (the CPU price of spinning).
+  count_progress_thread_cpu();
+}
+
+void Engine::work_until_idle(ProgressLoop& loop, bool may_spin) {
+  bool more = true;
+  while (more && !stop_.load(std::memory_order_relaxed)) {
+    // The lock is given up between rounds, so posting and polling threads can get in.
+    std::unique_lock<std::mutex> lock;
+    if (loop.spun_into_arrival) {
+      // An arrival found by spinning is taken at once if the engine is free: a program that
+      // spins on memory (ib_write_lat) sees its WRITE without this thread first sleeping on
+      // the mutex behind the program's own poll (perftest polls its send CQ until the ACK,
+      // which is when the peer's WRITE follows). If a program thread holds the engine, it is
+      // receiving what arrived: spin on instead of sleeping on the mutex, which would also
+      // cost that thread a futex wake-up on its way out. docs/benchmarks-log.md, "An arrival
+      // found by spinning".
+      loop.spun_into_arrival = false;
+      lock = std::unique_lock(mutex_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        return;
+      }
+    } else {
+      let_kick_in();
+      lock = lock_for_progress(may_spin);
+    }
+    if (loop.timer_fired) {
+      timer_armed_ = false;
+      loop.timer_fired = false;
+    }
+    Clock::time_point t = Clock::now();
+    if (t - loop.observed > kStallGap) {
+      account_stall(t - loop.observed);  // preempted between two rounds
+    }
+    loop.observed = t;
+    more = pump(true, true);
+    if (more) {
+      continue;
+    }
+    // The last round prepares the wait, under the same lock.
+    send_held();
+    bool any = false;
+    Clock::time_point deadline = next_deadline(&any);
+    cover_deadline(deadline, any);
+    // While an ACK timer runs the thread wakes at least every kHeartbeat, so that time it
+    // spent runnable but not running is measured and not charged to the peer.
+    loop.bounded = any_ack_timer();
+    loop.wake_by = Clock::now() + kHeartbeat;
+    if (any && deadline < loop.wake_by) {
+      loop.wake_by = deadline;
+    }
+  }
+}
+
+// Spin: an arrival right after activity (the next packet of a ping-pong, a WRITE a program
+// polls memory for) is handled within microseconds, without a wake-up. Only while a CPU is
+// free for it: a spin that finds itself preempted means the machine has no idle core, where
+// spinning only takes the CPU from the program (and a woken thread preempts a spinning one
+// anyway), so spinning then stays off for kSpinBackoff.
+void Engine::spin_for_arrival(ProgressLoop& loop, Wait& wait, bool may_spin) {
+  Clock::time_point spin_end = Clock::now() + spin_;
+  while (may_spin && !stop_.load(std::memory_order_relaxed) &&
+         !kick_pending_.load(std::memory_order_seq_cst)) {
+    if (inbox_ && inbox_->arrival()) {
+      wait.in_inbox = true;  // one memory read, no system call
+      break;
+    }
+    wait.n = ::epoll_wait(epoll_fd_, wait.events, 4, 0);
+    Clock::time_point t = Clock::now();
+    if (t - loop.observed > kStallGap) {
+      std::unique_lock lock = lock_for_progress(may_spin);
+      account_stall(t - loop.observed);
+    }
+    bool preempted = t - loop.observed > kSpinPreempted;
+    loop.observed = t;
+    if (preempted) {
+      spin_backoff_until_ = t + kSpinBackoff;
+      stats().spin_backoffs.add();
+      break;
+    }
+    if (wait.n != 0 || t >= spin_end) {
+      break;
+    }
+  }
+}
+
+void Engine::sleep_until_woken(ProgressLoop& loop, Wait& wait, bool may_spin) {
+  wait.slept = true;
+  sleeping_.store(true, std::memory_order_seq_cst);
+  // On the shared-memory wire, senders ring the doorbell only once the inbox says this
+  // thread sleeps; a slot filled before the mark is seen here instead (under the engine
+  // mutex, which the inbox's reading end needs).
+  if (inbox_ && !inbox_will_sleep(may_spin)) {
+    wait.in_inbox = true;
+  } else if (!kick_pending_.load(std::memory_order_seq_cst) &&
+             !stop_.load(std::memory_order_seq_cst)) {
+    wait.n = ::epoll_wait(epoll_fd_, wait.events, 4, sleep_timeout_ms(loop));
+  }
+  if (inbox_) {
+    inbox_->end_sleep();
+  }
+  sleeping_.store(false, std::memory_order_seq_cst);
+  Clock::time_point t = Clock::now();
+  // Woken later than the ACK deadline or the heartbeat asked: the thread was runnable and
+  // did not run (an earlier socket or eventfd wake-up only makes this an underestimate).
+  if (loop.bounded && t - loop.wake_by > kStallGap) {
+    std::unique_lock lock = lock_for_progress(may_spin);
+    account_stall(t - loop.wake_by);
+  }
+  loop.observed = t;
+}
+
+int Engine::sleep_timeout_ms(const ProgressLoop& loop) {
+  int timeout_ms = -1;
+  if (loop.bounded) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(loop.wake_by - Clock::now());
+    timeout_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+  }
+  // Counts changed since they were last published: wake in time to publish them. With
+  // nothing pending, the next thread that works in the engine wakes this one (hand_over),
+  // since posting and polling threads change the counts too. The mark is set before the
+  // check, so a change after the check always finds it.
+  if (device_.publishes_port_counters()) {
+    counters_unwatched_.store(true, std::memory_order_seq_cst);
+    if (auto due = device_.port_counters_due()) {
+      counters_unwatched_.store(false, std::memory_order_relaxed);
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+      int counters_ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+      timeout_ms = timeout_ms < 0 ? counters_ms : std::min(timeout_ms, counters_ms);
+    }
+  }
+  return timeout_ms;
+}
+
+void Engine::take_wakeups(ProgressLoop& loop, const Wait& wait) {
+  bool arrival = wait.in_inbox;
+  bool woken = false;
+  for (int i = 0; i < wait.n; ++i) {
+    uint64_t value;
+    if (wait.events[i].data.fd == port_.fd()) {
+      arrival = true;
+    } else if (wait.events[i].data.fd == wake_fd_.fd()) {
+      wake_fd_.consume();
+      woken = true;
+    } else if (wait.events[i].data.fd == timer_fd_) {
+      [[maybe_unused]] ssize_t r = ::read(timer_fd_, &value, sizeof(value));
+      loop.timer_fired = true;
+    }
+  }
+  // Only a bare arrival may be left to a program thread that holds the engine: that thread
+  // receives it. A wake-up (work handed over, hand_over) or a fired timer is this thread's
+  // alone, and its eventfd or timerfd has just been read, so the next round must run.
+  loop.spun_into_arrival = !wait.slept && arrival && !woken && !loop.timer_fired;
+}
+
+// What the progress thread cost, for the counters (the CPU price of spinning).
+void Engine::count_progress_thread_cpu() {
   timespec cpu{};
   if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
     stats().progress_thread_cpu_us.add(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000 +
@@ -646,8 +681,8 @@ void Engine::send_held() {
     return;
   }
   // A packet held back for reordering goes out when nothing follows it.
-  OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
-                held_->dst_len,     held_->traffic_class, held_->hop_limit};
+  packet_io::OutDatagram d{held_->data.data(), held_->data.size(),   &held_->dst,
+                           held_->dst_len,     held_->traffic_class, held_->hop_limit};
   send_datagrams(&d, 1);
   held_.reset();
 }
@@ -676,12 +711,12 @@ size_t Engine::receive_pass(bool* more_waiting, bool socket) {
       n = 0;
     }
     for (size_t i = 0; i < n; ++i) {
-      InDatagram& d = rx_[i];
-      port_counters_.add(PortCounter::PortRcvPackets);
-      port_counters_.add(PortCounter::PortRcvData, d.length + ip_udp_overhead());
+      packet_io::InDatagram& d = rx_[i];
+      port_counters_.add(packet_io::PortCounter::PortRcvPackets);
+      port_counters_.add(packet_io::PortCounter::PortRcvData, d.length + ip_udp_overhead());
       if (d.truncated) {
         stats().count_drop(DropReason::OversizeDatagram);
-        port_counters_.add(PortCounter::PortRcvErrors);
+        port_counters_.add(packet_io::PortCounter::PortRcvErrors);
         continue;
       }
       if (!d.dst_known) {
@@ -721,7 +756,7 @@ bool Engine::more_datagrams() const noexcept {
   return port_.more_waiting() || (inbox_ && inbox_->arrival());
 }
 
-void Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
+void Engine::send_datagrams(packet_io::OutDatagram* datagrams, size_t count) {
   size_t lost = 0;
   size_t by_udp = count;
   if (inbox_) {
@@ -738,14 +773,14 @@ void Engine::send_datagrams(OutDatagram* datagrams, size_t count) {
   }
   if (inbox_) {
     shm_peers_.ring_doorbells([this](const sockaddr_storage& address, socklen_t length) {
-      OutDatagram bell{nullptr, 0, &address, length, 0, 64};
+      packet_io::OutDatagram bell{nullptr, 0, &address, length, 0, 64};
       size_t ignored = 0;
       port_.send(&bell, 1, &ignored);
       stats().shm_doorbells.add();
     });
   }
   stats().drops[static_cast<size_t>(DropReason::TxSocketError)].add(refused);
-  port_counters_.add(PortCounter::PortXmitDiscards, refused + lost);
+  port_counters_.add(packet_io::PortCounter::PortXmitDiscards, refused + lost);
 }
 
 void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
@@ -762,7 +797,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   wire::ParseResult parsed = wire::parse_packet(wire::ByteSpan(data, length), options);
   if (!parsed.ok()) {
     stats().count_drop(drop_reason(parsed.error));
-    port_counters_.add(PortCounter::PortRcvErrors);
+    port_counters_.add(packet_io::PortCounter::PortRcvErrors);
     VROCE_LOG(Debug, "dropped a packet: %.*s (%.*s)",
               static_cast<int>(wire::parse_error_name(parsed.error).size()),
               wire::parse_error_name(parsed.error).data(),
@@ -776,7 +811,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   bool congestion_experienced = wire::ecn_bits(traffic_class) == wire::kEcnCe;
   if (congestion_experienced) {
     stats().ecn_marked_received.add();
-    port_counters_.add(PortCounter::NpEcnMarkedRocePackets);
+    port_counters_.add(packet_io::PortCounter::NpEcnMarkedRocePackets);
   }
   auto it = qps_.find(view.headers.bth.dest_qp);
   if (it == qps_.end()) {
@@ -787,7 +822,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
   if (traits.kind == wire::OpKind::Cnp) {
     // The reaction point: counted, no rate reduction (vroce has no DCQCN; docs/vroce.md).
     stats().cnps_received.add();
-    port_counters_.add(PortCounter::RpCnpHandled);
+    port_counters_.add(packet_io::PortCounter::RpCnpHandled);
     return;
   }
   ibv_qp_state state = qp.state.load(std::memory_order_relaxed);
@@ -798,7 +833,7 @@ void Engine::dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
     stats().count_drop(DropReason::QpNotReady);
     return;
   }
-  if (!same_ip(src, qp.tp.path.addr)) {
+  if (!packet_io::same_ip(src, qp.tp.path.addr)) {
     stats().count_drop(DropReason::WrongPeer);
     return;
   }
@@ -867,8 +902,8 @@ bool Engine::emit(const Qp& qp, const wire::PacketHeaders& headers,
   Stats& s = stats();
   s.tx_packets[static_cast<size_t>(meta.cls)].add();
   s.tx_payload_bytes.add(meta.payload);
-  port_counters_.add(PortCounter::PortXmitPackets);
-  port_counters_.add(PortCounter::PortXmitData, built.size + ip_udp_overhead());
+  port_counters_.add(packet_io::PortCounter::PortXmitPackets);
+  port_counters_.add(packet_io::PortCounter::PortXmitData, built.size + ip_udp_overhead());
   if (meta.retransmission) {
     s.retransmitted_packets.add();
   }
@@ -894,7 +929,7 @@ void Engine::on_congestion_experienced(Qp& qp) {
   meta.cnp = true;
   if (emit(qp, wire::make_cnp_headers(qp.tp.path.dest_qpn), {}, meta)) {
     stats().cnps_sent.add();
-    port_counters_.add(PortCounter::NpCnpSent);
+    port_counters_.add(packet_io::PortCounter::NpCnpSent);
   }
 }
 
@@ -906,20 +941,20 @@ void Engine::flush_tx() {
   }
   if (device_.device().port_state() == IBV_PORT_DOWN) [[unlikely]] {  // no link: see receive_pass
     stats().drops[static_cast<size_t>(DropReason::LinkDown)].add(tx_count_);
-    port_counters_.add(PortCounter::PortXmitDiscards, tx_count_);
+    port_counters_.add(packet_io::PortCounter::PortXmitDiscards, tx_count_);
   } else if (faults_.enabled()) {
     send_with_faults(tx_count_);
   } else {
     for (size_t i = 0; i < tx_count_; ++i) {
       TxSlot& slot = tx_[i];
-      tx_packets_[i] = TxPacket{slot.data,
-                                slot.length,
-                                &slot.path->addr,
-                                slot.path->addr_len,
-                                traffic_class_for(slot),
-                                slot.path->hop_limit};
+      tx_packets_[i] = packet_io::TxPacket{slot.data,
+                                           slot.length,
+                                           &slot.path->addr,
+                                           slot.path->addr_len,
+                                           traffic_class_for(slot),
+                                           slot.path->hop_limit};
     }
-    // Runs of packets become UDP GSO sends (core/gso_burst.h), the rest single datagrams.
+    // Runs of packets become UDP GSO sends (packet_io/gso_burst.h), the rest single datagrams.
     size_t messages =
         gso_bursts_.form(std::span(tx_packets_.data(), tx_count_), port_.gso(), out_.data());
     send_datagrams(out_.data(), messages);
@@ -932,14 +967,15 @@ void Engine::send_with_faults(size_t count) {
   Stats& s = stats();
   auto push_held = [&] {
     if (held_) {
-      out_[n++] = OutDatagram{held_->data.data(), held_->data.size(),   &held_->dst,
-                              held_->dst_len,     held_->traffic_class, held_->hop_limit};
+      out_[n++] =
+          packet_io::OutDatagram{held_->data.data(), held_->data.size(),   &held_->dst,
+                                 held_->dst_len,     held_->traffic_class, held_->hop_limit};
     }
   };
   std::vector<std::unique_ptr<Delayed>> released;  // held packets queued in out_, kept alive
   for (size_t i = 0; i < count; ++i) {
     TxSlot& slot = tx_[i];
-    FaultVerdict verdict =
+    packet_io::FaultVerdict verdict =
         faults_.decide(slot.meta.dest_qpn, slot.meta.psn,
                        slot.meta.cls != PacketClass::Ack && !slot.meta.cnp, slot.meta.request);
     if (verdict.drop) {
@@ -948,7 +984,7 @@ void Engine::send_with_faults(size_t count) {
     }
     if (verdict.corrupt) {
       s.count_fault(FaultKind::Corrupt);
-      slot.data[FaultInjector::corrupt_offset(slot.length)] ^= 0x5A;
+      slot.data[packet_io::FaultInjector::corrupt_offset(slot.length)] ^= 0x5A;
     }
     uint8_t tclass = traffic_class_for(slot);
     if (verdict.ecn_mark) {
@@ -984,8 +1020,8 @@ void Engine::send_with_faults(size_t count) {
       }
       continue;
     }
-    OutDatagram out{slot.data,           slot.length, &slot.path->addr,
-                    slot.path->addr_len, tclass,      slot.path->hop_limit};
+    packet_io::OutDatagram out{slot.data,           slot.length, &slot.path->addr,
+                               slot.path->addr_len, tclass,      slot.path->hop_limit};
     out_[n++] = out;
     if (verdict.duplicate) {
       s.count_fault(FaultKind::Duplicate);
@@ -1016,7 +1052,8 @@ void Engine::timer_pass(bool timeouts) {
   size_t due = 0;
   while (!delayed_.empty() && delayed_.front().due <= now_) {
     const Delayed& d = delayed_.front();
-    OutDatagram out{d.data.data(), d.data.size(), &d.dst, d.dst_len, d.traffic_class, d.hop_limit};
+    packet_io::OutDatagram out{d.data.data(), d.data.size(),   &d.dst,
+                               d.dst_len,     d.traffic_class, d.hop_limit};
     send_datagrams(&out, 1);
     delayed_.pop_front();
     ++due;
@@ -1063,4 +1100,4 @@ void Engine::arm_timerfd(Clock::time_point deadline) {
   timer_armed_ = true;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -19,23 +19,20 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/fault_injector.h"
-#include "core/gso_burst.h"
-#include "core/port_counters.h"
 #include "core/qp_transport.h"
-#include "core/shm_wire.h"
-#include "core/stats.h"
-#include "core/udp_port.h"
-#include "core/wake_fd.h"
+#include "packet_io/fault_injector.h"
+#include "packet_io/gso_burst.h"
+#include "packet_io/port_counters.h"
+#include "packet_io/shm_wire.h"
+#include "packet_io/udp_port.h"
+#include "packet_io/wake_fd.h"
+#include "stats/stats.h"
 #include "wire/icrc.h"
 #include "wire/packet.h"
 
-namespace vroce {
+namespace vroce::core {
 class DeviceState;
 struct Qp;
-}  // namespace vroce
-
-namespace vroce::transport {
 
 // Per-packet facts the fault injector and the counters need.
 struct TxMeta {
@@ -60,7 +57,7 @@ class Engine {
 
   DeviceState& device() const noexcept { return device_; }
   // The device's port counters (hw_counters and counters), counted next to the process Stats.
-  PortCounters& port_counters() const noexcept { return port_counters_; }
+  packet_io::PortCounters& port_counters() const noexcept { return port_counters_; }
   int socket_family() const noexcept { return port_.family(); }
 
   // ---- any thread, without the mutex -------------------------------------------------------
@@ -110,7 +107,25 @@ class Engine {
   };
   int open(std::string* message);
   int open_shm_wire(std::string* message);
+  // The progress thread, until stop_: rounds of work until none is left, then a spin for an
+  // arrival or a sleep in epoll until something wakes it.
   void run();
+  struct ProgressLoop;  // what the thread carries from one pass to the next
+  struct Wait;          // what ended one wait
+  // Rounds under the mutex until one leaves nothing to do right away; the last one arms the
+  // timer and sets when the thread must wake at the latest.
+  void work_until_idle(ProgressLoop& loop, bool may_spin);
+  // Polls the inbox and epoll without blocking, for at most spin_ (only when may_spin).
+  void spin_for_arrival(ProgressLoop& loop, Wait& wait, bool may_spin);
+  // Blocks in epoll until an arrival, a wake-up, the timer, or the time the last round set.
+  void sleep_until_woken(ProgressLoop& loop, Wait& wait, bool may_spin);
+  // That sleep's timeout: the time the last round set, and the time the port counters are due
+  // to be published (marking them watched or not, see hand_over).
+  int sleep_timeout_ms(const ProgressLoop& loop);
+  // Reads the eventfd and timerfd that fired, and notes an arrival the next round may leave to
+  // a program thread that holds the engine.
+  void take_wakeups(ProgressLoop& loop, const Wait& wait);
+  void count_progress_thread_cpu();
   void wake() noexcept;
   // kick's wait for a taken engine: true when it got the mutex (then held) within kKickWait.
   bool wait_for_engine() noexcept;
@@ -151,7 +166,7 @@ class Engine {
   // Sends the datagrams: into the inboxes of peers on the shared-memory wire, the rest by UDP
   // (moved to the front of `datagrams`, in their order), then the doorbells of sleeping peers.
   // What a socket refused or a full ring lost counts as wire loss (PortXmitDiscards).
-  void send_datagrams(OutDatagram* datagrams, size_t count);
+  void send_datagrams(packet_io::OutDatagram* datagrams, size_t count);
   void dispatch(uint8_t* data, size_t length, const sockaddr_storage& src,
                 const sockaddr_storage& dst, uint8_t traffic_class);
   void transmit_pass();
@@ -175,14 +190,14 @@ class Engine {
   void publish_counters_if_due();
 
   DeviceState& device_;
-  PortCounters& port_counters_;
-  UdpPort port_;
+  packet_io::PortCounters& port_counters_;
+  packet_io::UdpPort port_;
   // VROCE_WIRE=shm: this device's inbox and the inboxes of the peers it sends to.
-  std::unique_ptr<ShmInbox> inbox_;
-  ShmPeers shm_peers_;
-  FaultInjector faults_;
+  std::unique_ptr<packet_io::ShmInbox> inbox_;
+  packet_io::ShmPeers shm_peers_;
+  packet_io::FaultInjector faults_;
   int epoll_fd_ = -1;
-  WakeFd wake_fd_;
+  packet_io::WakeFd wake_fd_;
   int timer_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -232,12 +247,12 @@ class Engine {
   std::vector<Qp*> active_;
   std::vector<TxSlot> tx_;  // kMaxBatch slots
   size_t tx_count_ = 0;
-  std::vector<TxPacket> tx_packets_;  // the batch as flush_tx hands it to gso_bursts_
-  GsoBursts gso_bursts_;
-  std::vector<OutDatagram> out_;
+  std::vector<packet_io::TxPacket> tx_packets_;  // the batch as flush_tx hands it to gso_bursts_
+  packet_io::GsoBursts gso_bursts_;
+  std::vector<packet_io::OutDatagram> out_;
   std::deque<Delayed> delayed_;
-  std::unique_ptr<Delayed> held_;  // a packet reordered behind the next one
-  std::vector<InDatagram> rx_;     // point into port_'s buffers
+  std::unique_ptr<Delayed> held_;          // a packet reordered behind the next one
+  std::vector<packet_io::InDatagram> rx_;  // point into port_'s buffers
   std::vector<uint8_t> bounce_;
   // The ICRC header states of the flows sent and received on (wire/icrc.h).
   wire::IcrcHeaderCache icrc_cache_;
@@ -245,4 +260,4 @@ class Engine {
   bool timer_armed_ = false;
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

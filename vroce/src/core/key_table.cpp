@@ -2,7 +2,7 @@
 
 #include <thread>
 
-namespace vroce {
+namespace vroce::core {
 
 KeyTable::~KeyTable() {
   for (auto& chunk : chunks_) {
@@ -93,4 +93,4 @@ MrRef KeyTable::lookup(uint32_t key, const Pd* pd, uint64_t addr, uint64_t lengt
   return ref;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -14,7 +14,7 @@
 
 #include "core/mr.h"
 
-namespace vroce {
+namespace vroce::core {
 
 struct Pd;
 
@@ -104,4 +104,4 @@ class KeyTable {
   uint32_t next_slot_ = 0;
 };
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -6,7 +6,7 @@
 #include "core/ordered_copy.h"
 #include "gpu/memory.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 // Finds the SGE holding message byte `offset`; returns num_sge when past the end.
@@ -193,4 +193,4 @@ KeyError check_sges(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uin
   return KeyError::None;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

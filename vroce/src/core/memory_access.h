@@ -16,12 +16,9 @@
 #include "core/key_table.h"
 #include "wire/packet.h"
 
-namespace vroce {
+namespace vroce::core {
 struct Pd;
 struct Qp;
-}  // namespace vroce
-
-namespace vroce::transport {
 
 // The payload pieces of one outgoing packet, with the regions they point into pinned until the
 // Gather is destroyed (after the packet was built).
@@ -101,4 +98,4 @@ KeyError place_remote(const KeyTable& keys, const Pd* pd, uint32_t rkey, uint64_
 KeyError check_sges(const KeyTable& keys, const Pd* pd, const ibv_sge* sges, uint32_t num_sge,
                     unsigned access);
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -10,7 +10,7 @@
 
 #include "gpu/memory.h"
 
-namespace vroce {
+namespace vroce::core {
 
 struct Pd;
 
@@ -38,4 +38,4 @@ inline Mr* to_mr(ibv_mr* mr) noexcept {
   return reinterpret_cast<Mr*>(mr);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

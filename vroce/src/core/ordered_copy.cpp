@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 // 16 bytes, any alignment, may alias anything: the unaligned vector type GCC's own SSE headers
@@ -76,4 +76,4 @@ void ordered_copy(void* dst, const void* src, size_t n) noexcept {
   copy_ascending(d + head + 8, s + head + 8, n - head - 8);
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

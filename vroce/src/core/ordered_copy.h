@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-namespace vroce::transport {
+namespace vroce::core {
 
 // Copies n bytes from src to dst (non-overlapping). Bytes are stored in ascending address order,
 // in 16-byte pieces, except that the last 8-byte-aligned word lying wholly inside [dst, dst + n)
@@ -19,4 +19,4 @@ namespace vroce::transport {
 // (TSO), every store is also observed in ascending order.
 void ordered_copy(void* dst, const void* src, size_t n) noexcept;
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -7,14 +7,17 @@
 #include <atomic>
 #include <cstdint>
 
-namespace vroce {
-
+namespace vroce::device {
 struct Context;
+}  // namespace vroce::device
+
+namespace vroce::core {
+
 class DeviceState;
 
 struct Pd {
   ibv_pd ibv{};  // first member: users hold &ibv
-  Context* ctx = nullptr;
+  device::Context* ctx = nullptr;
   DeviceState* device = nullptr;
   std::atomic<uint32_t> children{0};  // MRs and QPs
 };
@@ -23,4 +26,4 @@ inline Pd* to_pd(ibv_pd* pd) noexcept {
   return reinterpret_cast<Pd*>(pd);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -11,18 +11,18 @@
 #include <new>
 #include <vector>
 
-#include "core/context.h"
 #include "core/context_objects.h"
 #include "core/device_state.h"
 #include "core/mr.h"
 #include "core/pd.h"
-#include "core/stats.h"
 #include "core/verbs.h"
+#include "device/context.h"
 #include "device/device.h"
 #include "gpu/memory.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 constexpr unsigned kKnownAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -149,7 +149,7 @@ ibv_pd* alloc_pd(ibv_context* context) {
   if (pd == nullptr) {
     return fail<ibv_pd>(ENOMEM);
   }
-  Context* ctx = to_context(context);
+  device::Context* ctx = device::to_context(context);
   static std::atomic<uint32_t> next_handle{1};
   pd->ibv.context = context;
   pd->ibv.handle = next_handle.fetch_add(1, std::memory_order_relaxed);
@@ -274,4 +274,4 @@ int dereg_mr(ibv_mr* ibv) {
   return 0;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

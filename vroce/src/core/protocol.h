@@ -11,11 +11,9 @@
 #include "core/qp_transport.h"
 #include "wire/packet.h"
 
-namespace vroce {
-struct Qp;
-}
+namespace vroce::core {
 
-namespace vroce::transport {
+struct Qp;
 
 class Engine;
 
@@ -72,4 +70,4 @@ void fail_qp_fatally(Qp& qp);
 // mlx5's CQE syndrome for an error status, reported as vendor_err.
 uint32_t vendor_syndrome(ibv_wc_status status) noexcept;
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

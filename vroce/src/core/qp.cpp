@@ -11,8 +11,6 @@
 #include <cstring>
 #include <new>
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
 #include "core/context_objects.h"
 #include "core/cq.h"
 #include "core/device_state.h"
@@ -20,14 +18,16 @@
 #include "core/pd.h"
 #include "core/protocol.h"
 #include "core/qp_state_machine.h"
-#include "core/stats.h"
 #include "core/verbs.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 #include "device/device.h"
 #include "device/device_netns.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 ibv_gid gid_of(const sockaddr_storage& addr) {
@@ -42,7 +42,7 @@ ibv_gid gid_of(const sockaddr_storage& addr) {
   return gid;
 }
 
-PortLimits port_limits(Device& dev) {
+PortLimits port_limits(device::Device& dev) {
   PortLimits limits;
   const ibv_device_attr& attr = dev.device_attr();
   ibv_port_attr port = dev.port_attr();
@@ -68,7 +68,7 @@ std::string text_of(const sockaddr_storage& addr) {
 
 // The peer's address for a GRH, and whether the kernel has a route to it from the device's
 // address (a NIC resolves the dgid to a MAC at RTR and fails when it cannot).
-int resolve_peer(Device& dev, const ibv_global_route& grh, transport::PeerPath* path,
+int resolve_peer(device::Device& dev, const ibv_global_route& grh, PeerPath* path,
                  std::string* why) {
   const sockaddr_storage& local = dev.address();
   sockaddr_storage peer{};
@@ -99,7 +99,7 @@ int resolve_peer(Device& dev, const ibv_global_route& grh, transport::PeerPath* 
   int fd = -1;
   {
     // Routes are the devices' namespace's, as a NIC resolves through its own netdev.
-    const InDeviceNetns in_netns;
+    const device::InDeviceNetns in_netns;
     if (!in_netns.ok()) {
       *why = in_netns.error();
       return EINVAL;
@@ -158,15 +158,15 @@ void reset_queues(Qp& qp) {
   }
   bool active = qp.tp.active;
   bool registered = qp.tp.registered;
-  qp.tp = transport::QpTransport{};
+  qp.tp = QpTransport{};
   qp.tp.active = active;
   qp.tp.registered = registered;
 }
 
 // Runs on the progress thread: re-checks against the state the transport sees now, then
 // applies the attributes and the transition.
-int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, int mask,
-                  const PortLimits& limits, const transport::PeerPath& resolved, std::string* why) {
+int commit_modify(Engine& engine, Qp& qp, const ibv_qp_attr& attr, int mask,
+                  const PortLimits& limits, const PeerPath& resolved, std::string* why) {
   ibv_qp_state from = qp.state.load(std::memory_order_relaxed);
   int rc = check_modify_qp(from, attr, mask, limits, why);
   if (rc != 0) {
@@ -191,7 +191,7 @@ int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, in
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
     qp.max_rd_atomic.store(attr.max_rd_atomic, std::memory_order_relaxed);
   }
-  transport::PeerPath& path = qp.tp.path;
+  PeerPath& path = qp.tp.path;
   if ((mask & IBV_QP_AV) != 0) {
     uint32_t dest = path.dest_qpn;
     uint32_t pmtu = path.pmtu;
@@ -207,24 +207,24 @@ int commit_modify(transport::Engine& engine, Qp& qp, const ibv_qp_attr& attr, in
   }
   if (to == IBV_QPS_ERR) {
     if (from != IBV_QPS_ERR) {
-      transport::enter_error(engine, qp);
+      enter_error(engine, qp);
     }
     return 0;
   }
   if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
-    transport::responder_start(qp);
+    responder_start(qp);
   }
   if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
-    transport::requester_start(qp);
+    requester_start(qp);
   }
   if ((mask & IBV_QP_MIN_RNR_TIMER) != 0) {
     qp.tp.resp.min_rnr_timer = attr.min_rnr_timer;
   }
   if (from == IBV_QPS_SQD && to == IBV_QPS_SQD) {
     // SQD->SQD may change the requester's limits; keep its window where it is.
-    transport::Requester saved = qp.tp.req;
-    transport::requester_start(qp);
-    transport::Requester& r = qp.tp.req;
+    Requester saved = qp.tp.req;
+    requester_start(qp);
+    Requester& r = qp.tp.req;
     uint8_t timeout = r.timeout, retry = r.retry_cnt, rnr = r.rnr_retry, rd = r.max_rd_atomic;
     auto period = r.ack_period;
     r = saved;
@@ -251,7 +251,7 @@ ibv_qp* create_qp(ibv_pd* ibv_pd_ptr, ibv_qp_init_attr* init) {
     return nullptr;
   }
   Pd* pd = to_pd(ibv_pd_ptr);
-  Device& dev = pd->device->device();
+  device::Device& dev = pd->device->device();
   switch (init->qp_type) {
     case IBV_QPT_RC:
       break;
@@ -356,13 +356,13 @@ int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
     return EINVAL;
   }
   Qp& qp = *to_qp(ibv);
-  Device& dev = qp.device->device();
+  device::Device& dev = qp.device->device();
   PortLimits limits = port_limits(dev);
   std::string why;
   // Checked here first so that the route lookup below only sees a well-formed address vector,
   // and again on the progress thread against the state it sees then.
   int rc = check_modify_qp(qp.state.load(std::memory_order_relaxed), *attr, mask, limits, &why);
-  transport::PeerPath resolved;
+  PeerPath resolved;
   if (rc == 0 && (mask & IBV_QP_AV) != 0) {
     rc = resolve_peer(dev, attr->ah_attr.grh, &resolved, &why);
   }
@@ -429,4 +429,4 @@ int destroy_qp(ibv_qp* ibv) {
   return 0;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -14,24 +14,25 @@
 #include "core/qp_transport.h"
 #include "core/work_queue.h"
 
-namespace vroce {
-
+namespace vroce::device {
 struct Context;
+}  // namespace vroce::device
+
+namespace vroce::core {
+
 struct Pd;
 struct Cq;
 class DeviceState;
-namespace transport {
 class Engine;
-}
 
 struct Qp {
   ibv_qp ibv{};  // first member: users hold &ibv
-  Context* ctx = nullptr;
+  device::Context* ctx = nullptr;
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   DeviceState* device = nullptr;
-  std::shared_ptr<transport::Engine> engine;
+  std::shared_ptr<Engine> engine;
   bool sq_sig_all = false;
   ibv_qp_cap cap{};                          // as granted (rounded up)
   uint64_t max_message = uint64_t{1} << 30;  // the port's max_msg_sz
@@ -50,11 +51,11 @@ struct Qp {
   std::atomic<uint32_t> async_events_raised{0};
   std::atomic<bool> kick_queued{false};  // on the engine's list of QPs posted to
 
-  transport::QpTransport tp;  // progress thread only
+  QpTransport tp;  // progress thread only
 };
 
 inline Qp* to_qp(ibv_qp* qp) noexcept {
   return reinterpret_cast<Qp*>(qp);
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

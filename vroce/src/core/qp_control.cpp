@@ -2,18 +2,18 @@
 // the hold-until-signaled slot rule), the error state and its flush, async events.
 #include <cstring>
 
-#include "core/async_events.h"
-#include "core/context.h"
 #include "core/cq.h"
 #include "core/device_copies.h"
 #include "core/device_state.h"
 #include "core/engine.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
+#include "device/async_events.h"
+#include "device/context.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 ibv_wc_opcode send_wc_opcode(ibv_wr_opcode opcode) {
@@ -93,7 +93,7 @@ void raise_qp_event(Qp& qp, ibv_event_type type) {
   event.element.qp = &qp.ibv;
   event.event_type = type;
   qp.async_events_raised.fetch_add(1, std::memory_order_relaxed);
-  raise_async_event(*qp.ctx, event);
+  device::raise_async_event(*qp.ctx, event);
 }
 
 void complete_send(Qp& qp, uint32_t index, ibv_wc_status status) {
@@ -166,4 +166,4 @@ void enter_error(Engine& engine, Qp& qp) {
   engine.activate(&qp);
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

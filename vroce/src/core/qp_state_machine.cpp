@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace vroce {
+namespace vroce::core {
 namespace {
 
 constexpr int kAllKnownBits =
@@ -104,7 +104,7 @@ std::string gid_text(const ibv_gid& gid) {
 }
 
 // Index of the first valid RoCEv2 GID of the table, to name it in hints; -1 when none.
-int first_v2_index(std::span<const GidEntry> gids) {
+int first_v2_index(std::span<const device::GidEntry> gids) {
   for (size_t i = 0; i < gids.size(); ++i) {
     if (gids[i].valid && gids[i].type == IBV_GID_TYPE_ROCE_V2 && is_ipv4_mapped(gids[i].gid)) {
       return static_cast<int>(i);
@@ -135,7 +135,7 @@ bool check_av(const ibv_ah_attr& ah, const PortLimits& limits, std::string* why)
                 "RoCEv2 is at index %d): list them with ibv_devinfo -v",
                 grh.sgid_index, limits.gids.size(), first_v2_index(limits.gids));
   }
-  const GidEntry& sgid = limits.gids[grh.sgid_index];
+  const device::GidEntry& sgid = limits.gids[grh.sgid_index];
   if (sgid.type != IBV_GID_TYPE_ROCE_V2) {
     return fail(why,
                 "grh.sgid_index %u is a RoCEv1 GID; RoCEv1 frames are raw Ethernet (ethertype "
@@ -419,4 +419,4 @@ std::string qp_mask_names(int mask) {
   return out.empty() ? "none" : out;
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -13,7 +13,7 @@
 
 #include "device/device.h"
 
-namespace vroce {
+namespace vroce::core {
 
 // Mask bits of one transition, apart from IBV_QP_STATE (always allowed).
 struct TransitionRule {
@@ -32,7 +32,7 @@ struct PortLimits {
   uint8_t max_qp_init_rd_atom = 16;  // bound on max_rd_atomic (initiator depth)
   uint16_t pkey_tbl_len = 1;
   uint8_t phys_port_cnt = 1;
-  std::span<const GidEntry> gids;
+  std::span<const device::GidEntry> gids;
   ibv_gid source_gid{};  // the GID of the address the device sends from (its bound address)
 };
 
@@ -52,4 +52,4 @@ const char* qp_state_name(ibv_qp_state state) noexcept;
 // Names of the bits set in an attribute mask, "AV|PATH_MTU|...", for log lines.
 std::string qp_mask_names(int mask);
 
-}  // namespace vroce
+}  // namespace vroce::core

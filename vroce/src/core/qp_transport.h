@@ -13,7 +13,7 @@
 
 #include "wire/flow.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 
 using Clock = std::chrono::steady_clock;
 
@@ -116,4 +116,4 @@ struct QpTransport {
   bool registered = false;  // in the engine's QPN map
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

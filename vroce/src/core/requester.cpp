@@ -16,13 +16,13 @@
 #include "core/memory_access.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/mtu.h"
 #include "wire/psn.h"
 #include "wire/segment.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 // Unacknowledged request PSNs allowed in flight: sized to fit the receiver's socket buffer.
@@ -434,7 +434,7 @@ void on_read_response(Engine& engine, Qp& qp, const wire::PacketView& packet, ui
         }
       } else if (wire::psn_after(psn, expected)) {
         stats().implied_naks.add();
-        engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
+        engine.port_counters().add(packet_io::PortCounter::ImpliedNakSeqErr);
         if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
           rewind(engine, qp, expected);
         }
@@ -444,7 +444,7 @@ void on_read_response(Engine& engine, Qp& qp, const wire::PacketView& packet, ui
     if (wire::psn_after(psn, last_psn(w))) {
       // Responses of a later READ while this one misses some: those were lost.
       stats().implied_naks.add();
-      engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
+      engine.port_counters().add(packet_io::PortCounter::ImpliedNakSeqErr);
       if (!(r.rewound && r.last_rewind_psn == expected && wire::psn_after(r.psn, expected))) {
         rewind(engine, qp, expected);
       }
@@ -463,7 +463,7 @@ void on_acknowledge(Engine& engine, Qp& qp, uint8_t syndrome, uint32_t psn) {
   if (type == wire::AethType::Ack) {
     if (process_ack(engine, qp, psn)) {
       stats().implied_naks.add();
-      engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
+      engine.port_counters().add(packet_io::PortCounter::ImpliedNakSeqErr);
       rewind(engine, qp, r.una);
     }
     return;
@@ -474,7 +474,7 @@ void on_acknowledge(Engine& engine, Qp& qp, uint8_t syndrome, uint32_t psn) {
   }
   if (process_ack(engine, qp, wire::psn_add(psn, -1))) {
     stats().implied_naks.add();
-    engine.port_counters().add(PortCounter::ImpliedNakSeqErr);
+    engine.port_counters().add(packet_io::PortCounter::ImpliedNakSeqErr);
     rewind(engine, qp, r.una);
     return;
   }
@@ -484,7 +484,7 @@ void on_acknowledge(Engine& engine, Qp& qp, uint8_t syndrome, uint32_t psn) {
   uint8_t value = wire::aeth_value(syndrome);
   if (type == wire::AethType::RnrNak) {
     stats().rnr_naks_received.add();
-    engine.port_counters().add(PortCounter::RnrNakRetryErr);
+    engine.port_counters().add(packet_io::PortCounter::RnrNakRetryErr);
     if (r.rnr_retry != 7) {
       if (r.rnr_left == 0) {
         fail_head(engine, qp, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -503,7 +503,7 @@ void on_acknowledge(Engine& engine, Qp& qp, uint8_t syndrome, uint32_t psn) {
   switch (code) {
     case wire::NakCode::PsnSequenceError:
       stats().naks_received[static_cast<size_t>(NakKind::Sequence)].add();
-      engine.port_counters().add(PortCounter::PacketSeqErr);
+      engine.port_counters().add(packet_io::PortCounter::PacketSeqErr);
       // A second NAK for a gap already being resent changes nothing.
       if (!(r.rewound && r.last_rewind_psn == psn && wire::psn_after(r.psn, psn))) {
         rewind(engine, qp, psn);
@@ -572,7 +572,7 @@ void requester_on_timer(Engine& engine, Qp& qp, bool timeouts) {
     return;
   }
   stats().ack_timeouts.add();
-  engine.port_counters().add(PortCounter::LocalAckTimeoutErr);
+  engine.port_counters().add(packet_io::PortCounter::LocalAckTimeoutErr);
   if (r.retry_left == 0) {
     VROCE_LOG(Info, "qp 0x%x: no ACK for PSN 0x%06x after %u retries; RETRY_EXC_ERR", qp.ibv.qp_num,
               r.una, r.retry_cnt);
@@ -602,4 +602,4 @@ bool requester_deadline(const Qp& qp, Clock::time_point* deadline) {
   return any;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

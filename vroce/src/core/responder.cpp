@@ -12,12 +12,12 @@
 #include "core/memory_access.h"
 #include "core/protocol.h"
 #include "core/qp.h"
-#include "core/stats.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/psn.h"
 #include "wire/segment.h"
 
-namespace vroce::transport {
+namespace vroce::core {
 namespace {
 
 void emit_aeth_packet(Engine& engine, Qp& qp, uint32_t psn, const wire::Aeth& aeth) {
@@ -332,7 +332,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
   switch (wire::classify_psn(bth.psn, s.epsn)) {
     case wire::PsnClass::Duplicate:
       stats().duplicate_requests.add();
-      engine.port_counters().add(PortCounter::DuplicateRequest);
+      engine.port_counters().add(packet_io::PortCounter::DuplicateRequest);
       if (packet.traits->kind == wire::OpKind::ReadRequest) {
         reserve_read(engine, qp, packet, true);
       } else {
@@ -340,7 +340,7 @@ void responder_on_request(Engine& engine, Qp& qp, const wire::PacketView& packet
       }
       return;
     case wire::PsnClass::Ahead:
-      engine.port_counters().add(PortCounter::OutOfSequence);
+      engine.port_counters().add(packet_io::PortCounter::OutOfSequence);
       if (!s.gap_nak_sent) {
         s.gap_nak_sent = true;
         s.nak_owed = true;
@@ -417,4 +417,4 @@ bool responder_transmit(Engine& engine, Qp& qp, size_t* budget) {
   return false;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::core

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace vroce {
+namespace vroce::core {
 
 ibv_pd* alloc_pd(ibv_context* context);
 int dealloc_pd(ibv_pd* ibv);
@@ -39,8 +39,11 @@ int post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr);
 int post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int poll_cq(ibv_cq* ibv, int num_entries, ibv_wc* wc);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
+// Fills the data-path entries of the ops table (post_send, post_recv, poll_cq, req_notify_cq,
+// and the stubs that must report EOPNOTSUPP/ENOSYS); called by ibv_open_device.
+void install_data_path_ops(ibv_context_ops& ops) noexcept;
 
 // Largest inline payload a QP may ask for.
 inline constexpr uint32_t kMaxInlineData = 1024;
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-namespace vroce {
+namespace vroce::core {
 
 void SendQueue::init(uint32_t max_wr, uint32_t max_sge, uint32_t max_inline) {
   capacity_ = std::bit_ceil(std::max(max_wr, 1u));
@@ -23,4 +23,4 @@ void RecvQueue::init(uint32_t max_wr, uint32_t max_sge) {
   sges_.assign(static_cast<size_t>(capacity_) * max_sge_, ibv_sge{});
 }
 
-}  // namespace vroce
+}  // namespace vroce::core

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <vector>
 
-namespace vroce {
+namespace vroce::core {
 
 struct SendWqe {
   // Copied from the ibv_send_wr at post time.
@@ -94,4 +94,4 @@ class RecvQueue {
   std::vector<ibv_sge> sges_;
 };
 
-}  // namespace vroce
+}  // namespace vroce::core

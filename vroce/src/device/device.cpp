@@ -1,4 +1,5 @@
-// The Device class and the process-wide device registry built from config().devices.
+// The Device class: one emulated device built from its spec (the registry of all of them is
+// abi/device_registry.cpp).
 #include "device/device.h"
 
 #include <endian.h>
@@ -6,19 +7,17 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <set>
 
-#include "core/async_events.h"
-#include "core/context.h"
+#include "device/async_events.h"
+#include "device/context.h"
 #include "device/device_netns.h"
 #include "device/limits.h"
 #include "device/netdev.h"
 #include "device/port_rules.h"
-#include "sysfs/fake_sysfs.h"
 #include "util/log.h"
 #include "util/sysfs_path.h"
 
-namespace vroce {
+namespace vroce::device {
 namespace {
 
 // The ops every vroce device's VerbsDevice names: "vroce", and no kernel ABI range (there is no
@@ -28,80 +27,6 @@ constexpr VerbsDeviceOps kVerbsDeviceOps{"vroce", 0, 0};
 
 void copy_string(char* target, size_t size, const std::string& value) {
   std::snprintf(target, size, "%s", value.c_str());
-}
-
-// VROCE_PCI_FUNCTIONS: each group becomes the functions of one PCI device, on the bus of its
-// first member that exists (a device that failed to come up leaves its function number unused,
-// so the others keep the numbers the setting gave them).
-void place_pci_functions(const std::vector<Device*>& devices, const Config& cfg) {
-  auto find = [&](const std::string& name) -> Device* {
-    for (Device* device : devices) {
-      if (device->name() == name) {
-        return device;
-      }
-    }
-    return nullptr;
-  };
-  for (const std::vector<std::string>& group : cfg.pci_functions) {
-    Device* first = nullptr;
-    for (size_t function = 0; function < group.size(); ++function) {
-      Device* device = find(group[function]);
-      if (device == nullptr) {
-        continue;
-      }
-      if (first == nullptr) {
-        first = device;
-      }
-      // The functions of one adapter share its sys_image_guid, as a ConnectX's PFs do.
-      std::optional<uint64_t> guid;
-      if (!cfg.sys_image_guid) {
-        guid = first->node_guid();
-      }
-      device->place_on_pci_device(first->index(), static_cast<int>(function), guid);
-    }
-  }
-}
-
-struct Registry {
-  std::vector<Device*> devices;  // never freed: handed-out pointers stay valid until exit
-};
-
-Registry& registry() {
-  static Registry* instance = [] {
-    auto* built = new Registry;
-    remember_device_netns();  // the devices' addresses are this namespace's
-    const Config& cfg = config();
-    InterfaceTable table = read_interface_table();
-    std::set<std::string> addresses;
-    for (const DeviceSpec& spec : cfg.devices) {
-      Result<std::unique_ptr<Device>> created =
-          Device::create(spec, static_cast<int>(built->devices.size()), cfg.port_speed_gbps, table);
-      if (!created) {
-        VROCE_LOG(Error, "device %s (%s) is not available: %s", spec.name.c_str(),
-                  spec.address_or_netdev.c_str(), created.error().c_str());
-        continue;
-      }
-      std::unique_ptr<Device> device = std::move(*created);
-      std::string address = address_to_text(device->address());
-      if (!addresses.insert(address).second) {
-        VROCE_LOG(Error,
-                  "device %s (%s) is not available: %s is already bound to another vroce device; "
-                  "give each device its own address in VROCE_DEVICES",
-                  spec.name.c_str(), spec.address_or_netdev.c_str(), address.c_str());
-        continue;
-      }
-      built->devices.push_back(device.release());
-    }
-    place_pci_functions(built->devices, cfg);
-    if (cfg.sysfs_root) {
-      std::vector<std::string> errors = write_fake_sysfs(*cfg.sysfs_root, built->devices, cfg);
-      for (const std::string& error : errors) {
-        VROCE_LOG(Error, "fake sysfs: %s", error.c_str());
-      }
-    }
-    return built;
-  }();
-  return *instance;
 }
 
 }  // namespace
@@ -270,20 +195,4 @@ int Device::raise_port_event(ibv_event_type type) {
   return static_cast<int>(contexts_.size());
 }
 
-std::span<Device* const> devices() {
-  return registry().devices;
-}
-
-Device* device_from_ibv(ibv_device* dev) noexcept {
-  if (dev == nullptr) {
-    return nullptr;
-  }
-  for (Device* device : registry().devices) {
-    if (device->ibv() == dev) {
-      return device;
-    }
-  }
-  return nullptr;
-}
-
-}  // namespace vroce
+}  // namespace vroce::device

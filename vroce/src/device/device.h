@@ -1,6 +1,6 @@
 // An emulated RoCE NIC as the rest of vroce sees it: its identity, its one Ethernet port, the IP
 // address it owns and its mlx5-style GID table. Devices are created once per process from
-// config().devices and live until exit.
+// config().devices (abi/device_registry.h) and live until exit.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -21,7 +21,7 @@
 #include "config/config.h"
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::device {
 
 struct Context;
 struct InterfaceAddress;  // device/netdev.h
@@ -129,10 +129,4 @@ class Device {
   std::vector<Context*> contexts_;
 };
 
-// All devices of this process, in config order.
-std::span<Device* const> devices();
-
-// The Device behind a public ibv_device pointer, or nullptr for a pointer we did not hand out.
-Device* device_from_ibv(ibv_device* dev) noexcept;
-
-}  // namespace vroce
+}  // namespace vroce::device

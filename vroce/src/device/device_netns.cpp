@@ -11,7 +11,7 @@
 
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::device {
 namespace {
 
 constexpr const char* kThreadNetns = "/proc/thread-self/ns/net";
@@ -86,4 +86,4 @@ InDeviceNetns::~InDeviceNetns() {
   }
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace vroce {
+namespace vroce::device {
 
 // Records the calling thread's network namespace as the devices' one. Called once, when the
 // device registry is built; later calls do nothing.
@@ -33,4 +33,4 @@ class InDeviceNetns {
   std::string error_;
 };
 
-}  // namespace vroce
+}  // namespace vroce::device

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace vroce::limits {
+namespace vroce::device::limits {
 
 // Identity. vendor_id is an IEEE OUI in ibv_device_attr; 0x025652 has the locally-administered
 // bit (0x02) set, so it can never be a real vendor's OUI, and it is deliberately not Mellanox's
@@ -66,4 +66,4 @@ inline constexpr unsigned int kDeviceCapFlags =
     IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID |
     IBV_DEVICE_PORT_ACTIVE_EVENT;
 
-}  // namespace vroce::limits
+}  // namespace vroce::device::limits

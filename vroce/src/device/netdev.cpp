@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace vroce {
+namespace vroce::device {
 namespace {
 
 std::string base_name(const char* label) {
@@ -233,4 +233,4 @@ Result<uint32_t> read_netdev_mtu(const std::string& netdev) {
   return static_cast<uint32_t>(request.ifr_mtu);
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

@@ -15,7 +15,7 @@
 #include "device/port_rules.h"
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::device {
 
 // One row of the interface table: an address (or, for family AF_PACKET, the link address).
 struct InterfaceAddress {
@@ -54,4 +54,4 @@ Result<uint32_t> read_netdev_mtu(const std::string& netdev);
 // Numeric text of an address ("127.0.0.11", "fd00::1").
 std::string address_to_text(const sockaddr_storage& address);
 
-}  // namespace vroce
+}  // namespace vroce::device

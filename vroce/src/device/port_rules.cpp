@@ -10,7 +10,7 @@
 #include "config/config.h"
 #include "device/limits.h"
 
-namespace vroce {
+namespace vroce::device {
 namespace {
 
 // GRH 40 + UDP 8 + BTH 12 + the largest extended header (XRC 4 + AtomicETH 28) + ICRC 4: what
@@ -238,4 +238,4 @@ ibv_device_attr make_device_attr(uint64_t node_guid_be) {
   return attr;
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

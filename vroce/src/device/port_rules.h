@@ -15,7 +15,7 @@
 
 #include "device/device.h"
 
-namespace vroce {
+namespace vroce::device {
 
 using MacAddress = std::array<uint8_t, 6>;
 
@@ -75,4 +75,4 @@ ibv_port_attr make_port_attr(ibv_port_state state, ibv_mtu active_mtu, const Por
 // The device attributes: limits from device/limits.h and the GUID.
 ibv_device_attr make_device_attr(uint64_t node_guid_be);
 
-}  // namespace vroce
+}  // namespace vroce::device

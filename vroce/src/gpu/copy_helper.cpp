@@ -23,9 +23,9 @@
 #include <string>
 
 #include "config/config.h"
-#include "core/stats.h"
 #include "gpu/copier_protocol.h"
 #include "gpu/cuda_driver.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
 extern char** environ;

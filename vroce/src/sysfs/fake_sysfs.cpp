@@ -12,7 +12,7 @@
 #include "device/limits.h"
 #include "sysfs/port_counter_files.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 namespace {
 
 std::string temp_name(const std::string& path) {
@@ -138,13 +138,13 @@ void write_pci_function(TreeWriter& out, const std::string& root, const std::str
   // NCCL 2.28 cannot place a virtual NIC fused from two of them (no PCI parent to put it under:
   // "Could not find any local path from gpu 0 to net").
   out.write_link(dir + "/subsystem", "../../../bus/pci");
-  out.write_file(dir + "/vendor", hex4(limits::kPciVendor) + "\n");
-  out.write_file(dir + "/device", hex4(limits::kPciDevice) + "\n");
+  out.write_file(dir + "/vendor", hex4(device::limits::kPciVendor) + "\n");
+  out.write_file(dir + "/device", hex4(device::limits::kPciDevice) + "\n");
   char klass[16];
-  std::snprintf(klass, sizeof(klass), "0x%06x", limits::kPciClass);
+  std::snprintf(klass, sizeof(klass), "0x%06x", device::limits::kPciClass);
   out.write_file(dir + "/class", std::string(klass) + "\n");
-  out.write_file(dir + "/subsystem_vendor", hex4(limits::kPciVendor) + "\n");
-  out.write_file(dir + "/subsystem_device", hex4(limits::kPciDevice) + "\n");
+  out.write_file(dir + "/subsystem_vendor", hex4(device::limits::kPciVendor) + "\n");
+  out.write_file(dir + "/subsystem_device", hex4(device::limits::kPciDevice) + "\n");
   out.write_file(dir + "/numa_node", "-1\n");
   // A PCIe Gen5 x16 slot, what a 400G NIC sits in.
   out.write_file(dir + "/max_link_speed", "32.0 GT/s PCIe\n");
@@ -153,7 +153,7 @@ void write_pci_function(TreeWriter& out, const std::string& root, const std::str
   out.write_file(dir + "/current_link_width", "16\n");
 }
 
-void write_port(TreeWriter& out, const std::string& dir, Device& device) {
+void write_port(TreeWriter& out, const std::string& dir, device::Device& device) {
   if (!out.make_dirs(dir + "/gids") || !out.make_dirs(dir + "/gid_attrs/types") ||
       !out.make_dirs(dir + "/gid_attrs/ndevs") || !out.make_dirs(dir + "/pkeys")) {
     return;
@@ -163,7 +163,7 @@ void write_port(TreeWriter& out, const std::string& dir, Device& device) {
   out.write_file(dir + "/state", active ? "4: ACTIVE\n" : "1: DOWN\n");
   out.write_file(dir + "/phys_state", active ? "5: LinkUp\n" : "3: Disabled\n");
   out.write_file(dir + "/rate",
-                 sysfs_rate_text(*port_speed_for_gbps(device.port_speed_gbps())) + "\n");
+                 sysfs_rate_text(*device::port_speed_for_gbps(device.port_speed_gbps())) + "\n");
   out.write_file(dir + "/link_layer", "Ethernet\n");
   out.write_file(dir + "/lid", "0x0\n");
   out.write_file(dir + "/sm_lid", "0x0\n");
@@ -174,7 +174,7 @@ void write_port(TreeWriter& out, const std::string& dir, Device& device) {
   out.write_file(dir + "/cap_mask", std::string(cap_mask) + "\n");
   out.write_file(dir + "/pkeys/0", "0xffff\n");
   create_port_counter_files(dir, out.errors());
-  std::span<const GidEntry> gids = device.gids();
+  std::span<const device::GidEntry> gids = device.gids();
   for (size_t i = 0; i < gids.size(); ++i) {
     std::string index = std::to_string(i);
     out.write_file(dir + "/gids/" + index, sysfs_gid_text(gids[i].gid) + "\n");
@@ -188,7 +188,8 @@ void write_port(TreeWriter& out, const std::string& dir, Device& device) {
   }
 }
 
-void write_device(TreeWriter& out, const std::string& root, Device& device, const Config& cfg) {
+void write_device(TreeWriter& out, const std::string& root, device::Device& device,
+                  const Config& cfg) {
   std::string dir = root + "/class/infiniband/" + device.name();
   std::string pci =
       root + "/devices/pci0000:00/" + fake_pci_address(device.pci_slot(), device.pci_function());
@@ -201,9 +202,9 @@ void write_device(TreeWriter& out, const std::string& root, Device& device, cons
   out.write_file(dir + "/node_guid", sysfs_guid_text(attr.node_guid) + "\n");
   out.write_file(dir + "/sys_image_guid", sysfs_guid_text(attr.sys_image_guid) + "\n");
   out.write_file(dir + "/fw_ver", std::string(attr.fw_ver) + "\n");
-  out.write_file(dir + "/hca_type", std::string(limits::kHcaType) + "\n");
+  out.write_file(dir + "/hca_type", std::string(device::limits::kHcaType) + "\n");
   out.write_file(dir + "/hw_rev", "0x" + std::to_string(attr.hw_ver) + "\n");
-  out.write_file(dir + "/board_id", std::string(limits::kBoardId) + "\n");
+  out.write_file(dir + "/board_id", std::string(device::limits::kBoardId) + "\n");
   out.write_file(dir + "/node_desc", hostname() + " " + device.name() + "\n");
   out.write_link(dir + "/device", pci);
   write_port(out, dir + "/ports/1", device);
@@ -280,7 +281,7 @@ std::string sysfs_guid_text(uint64_t guid_be) {
   return text;
 }
 
-std::string sysfs_rate_text(const PortSpeed& speed) {
+std::string sysfs_rate_text(const device::PortSpeed& speed) {
   return std::to_string(speed.lanes * speed.lane_gbps) + " Gb/sec (" + std::to_string(speed.lanes) +
          "X " + speed.speed_name + ")";
 }
@@ -299,7 +300,8 @@ std::string fake_pci_address(int device_index, int function) {
   return text;
 }
 
-std::vector<std::string> write_fake_sysfs(const std::string& root, std::span<Device* const> devices,
+std::vector<std::string> write_fake_sysfs(const std::string& root,
+                                          std::span<device::Device* const> devices,
                                           const Config& cfg) {
   std::vector<std::string> errors;
   TreeWriter out(&errors);
@@ -309,10 +311,10 @@ std::vector<std::string> write_fake_sysfs(const std::string& root, std::span<Dev
     return errors;
   }
   out.write_file(base + "/class/infiniband_verbs/abi_version", "6\n");
-  for (Device* device : devices) {
+  for (device::Device* device : devices) {
     write_device(out, base, *device, cfg);
   }
   return errors;
 }
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

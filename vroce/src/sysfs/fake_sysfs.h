@@ -35,7 +35,7 @@
 #include "device/port_rules.h"
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 
 // Target of the links that stand for unused GID slots.
 inline constexpr const char* kEinvalAttribute = "/sys/class/net/lo/speed";
@@ -43,14 +43,15 @@ inline constexpr const char* kEinvalAttribute = "/sys/class/net/lo/speed";
 // Writes (or refreshes) the tree for these devices. Every file is replaced atomically, so
 // processes sharing a root see complete files. Returns one message per failure (empty on
 // success); a failure leaves the devices usable, only the tree incomplete.
-std::vector<std::string> write_fake_sysfs(const std::string& root, std::span<Device* const> devices,
+std::vector<std::string> write_fake_sysfs(const std::string& root,
+                                          std::span<device::Device* const> devices,
                                           const Config& cfg);
 
 // The kernel's text forms, exposed for tests.
-std::string sysfs_gid_text(const ibv_gid& gid);       // "fe80:0000:...:0001"
-std::string sysfs_guid_text(uint64_t guid_be);        // "0202:03ff:fe04:0506"
-std::string sysfs_rate_text(const PortSpeed& speed);  // "400 Gb/sec (4X NDR)"
-std::string sysfs_gid_type_text(ibv_gid_type type);   // "RoCE v2" or "IB/RoCE v1"
+std::string sysfs_gid_text(const ibv_gid& gid);               // "fe80:0000:...:0001"
+std::string sysfs_guid_text(uint64_t guid_be);                // "0202:03ff:fe04:0506"
+std::string sysfs_rate_text(const device::PortSpeed& speed);  // "400 Gb/sec (4X NDR)"
+std::string sysfs_gid_type_text(ibv_gid_type type);           // "RoCE v2" or "IB/RoCE v1"
 // "0000:80:00.0" for device 0; function: the digit after the dot (VROCE_PCI_FUNCTIONS).
 std::string fake_pci_address(int device_index, int function = 0);
 
@@ -62,4 +63,4 @@ Status replace_file(const std::string& path, const std::string& content);
 // Creates path with content unless it exists, atomically, or says why not.
 Status create_file_if_absent(const std::string& path, const std::string& content);
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

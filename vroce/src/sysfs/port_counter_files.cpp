@@ -11,11 +11,12 @@
 #include "sysfs/fake_sysfs.h"
 #include "util/log.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 namespace {
 
 std::string counter_path(const std::string& port_dir, size_t index) {
-  const PortCounterInfo& info = port_counter_info(static_cast<PortCounter>(index));
+  const packet_io::PortCounterInfo& info =
+      packet_io::port_counter_info(static_cast<packet_io::PortCounter>(index));
   return port_dir + "/" + info.group + "/" + info.name;
 }
 
@@ -46,22 +47,22 @@ std::optional<uint64_t> parse_counter_text(const std::string& text) noexcept {
 
 PortCounterFiles::PortCounterFiles(std::string port_dir) : dir_(std::move(port_dir)) {}
 
-void PortCounterFiles::continue_from_files(const PortCounters& counters) {
+void PortCounterFiles::continue_from_files(const packet_io::PortCounters& counters) {
   std::lock_guard lock(mutex_);
-  PortCounters::Snapshot counted = counters.snapshot();
-  for (size_t i = 0; i < kPortCounterCount; ++i) {
+  packet_io::PortCounters::Snapshot counted = counters.snapshot();
+  for (size_t i = 0; i < packet_io::kPortCounterCount; ++i) {
     // Absent or unreadable: start from 0 (the file is created at the first write).
     uint64_t held = read_counter_file(counter_path(dir_, i)).value_or(0);
-    uint64_t divisor = port_counter_info(static_cast<PortCounter>(i)).divisor;
+    uint64_t divisor = packet_io::port_counter_info(static_cast<packet_io::PortCounter>(i)).divisor;
     base_[i] = static_cast<int64_t>(held * divisor) - static_cast<int64_t>(counted[i]);
   }
   written_once_ = false;  // the next publish writes, whatever this process counted before
 }
 
-void PortCounterFiles::publish(const PortCounters& counters, bool force) {
+void PortCounterFiles::publish(const packet_io::PortCounters& counters, bool force) {
   std::lock_guard lock(mutex_);
   // Taken under the lock: a later write never holds older counts than an earlier one.
-  PortCounters::Snapshot counted = counters.snapshot();
+  packet_io::PortCounters::Snapshot counted = counters.snapshot();
   if (!force && written_once_ && counted == written_) {
     return;
   }
@@ -72,11 +73,12 @@ void PortCounterFiles::publish(const PortCounters& counters, bool force) {
                 dir_.c_str(), group, std::strerror(errno));
     }
   }
-  for (size_t i = 0; i < kPortCounterCount; ++i) {
+  for (size_t i = 0; i < packet_io::kPortCounterCount; ++i) {
     int64_t total = base_[i] + static_cast<int64_t>(counted[i]);
-    uint64_t shown = total > 0 ? static_cast<uint64_t>(total) /
-                                     port_counter_info(static_cast<PortCounter>(i)).divisor
-                               : 0;
+    uint64_t shown =
+        total > 0 ? static_cast<uint64_t>(total) /
+                        packet_io::port_counter_info(static_cast<packet_io::PortCounter>(i)).divisor
+                  : 0;
     const Status replaced = replace_file(counter_path(dir_, i), std::to_string(shown) + "\n");
     if (!replaced && !complained_) {
       complained_ = true;
@@ -89,7 +91,7 @@ void PortCounterFiles::publish(const PortCounters& counters, bool force) {
 }
 
 std::optional<PortCounterFiles::Clock::time_point> PortCounterFiles::due(
-    const PortCounters& counters) const {
+    const packet_io::PortCounters& counters) const {
   std::lock_guard lock(mutex_);
   if (written_once_ && counters.snapshot() == written_) {
     return std::nullopt;
@@ -107,7 +109,7 @@ void create_port_counter_files(const std::string& port_dir, std::vector<std::str
       return;
     }
   }
-  for (size_t i = 0; i < kPortCounterCount; ++i) {
+  for (size_t i = 0; i < packet_io::kPortCounterCount; ++i) {
     if (const Status created = create_file_if_absent(counter_path(port_dir, i), "0\n"); !created) {
       if (errors->empty()) {
         errors->push_back(created.error());
@@ -117,4 +119,4 @@ void create_port_counter_files(const std::string& port_dir, std::vector<std::str
   }
 }
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/port_counters.h"
+#include "packet_io/port_counters.h"
 
-namespace vroce {
+namespace vroce::sysfs {
 
 class PortCounterFiles {
  public:
@@ -35,19 +35,19 @@ class PortCounterFiles {
   explicit PortCounterFiles(std::string port_dir);
 
   // The device's engine starts: what this process counts from now on adds to the files' values.
-  void continue_from_files(const PortCounters& counters);
+  void continue_from_files(const packet_io::PortCounters& counters);
 
   // Writes every file when the counts changed since the last write, or always with `force`.
-  void publish(const PortCounters& counters, bool force);
+  void publish(const packet_io::PortCounters& counters, bool force);
 
   // When the next write is due: nullopt when nothing changed since the last one.
-  std::optional<Clock::time_point> due(const PortCounters& counters) const;
+  std::optional<Clock::time_point> due(const packet_io::PortCounters& counters) const;
 
  private:
   std::string dir_;
   mutable std::mutex mutex_;
-  std::array<int64_t, kPortCounterCount> base_{};  // added to this process's counts
-  PortCounters::Snapshot written_{};
+  std::array<int64_t, packet_io::kPortCounterCount> base_{};  // added to this process's counts
+  packet_io::PortCounters::Snapshot written_{};
   bool written_once_ = false;
   Clock::time_point last_write_{};
   bool complained_ = false;
@@ -61,4 +61,4 @@ void create_port_counter_files(const std::string& port_dir, std::vector<std::str
 // Parses a counter file's content ("1234\n"); nullopt when it is not a decimal number.
 std::optional<uint64_t> parse_counter_text(const std::string& text) noexcept;
 
-}  // namespace vroce
+}  // namespace vroce::sysfs

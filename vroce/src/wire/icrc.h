@@ -87,7 +87,7 @@ inline std::uint32_t icrc_final(std::uint32_t state) noexcept {
 // ---- the IPv4 ID of UDP GSO bursts ---------------------------------------------------------
 
 // vroce may send up to kMaxBurstSegments consecutive packets as one UDP GSO send
-// (core/gso_burst.h), whose segments the kernel gives IPv4 IDs 0, 1, 2, ... (an unconnected
+// (packet_io/gso_burst.h), whose segments the kernel gives IPv4 IDs 0, 1, 2, ... (an unconnected
 // socket with DF set starts at 0). The ICRC covers the ID, and a receiver never sees the IP
 // header, so it accepts the ICRC for any ID a burst can give a segment (icrc_matches_burst_id).
 // Eight full-MTU packets fit one UDP datagram.

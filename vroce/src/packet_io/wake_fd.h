@@ -8,7 +8,7 @@
 #include <atomic>
 #include <functional>
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 class WakeFd {
  public:
@@ -35,4 +35,4 @@ class WakeFd {
   std::atomic<bool> signalled_{false};
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

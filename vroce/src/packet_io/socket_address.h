@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 inline std::string address_text(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = "?";
@@ -35,4 +35,4 @@ inline bool same_ip(const sockaddr_storage& a, const sockaddr_storage& b) {
                      &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr, sizeof(in6_addr)) == 0;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -1,4 +1,4 @@
-#include "core/wake_fd.h"
+#include "packet_io/wake_fd.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 WakeFd::~WakeFd() {
   if (fd_ >= 0) {
@@ -35,4 +35,4 @@ void WakeFd::consume(const std::function<void()>& between) noexcept {
   signalled_.store(false, std::memory_order_seq_cst);
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -8,10 +8,10 @@
 #include <cstddef>
 #include <memory>
 
-namespace vroce {
+namespace vroce::device {
 
 class Device;
-class AsyncEventQueue;  // core/async_event_queue.h
+class AsyncEventQueue;  // device/async_event_queue.h
 
 struct Context {
   verbs_context vctx{};
@@ -31,9 +31,4 @@ inline Context* to_context(ibv_context* ctx) noexcept {
 }
 #pragma GCC diagnostic pop
 
-// Fills the data-path entries of the ops table (post_send, post_recv, poll_cq, req_notify_cq,
-// and the stubs that must report EOPNOTSUPP/ENOSYS). Implemented by the RC data path
-// (core/); called by ibv_open_device.
-void install_data_path_ops(ibv_context_ops& ops) noexcept;
-
-}  // namespace vroce
+}  // namespace vroce::device

@@ -1,4 +1,4 @@
-#include "core/stats.h"
+#include "stats/stats.h"
 
 #include <cerrno>
 #include <cinttypes>

@@ -5,7 +5,7 @@
 
 #include <infiniband/verbs.h>
 
-namespace vroce {
+namespace vroce::device {
 
 struct Context;
 
@@ -13,4 +13,4 @@ struct Context;
 // callable from the progress thread.
 void raise_async_event(Context& ctx, const ibv_async_event& event);
 
-}  // namespace vroce
+}  // namespace vroce::device

@@ -1,5 +1,5 @@
 // Forming UDP GSO bursts (see gso_burst.h).
-#include "core/gso_burst.h"
+#include "packet_io/gso_burst.h"
 
 #include <cstring>
 
@@ -8,7 +8,7 @@
 #include "wire/opcode.h"
 #include "wire/packet.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 namespace {
 
 // A burst is one UDP datagram before the kernel splits it.
@@ -76,4 +76,4 @@ size_t GsoBursts::form(std::span<const TxPacket> packets, bool bursts, OutDatagr
   return n;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

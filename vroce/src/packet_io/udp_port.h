@@ -1,14 +1,14 @@
 // The UDP socket of one emulated device: bound to the device's address and port 4791,
 // unconnected, DF set (IPv4 ID 0, or j for segment j of a GSO burst: the ICRC is exact either way,
-// see core/gso_burst.h), traffic class and hop limit per packet through cmsgs, the destination
+// see packet_io/gso_burst.h), traffic class and hop limit per packet through cmsgs, the destination
 // address and traffic class of received packets through
 // IP_PKTINFO and IP_RECVTOS (IPv6: IPV6_RECVPKTINFO, IPV6_RECVTCLASS). Sends and
 // receives go in batches (sendmmsg/recvmmsg) over preallocated buffers: no allocation per packet.
 //
 // Kernel offloads, unless VROCE_GSO=0: a message of a batch may be a UDP GSO send (a UDP_SEGMENT
 // cmsg: several packets of one size, the last maybe shorter, that the kernel or the NIC splits
-// into datagrams; core/gso_burst.h forms them), and the socket has UDP_GRO on, so the kernel may
-// hand over several datagrams of one flow in one buffer, which receive() splits again. Both are
+// into datagrams; packet_io/gso_burst.h forms them), and the socket has UDP_GRO on, so the kernel
+// may hand over several datagrams of one flow in one buffer, which receive() splits again. Both are
 // probed when the socket opens; a kernel that refuses one gets one Info line and the plain path.
 // The datagrams on the wire are the same either way: this is a speed choice, not a fidelity one.
 #pragma once
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 // One outgoing message as the engine hands it to the socket: one datagram (data, length), or a
 // UDP GSO send of segment_count datagrams.
@@ -134,4 +134,4 @@ class UdpPort {
   size_t rx_dirty_ = kMaxBatch;
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

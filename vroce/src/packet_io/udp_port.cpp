@@ -1,4 +1,4 @@
-#include "core/udp_port.h"
+#include "packet_io/udp_port.h"
 
 #include <arpa/inet.h>
 #include <netinet/ip.h>
@@ -10,11 +10,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/socket_address.h"
-#include "core/stats.h"
+#include "packet_io/socket_address.h"
+#include "stats/stats.h"
 #include "util/log.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 namespace {
 
 constexpr uint16_t kRocePort = 4791;
@@ -351,4 +351,4 @@ void UdpPort::parse_received(size_t index) {
   }
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

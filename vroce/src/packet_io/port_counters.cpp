@@ -1,8 +1,8 @@
-#include "core/port_counters.h"
+#include "packet_io/port_counters.h"
 
 #include <iterator>
 
-namespace vroce {
+namespace vroce::packet_io {
 namespace {
 
 constexpr PortCounterInfo kInfo[] = {
@@ -38,4 +38,4 @@ PortCounters::Snapshot PortCounters::snapshot() const noexcept {
   return s;
 }
 
-}  // namespace vroce
+}  // namespace vroce::packet_io

@@ -20,7 +20,7 @@
 
 #include "util/result.h"
 
-namespace vroce {
+namespace vroce::device {
 
 class AsyncEventQueue {
  public:
@@ -73,4 +73,4 @@ class AsyncEventQueue {
   bool signaled_ = false;  // the eventfd holds a count that no get() has consumed yet
 };
 
-}  // namespace vroce
+}  // namespace vroce::device

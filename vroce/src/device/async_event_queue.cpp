@@ -7,7 +7,7 @@
 // drops the last queued event while armed; then one get() finds the queue empty, consumes the
 // stale signal and waits again (or returns EAGAIN), which callers cannot tell from a spurious
 // poll wakeup.
-#include "core/async_event_queue.h"
+#include "device/async_event_queue.h"
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
@@ -16,7 +16,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace vroce {
+namespace vroce::device {
 
 Result<std::unique_ptr<AsyncEventQueue>> AsyncEventQueue::create() {
   int fd = eventfd(0, EFD_CLOEXEC);
@@ -129,4 +129,4 @@ size_t AsyncEventQueue::pending() const {
   return queue_.size();
 }
 
-}  // namespace vroce
+}  // namespace vroce::device

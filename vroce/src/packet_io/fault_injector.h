@@ -11,7 +11,7 @@
 
 #include "config/config.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 struct FaultVerdict {
   bool drop = false;
@@ -46,4 +46,4 @@ class FaultInjector {
   std::unordered_set<uint64_t> psns_dropped_;  // (qpn << 24 | psn) already dropped once
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

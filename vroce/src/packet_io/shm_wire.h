@@ -42,11 +42,11 @@
 #include <string>
 #include <vector>
 
-#include "core/udp_port.h"
+#include "packet_io/udp_port.h"
 #include "wire/flow.h"
 #include "wire/packet.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 namespace shm {
 
@@ -256,4 +256,4 @@ class ShmPeers {
   std::vector<Peer*> touched_;  // delivered to since the last ring_doorbells
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -1,6 +1,6 @@
-#include "core/fault_injector.h"
+#include "packet_io/fault_injector.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 FaultInjector::FaultInjector(const FaultSpec& spec)
     : spec_(spec), enabled_(spec.any()), random_(spec.seed) {
@@ -58,4 +58,4 @@ size_t FaultInjector::corrupt_offset(size_t length) noexcept {
   return 9;  // a PSN byte of the BTH
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -1,4 +1,4 @@
-#include "core/shm_wire.h"
+#include "packet_io/shm_wire.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -12,12 +12,12 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/socket_address.h"
-#include "core/stats.h"
+#include "packet_io/socket_address.h"
+#include "stats/stats.h"
 #include "util/log.h"
 #include "wire/packet.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 namespace {
 
@@ -529,4 +529,4 @@ bool ShmPeers::take_sleeper(ShmMapping& map) noexcept {
          sleeping.exchange(0, std::memory_order_relaxed) != 0;
 }
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/stats.h"
+#include "stats/stats.h"
 
-namespace vroce {
+namespace vroce::packet_io {
 
 enum class PortCounter : uint8_t {
   // hw_counters: the responder side
@@ -62,4 +62,4 @@ class PortCounters {
   Counter counters_[kPortCounterCount];
 };
 
-}  // namespace vroce
+}  // namespace vroce::packet_io

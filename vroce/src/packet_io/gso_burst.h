@@ -20,9 +20,9 @@
 #include <span>
 #include <vector>
 
-#include "core/udp_port.h"
+#include "packet_io/udp_port.h"
 
-namespace vroce::transport {
+namespace vroce::packet_io {
 
 // A built packet of the transmit batch: its bytes (whose ICRC forming a burst may patch) and
 // where and how it goes.
@@ -50,4 +50,4 @@ class GsoBursts {
   std::vector<iovec> iov_;  // one per packet of the batch, grown once
 };
 
-}  // namespace vroce::transport
+}  // namespace vroce::packet_io

@@ -1,13 +1,13 @@
 // raise_async_event: the one way the rest of vroce reports an asynchronous event.
-#include "core/async_events.h"
+#include "device/async_events.h"
 
-#include "core/async_event_queue.h"
-#include "core/context.h"
+#include "device/async_event_queue.h"
+#include "device/context.h"
 
-namespace vroce {
+namespace vroce::device {
 
 void raise_async_event(Context& ctx, const ibv_async_event& event) {
   ctx.async_events->push(event);
 }
 
-}  // namespace vroce
+}  // namespace vroce::device
