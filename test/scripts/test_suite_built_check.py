@@ -67,7 +67,8 @@ class SuiteBuiltCheck(unittest.TestCase):
 
     def test_a_missing_build_tree_file_in_the_environment_is_named(self):
         missing = self.build / "vroce" / "lib"
-        p = self.run_check([self.entry("env", [str(self.peer)], [f"LD_LIBRARY_PATH=/usr/lib:{missing}"])])
+        environment = [f"LD_LIBRARY_PATH=/usr/lib:{missing}"]
+        p = self.run_check([self.entry("env", [str(self.peer)], environment)])
         self.assertEqual(p.returncode, 1)
         self.assertIn(f"test 'env' needs {missing}", p.stderr)
 
