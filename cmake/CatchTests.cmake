@@ -7,6 +7,11 @@
 # arrive as LABELS unit plus a stray "sanitize" and the second label would be lost; the labels
 # are therefore set by a CTest include file of this call's own, which ctest reads after the
 # discovered tests. Call it once per selection: each call names its own test list.
+#
+# The target joins the suite target of each suite label (cmake/TestSuites.cmake). Where it is not
+# built, as in a tree built only for one suite, a stand-in test with the same labels takes the
+# place of its cases and fails ("Could not find executable"), so that `ctest -L <label>` never runs
+# fewer tests quietly.
 function(roce_catch_tests target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "SPEC;PREFIX;TIMEOUT;SKIP_RETURN_CODE" "LABELS")
   if(NOT arg_LABELS)
@@ -32,10 +37,15 @@ function(roce_catch_tests target)
   endif()
   catch_discover_tests(${target} ${discover_args})
 
+  # The discovered list is defined, maybe empty, once the target is built.
   set(labels_file ${CMAKE_CURRENT_BINARY_DIR}/${test_list}_labels.cmake)
   file(WRITE ${labels_file}
        "if(${test_list})\n"
        "  set_tests_properties(\${${test_list}} PROPERTIES LABELS \"${arg_LABELS}\")\n"
+       "elseif(NOT DEFINED ${test_list})\n"
+       "  add_test(${test_list}_NOT_BUILT ${target}_NOT_BUILT)\n"
+       "  set_tests_properties(${test_list}_NOT_BUILT PROPERTIES LABELS \"${arg_LABELS}\")\n"
        "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${labels_file})
+  roce_suite_add("${arg_LABELS}" ${target})
 endfunction()

@@ -27,6 +27,7 @@ target_include_directories(roce_verbs_headers SYSTEM INTERFACE ${ROCE_VERBS_INCL
 if(ROCE_BUILD_TESTS)
   find_package(Catch2 2 REQUIRED)
   include(Catch)
+  include(TestSuites)
   include(CatchTests)
 endif()
 

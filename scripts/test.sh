@@ -3,12 +3,17 @@
 #   1. the GCC release build with warnings as errors (preset "ci"): every test, the package
 #      checks (label package: the release preset without test tools, the .debs and lintian)
 #      among them;
-#   2. the clang ASan+UBSan build (preset "asan-ubsan"), which is also the clang build of the
-#      whole tree with warnings as errors and builds the libFuzzer targets: the tests labelled
-#      "sanitize", the short fuzz run (fuzz.short, label fuzz) and clang-tidy over the project's
-#      sources from its compile database (lint.clang_tidy, label tidy; every finding fails it);
+#   2. the clang ASan+UBSan build (preset "asan-ubsan", warnings as errors) with the libFuzzer
+#      targets: the tests labelled "sanitize", the short fuzz run (fuzz.short, label fuzz) and
+#      clang-tidy over the project's sources from its compile database (lint.clang_tidy, label
+#      tidy; every finding fails it);
 #   3. the GCC TSan build (preset "tsan"; clang 14's shared TSan runtime crashes at start): the
 #      tests labelled "sanitize".
+# The sanitizer trees build only what their labels' tests run: the suite target of each label
+# (sanitize_suite, fuzz_suite, tidy_suite; cmake/TestSuites.cmake), not the tools, benchmarks and
+# other tests. scripts/suite-built-check.py then fails the phase if a labelled test names a file
+# of the build tree that is missing, and a labelled Catch2 executable that was not built fails as
+# a test of its own, so a forgotten dependency never makes a run test less.
 # Exits non-zero when any build or any ctest run fails (ctest's exit status); the summary at
 # the end names every failed test, after the last lines each failed test printed
 # (scripts/failed-test-tails.py), then each phase's wall time (configure and build, ctest) and the
@@ -16,6 +21,7 @@
 #   ROCE_TEST_SANITIZERS=0   skip the clang builds (sanitizers, fuzzing, clang-tidy; quick local runs)
 #   ROCE_TEST_TIDY=0         skip clang-tidy (label tidy; about 7 minutes of the suite on 2 cores)
 #   ROCE_TEST_REGEX=...      run only the tests matching this ctest regex
+#   ROCE_TEST_WHOLE_TREES=1  build the sanitizer trees whole, as the ci tree (every target)
 #   ROCE_JOBS=N              build parallelism (default: nproc)
 # Usage: scripts/test.sh [-h|--help]   (no arguments: the whole run above)
 set -euo pipefail
@@ -41,6 +47,7 @@ cd "$(dirname "$0")/.."
 jobs=${ROCE_JOBS:-$(nproc)}
 run_sanitizers=${ROCE_TEST_SANITIZERS:-1}
 regex=${ROCE_TEST_REGEX:-}
+whole_trees=${ROCE_TEST_WHOLE_TREES:-0}
 
 scripts/install-deps.sh
 
@@ -49,15 +56,30 @@ summary=()
 failure_tails=()
 timings=()
 
+# run_preset PRESET [LABELS]: configures and builds PRESET, then runs its tests; with LABELS (a
+# ctest label regex such as 'sanitize|fuzz') only the suite targets of those labels are built and
+# only the tests with one of them run.
 run_preset() {
-  local preset=$1; shift
+  local preset=$1 labels=${2:-}
   echo "=== [$preset] configure and build"
   local started=$SECONDS
   cmake --preset "$preset" -G Ninja >/dev/null
-  cmake --build --preset "$preset" -j "$jobs"
+  local build_args=(--preset "$preset" -j "$jobs")
+  local label
+  if [[ -n $labels && $whole_trees == 0 ]]; then
+    for label in ${labels//|/ }; do
+      build_args+=(--target "${label}_suite")
+    done
+  fi
+  cmake --build "${build_args[@]}"
   local built=$SECONDS
+  if [[ -n $labels ]] && ! scripts/suite-built-check.py "build/$preset" "$labels"; then
+    status=1
+    summary+=("[$preset] the suite targets of '$labels' left files out (suite-built-check.py above)")
+  fi
   echo "=== [$preset] test"
-  local args=(--preset "$preset" -j "$jobs" "$@")
+  local args=(--preset "$preset" -j "$jobs")
+  [[ -n $labels ]] && args+=(-L "$labels")
   [[ -n $regex ]] && args+=(-R "$regex")
   local log rc
   log=$(mktemp)
@@ -88,8 +110,8 @@ run_preset ci
 if [[ $run_sanitizers != 0 ]]; then
   asan_labels='sanitize|fuzz'
   [[ ${ROCE_TEST_TIDY:-1} != 0 ]] && asan_labels+='|tidy'
-  run_preset asan-ubsan -L "$asan_labels"
-  run_preset tsan -L sanitize
+  run_preset asan-ubsan "$asan_labels"
+  run_preset tsan sanitize
 fi
 
 if ((${#failure_tails[@]})); then
