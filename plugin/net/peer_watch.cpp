@@ -381,38 +381,35 @@ WatchFrameParser::Event WatchFrameParser::feed(std::span<const uint8_t> bytes, s
     return Event::Invalid;
   }
   // The length first, then as many bytes as it says: a frame is taken whole before it is read.
-  size_t need = kFramePrefixSize;
-  if (frame_.size() >= kFramePrefixSize) {
-    need += get_le(frame_.data(), 4);
-  }
-  const size_t take = std::min(bytes.size(), need - frame_.size());
-  frame_.insert(frame_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take));
-  *used = take;
-  if (frame_.size() == kFramePrefixSize) {
-    const uint64_t length = get_le(frame_.data(), 4);
-    if (length < kHandshakeHeaderSize + kWatchBodySize || length > kMaxEpochFrameBytes) {
-      *detail = fmt::format("a frame of {} bytes, not a watch or epoch frame ({}..{})", length,
-                            kHandshakeHeaderSize + kWatchBodySize, kMaxEpochFrameBytes);
-      invalid_ = true;
-      return Event::Invalid;
+  while (*used < bytes.size()) {
+    size_t need = kFramePrefixSize;
+    if (frame_.size() >= kFramePrefixSize) {
+      need += get_le(frame_.data(), 4);
     }
-    // The rest of this frame may already be in `bytes`.
-    if (take < bytes.size()) {
-      size_t more = 0;
-      const Event event = feed(bytes.subspan(take), &more, detail);
-      *used += more;
-      return event;
+    const size_t take = std::min(bytes.size() - *used, need - frame_.size());
+    const auto from = bytes.begin() + static_cast<std::ptrdiff_t>(*used);
+    frame_.insert(frame_.end(), from, from + static_cast<std::ptrdiff_t>(take));
+    *used += take;
+    if (frame_.size() == kFramePrefixSize) {
+      const uint64_t length = get_le(frame_.data(), 4);
+      if (length < kHandshakeHeaderSize + kWatchBodySize || length > kMaxEpochFrameBytes) {
+        *detail = fmt::format("a frame of {} bytes, not a watch or epoch frame ({}..{})", length,
+                              kHandshakeHeaderSize + kWatchBodySize, kMaxEpochFrameBytes);
+        invalid_ = true;
+        return Event::Invalid;
+      }
+      continue;  // the body, from what is left of `bytes`
     }
-    return Event::None;
+    if (frame_.size() < need) {
+      return Event::None;
+    }
+    const Event event =
+        frame_.size() == kWatchFrameSize ? decode_signal(detail) : decode_epoch(detail);
+    frame_.clear();
+    invalid_ = event == Event::Invalid;
+    return event;
   }
-  if (frame_.size() < kFramePrefixSize || frame_.size() < need) {
-    return Event::None;
-  }
-  const Event event =
-      frame_.size() == kWatchFrameSize ? decode_signal(detail) : decode_epoch(detail);
-  frame_.clear();
-  invalid_ = event == Event::Invalid;
-  return event;
+  return Event::None;
 }
 
 WatchFrameParser::Event WatchFrameParser::decode_signal(std::string* detail) const {

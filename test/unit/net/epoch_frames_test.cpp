@@ -46,8 +46,10 @@ std::vector<uint8_t> unframed(const EpochFrame& frame) {
   auto bytes = encode_epoch_frame(frame);
   REQUIRE(bytes);
   REQUIRE(bytes->size() > 4);
-  const uint32_t length = static_cast<uint32_t>((*bytes)[0]) | (*bytes)[1] << 8 |
-                          (*bytes)[2] << 16 | static_cast<uint32_t>((*bytes)[3]) << 24;
+  uint32_t length = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    length |= uint32_t{(*bytes)[i]} << (8 * i);
+  }
   REQUIRE(length == bytes->size() - 4);
   return {bytes->begin() + 4, bytes->end()};
 }
