@@ -10,7 +10,6 @@
 namespace roce::net {
 namespace {
 
-constexpr size_t kPrefixBytes = 4;  // the framing's length
 constexpr size_t kEpochQpBytes = 9;
 
 // Why the QP list is not what the frame's members allow; empty when it is.
@@ -251,7 +250,7 @@ Result<std::vector<uint8_t>> encode_epoch_frame(const EpochFrame& frame) {
       },
       frame);
   std::vector<uint8_t> bytes;
-  bytes.reserve(kPrefixBytes + kHandshakeHeaderSize + body.size());
+  bytes.reserve(kFrameLengthBytes + kHandshakeHeaderSize + body.size());
   ByteWriter out(&bytes);
   out.u32(static_cast<uint32_t>(kHandshakeHeaderSize + body.size()));
   out.u32(kHandshakeMagic);
@@ -259,9 +258,9 @@ Result<std::vector<uint8_t>> encode_epoch_frame(const EpochFrame& frame) {
   out.u16(static_cast<uint16_t>(kind_of(frame)));
   out.u32(static_cast<uint32_t>(body.size()));
   out.bytes(body);
-  if (bytes.size() - kPrefixBytes > kMaxEpochFrameBytes) {
+  if (bytes.size() - kFrameLengthBytes > kMaxEpochFrameBytes) {
     return failure(fmt::format("{} not sent: {} bytes (at most {})",
-                               epoch_kind_name(kind_of(frame)), bytes.size() - kPrefixBytes,
+                               epoch_kind_name(kind_of(frame)), bytes.size() - kFrameLengthBytes,
                                kMaxEpochFrameBytes));
   }
   return bytes;

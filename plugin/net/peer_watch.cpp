@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "net/handshake.h"
+#include "net/wire.h"
 #include "util/errno_text.h"
 #include "util/log.h"
 
@@ -23,7 +24,6 @@ namespace roce::net {
 namespace {
 
 constexpr uint32_t kWatchBodySize = 8;
-constexpr size_t kFramePrefixSize = 4;  // the framing's length
 
 void put_u16(uint8_t* at, uint16_t value) {
   at[0] = static_cast<uint8_t>(value);
@@ -382,15 +382,15 @@ WatchFrameParser::Event WatchFrameParser::feed(std::span<const uint8_t> bytes, s
   }
   // The length first, then as many bytes as it says: a frame is taken whole before it is read.
   while (*used < bytes.size()) {
-    size_t need = kFramePrefixSize;
-    if (frame_.size() >= kFramePrefixSize) {
+    size_t need = kFrameLengthBytes;
+    if (frame_.size() >= kFrameLengthBytes) {
       need += get_le(frame_.data(), 4);
     }
     const size_t take = std::min(bytes.size() - *used, need - frame_.size());
     const auto from = bytes.begin() + static_cast<std::ptrdiff_t>(*used);
     frame_.insert(frame_.end(), from, from + static_cast<std::ptrdiff_t>(take));
     *used += take;
-    if (frame_.size() == kFramePrefixSize) {
+    if (frame_.size() == kFrameLengthBytes) {
       const uint64_t length = get_le(frame_.data(), 4);
       if (length < kHandshakeHeaderSize + kWatchBodySize || length > kMaxEpochFrameBytes) {
         *detail = fmt::format("a frame of {} bytes, not a watch or epoch frame ({}..{})", length,
@@ -438,7 +438,7 @@ WatchFrameParser::Event WatchFrameParser::decode_signal(std::string* detail) con
 
 WatchFrameParser::Event WatchFrameParser::decode_epoch(std::string* detail) {
   EpochDecodeResult decoded =
-      decode_epoch_frame(std::span<const uint8_t>(frame_).subspan(kFramePrefixSize), nonce_);
+      decode_epoch_frame(std::span<const uint8_t>(frame_).subspan(kFrameLengthBytes), nonce_);
   if (!decoded.ok()) {
     *detail = "an epoch frame with " + decoded.error;
     return Event::Invalid;

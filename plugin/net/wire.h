@@ -12,6 +12,10 @@
 
 namespace roce::net {
 
+// The framing of the bootstrap socket (FramedChannel, the peer watch's frames): each message is
+// preceded by its length, u32 little-endian.
+inline constexpr size_t kFrameLengthBytes = 4;
+
 class ByteWriter {
  public:
   explicit ByteWriter(std::vector<uint8_t>* out) : out_(out) {}
