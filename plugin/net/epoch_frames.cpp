@@ -37,12 +37,20 @@ std::string check(const EpochWanted&) {
   return {};  // any epoch number (0: none seen) and any mask of down members
 }
 
+std::string check(const EpochGo& f) {
+  return f.epoch == 0 ? "epoch 0 (epochs start at 1)" : std::string();
+}
+
 std::string check(const EpochStart& f) {
   if (f.epoch == 0) {
     return "epoch 0 (epochs start at 1)";
   }
   if (f.live_members == 0) {
     return "no live member";
+  }
+  if (f.ring_rkeys.size() != static_cast<size_t>(__builtin_popcount(f.live_members))) {
+    return fmt::format("{} ring keys for {} live members", f.ring_rkeys.size(),
+                       __builtin_popcount(f.live_members));
   }
   return check_qps(f.qps, f.live_members);
 }
@@ -97,9 +105,13 @@ bool read_qps(ByteReader& in, std::vector<EpochQp>* qps) {
 void write_body(ByteWriter& out, const EpochWanted& f) {
   out.u8(f.down_members);
 }
+void write_body(ByteWriter& /*out*/, const EpochGo& /*f*/) {}
 void write_body(ByteWriter& out, const EpochStart& f) {
   out.u64(f.next_seq);
   out.u8(f.live_members);
+  for (const uint32_t rkey : f.ring_rkeys) {
+    out.u32(rkey);
+  }
   write_qps(out, f.qps);
 }
 void write_body(ByteWriter& out, const EpochReady& f) {
@@ -117,8 +129,20 @@ void write_body(ByteWriter& out, const EpochReady& f) {
 bool read_body(ByteReader& in, EpochWanted* f) {
   return in.u8(&f->down_members);
 }
+bool read_body(ByteReader& /*in*/, EpochGo* /*f*/) {
+  return true;  // nonce and epoch only
+}
 bool read_body(ByteReader& in, EpochStart* f) {
-  return in.u64(&f->next_seq) && in.u8(&f->live_members) && read_qps(in, &f->qps);
+  if (!(in.u64(&f->next_seq) && in.u8(&f->live_members))) {
+    return false;
+  }
+  f->ring_rkeys.resize(static_cast<size_t>(__builtin_popcount(f->live_members)));
+  for (uint32_t& rkey : f->ring_rkeys) {
+    if (!in.u32(&rkey)) {
+      return false;
+    }
+  }
+  return read_qps(in, &f->qps);
 }
 bool read_body(ByteReader& in, EpochReady* f) {
   uint16_t entries = 0;
@@ -164,8 +188,10 @@ EpochKind kind_of(const EpochFrame& frame) {
           return EpochKind::Wanted;
         } else if constexpr (std::is_same_v<T, EpochStart>) {
           return EpochKind::Start;
-        } else {
+        } else if constexpr (std::is_same_v<T, EpochReady>) {
           return EpochKind::Ready;
+        } else {
+          return EpochKind::Go;
         }
       },
       frame);
@@ -179,13 +205,15 @@ const char* epoch_kind_name(EpochKind kind) {
       return "EpochStart";
     case EpochKind::Ready:
       return "EpochReady";
+    case EpochKind::Go:
+      return "EpochGo";
   }
   return "unknown";
 }
 
 bool is_epoch_kind(uint16_t kind) noexcept {
   return kind >= static_cast<uint16_t>(EpochKind::Wanted) &&
-         kind <= static_cast<uint16_t>(EpochKind::Ready);
+         kind <= static_cast<uint16_t>(EpochKind::Go);
 }
 
 std::string validate_epoch_frame(const EpochFrame& frame) {
@@ -216,9 +244,9 @@ EpochDecodeResult decode_epoch_frame(std::span<const uint8_t> bytes, uint64_t no
     refused.error =
         fmt::format("body length {} with {} bytes after the header", body, in.remaining());
   } else if (!is_epoch_kind(kind)) {
-    refused.error = fmt::format("kind {} (an epoch frame is {}..{})", kind,
-                                static_cast<uint16_t>(EpochKind::Wanted),
-                                static_cast<uint16_t>(EpochKind::Ready));
+    refused.error =
+        fmt::format("kind {} (an epoch frame is {}..{})", kind,
+                    static_cast<uint16_t>(EpochKind::Wanted), static_cast<uint16_t>(EpochKind::Go));
   } else if (!(in.u64(&frame_nonce) && in.u32(&epoch))) {
     refused.error = "a truncated body";
   }
@@ -232,6 +260,8 @@ EpochDecodeResult decode_epoch_frame(std::span<const uint8_t> bytes, uint64_t no
       return decode_as<EpochStart>(in, nonce, frame_nonce, epoch);
     case EpochKind::Ready:
       return decode_as<EpochReady>(in, nonce, frame_nonce, epoch);
+    case EpochKind::Go:
+      return decode_as<EpochGo>(in, nonce, frame_nonce, epoch);
   }
   return refused;  // not reached: is_epoch_kind checked the kind
 }

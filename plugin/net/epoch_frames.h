@@ -10,6 +10,8 @@
 //   receiver -> sender  EpochReady   (the receiver's new QPs, what it completed below that
 //                                      sequence, the clear-to-send entries of its irecvs in
 //                                      flight rewritten for the new QPs)
+//   sender -> receiver  EpochGo      (the sender's new QPs are connected: the receiver may write
+//                                      clear-to-send slots through its own again)
 //
 // Each frame: the handshake's 4-byte length, its 12-byte header (handshake.h: magic, version,
 // kind, body length) with kinds after the watch's Hello and Goodbye, and a body that starts with
@@ -28,7 +30,12 @@
 
 namespace roce::net {
 
-enum class EpochKind : uint16_t { Wanted = 7, Start = 8, Ready = 9 };  // after WatchSignal's
+enum class EpochKind : uint16_t {
+  Wanted = 7,
+  Start = 8,
+  Ready = 9,
+  Go = 10
+};  // after WatchSignal's
 
 // At most this many bytes in one frame (header and body): EpochReady with 128 QPs and 256
 // clear-to-send entries fits in 9.3 KiB.
@@ -57,13 +64,18 @@ struct EpochWanted {
   bool operator==(const EpochWanted&) const = default;
 };
 
-// Body after nonce and epoch: next_seq u64, live_members u8 (bitmask, non-zero), QP count u16,
-// then per QP member u8, qpn u32, psn u32. Every QP is on a live member.
+// Body after nonce and epoch: next_seq u64, live_members u8 (bitmask, non-zero), a ring rkey u32
+// per live member (in member order), QP count u16, then per QP member u8, qpn u32, psn u32.
+// Every QP is on a live member.
 struct EpochStart {
   uint64_t nonce = 0;
   uint32_t epoch = 0;     // >= 1, higher than any before on this connection
   uint64_t next_seq = 0;  // the first sequence the sender has not posted
   uint8_t live_members = 0;
+  // The keys of the sender's clear-to-send ring on each live member, in member order: the
+  // receiver's clear-to-send writes go through its QP 0, whose member (the first one both ends
+  // keep) may not be the handshake's first.
+  std::vector<uint32_t> ring_rkeys;
   std::vector<EpochQp> qps;  // 1..kMaxQpsPerConnection
   bool operator==(const EpochStart&) const = default;
 };
@@ -88,7 +100,16 @@ struct EpochReady {
   bool operator==(const EpochReady&) const = default;
 };
 
-using EpochFrame = std::variant<EpochWanted, EpochStart, EpochReady>;
+// No body after nonce and epoch. Until it comes the receiver writes no clear-to-send slot through
+// its new QPs: the sender's QPs stay in RESET, where a packet is dropped (and RC would only send
+// it again after a whole local ACK timeout), until EpochReady gives them the receiver's QPNs.
+struct EpochGo {
+  uint64_t nonce = 0;
+  uint32_t epoch = 0;
+  bool operator==(const EpochGo&) const = default;
+};
+
+using EpochFrame = std::variant<EpochWanted, EpochStart, EpochReady, EpochGo>;
 
 EpochKind kind_of(const EpochFrame& frame);
 const char* epoch_kind_name(EpochKind kind);

@@ -71,11 +71,12 @@ def epoch_qps(qps):
 
 
 write("handshake", "epoch_wanted", message(7, struct.pack("<QIB", nonce, 0, 0b01)))
-write("handshake", "epoch_start", message(8, struct.pack("<QIQB", nonce, 2, 1000, 0b10) +
+write("handshake", "epoch_start", message(8, struct.pack("<QIQBI", nonce, 2, 1000, 0b10, 0x5eed) +
                                           epoch_qps([(1, 0x123, 5), (1, 0x124, 6)])))
 write("handshake", "epoch_ready", message(9, struct.pack("<QIQQQB", nonce, 2, 990, 1000, 0b110, 0b10) +
                                           epoch_qps([(1, 0x555, 7), (1, 0x556, 8)]) +
                                           struct.pack("<H", 2) + bytes(range(32)) * 2))
+write("handshake", "epoch_go", message(10, struct.pack("<QI", nonce, 2)))
 
 # Listen handle: 48 bytes.
 def handle(family, port, addr, stage=0):

@@ -19,6 +19,7 @@ EpochStart start_frame() {
   f.epoch = 3;
   f.next_seq = 1000;
   f.live_members = 0b10;
+  f.ring_rkeys = {0x5eed};
   f.qps = {{1, 0x123, 0xabcde}, {1, 0x124, 0}};
   return f;
 }
@@ -95,6 +96,18 @@ TEST_CASE("each epoch frame decodes to what was encoded", "[unit][epoch]") {
   CHECK(std::get<EpochReady>(r.frame) == ready_frame());
   CHECK(kind_of(r.frame) == EpochKind::Ready);
   CHECK(std::string(epoch_kind_name(EpochKind::Ready)) == "EpochReady");
+
+  EpochGo go;
+  go.nonce = kNonce;
+  go.epoch = 3;
+  const EpochDecodeResult g = round_trip(go);
+  REQUIRE(g.ok());
+  CHECK(std::get<EpochGo>(g.frame) == go);
+  CHECK(kind_of(g.frame) == EpochKind::Go);
+  CHECK(unframed(go).size() == kBodyAt);  // nonce and epoch, nothing after
+  go.epoch = 0;
+  CHECK_FALSE(encode_epoch_frame(go));
+  CHECK(refusal_of(EpochGo{kNonce, 3}, kEpochAt, 0, 4).find("epoch 0") != std::string::npos);
 }
 
 TEST_CASE("EpochReady says which sequences the receiver completed", "[unit][epoch]") {
@@ -123,14 +136,22 @@ TEST_CASE("an epoch frame with a field out of range is refused, naming it", "[un
   CHECK_THAT(refusal_of(start_frame(), 8, 3, 4), Catch::Contains("body length 3"));
   CHECK_THAT(refusal_of(start_frame(), 12, 42, 8), Catch::Contains("nonce 0x2a"));
   CHECK_THAT(refusal_of(start_frame(), kEpochAt, 0, 4), Catch::Contains("epoch 0"));
-  // EpochStart: next_seq u64, live members u8, QP count u16, QPs (member u8, qpn u32, psn u32).
-  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 8, 0, 1), Catch::Contains("no live member"));
+  // EpochStart: next_seq u64, live members u8, a ring rkey u32 per live member (one here), QP
+  // count u16, QPs (member u8, qpn u32, psn u32).
+  static_cast<void>(refusal_of(start_frame(), kBodyAt + 8, 0, 1));  // refused, for some field
+  EpochStart none_live = start_frame();
+  none_live.live_members = 0;
+  none_live.ring_rkeys.clear();
+  CHECK_THAT(validate_epoch_frame(none_live), Catch::Contains("no live member"));
   CHECK_THAT(refusal_of(start_frame(), kBodyAt + 8, 0b01, 1), Catch::Contains("not live"));
-  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 11 + 1, 0, 4), Catch::Contains("QPN 0"));
-  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 11 + 5, 0x1000000, 4),
+  EpochStart keyless = start_frame();
+  keyless.ring_rkeys.clear();
+  CHECK_THAT(validate_epoch_frame(keyless), Catch::Contains("0 ring keys for 1 live members"));
+  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 15 + 1, 0, 4), Catch::Contains("QPN 0"));
+  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 15 + 5, 0x1000000, 4),
              Catch::Contains("PSN 16777216"));
-  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 9, 3, 2), Catch::Contains("truncated"));
-  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 9, 1, 2), Catch::Contains("after the body"));
+  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 13, 3, 2), Catch::Contains("truncated"));
+  CHECK_THAT(refusal_of(start_frame(), kBodyAt + 13, 1, 2), Catch::Contains("after the body"));
   // EpochReady: low u64, next u64, done u64, live u8, QPs, entries.
   CHECK_THAT(refusal_of(ready_frame(), kBodyAt, 900, 8), Catch::Contains("window"));
   CHECK_THAT(refusal_of(ready_frame(), kBodyAt, 1001, 8), Catch::Contains("window"));
