@@ -300,6 +300,7 @@ class Watcher {
             case WatchFrameParser::Event::Goodbye:
               // The peer closed its comm normally: nothing is wrong, and nothing more to watch.
               ROCE_INFO(NCCL_NET, "peer watch: {} closed its comm (goodbye)", entry.peer_text);
+              entry.state->mark_closed();
               drop_locked(it);
               return;
             case WatchFrameParser::Event::Invalid:
@@ -463,6 +464,13 @@ void PeerState::mark_gone(std::string reason) noexcept {
   }
   reason_ = std::move(reason);
   gone_.store(true, std::memory_order_release);
+  if (nudge_) {
+    nudge_();
+  }
+}
+
+void PeerState::mark_closed() noexcept {
+  closed_.store(true, std::memory_order_release);
   if (nudge_) {
     nudge_();
   }

@@ -98,6 +98,11 @@ class PeerState {
 
   void mark_gone(std::string reason) noexcept;
 
+  // The peer said goodbye (closed its comm normally): nothing is wrong, but a recovery epoch
+  // waiting for its answer will not get one. Set by the watcher, which then calls the nudge.
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  void mark_closed() noexcept;
+
   // Recovery-epoch frames from the peer, in the order they came: the watcher's thread posts each
   // (and calls the nudge), the comm takes them on NCCL's thread. At most kMaxPendingEpochFrames
   // wait; a peer that sends more loses its oldest (a newer epoch supersedes an older one).
@@ -108,6 +113,7 @@ class PeerState {
 
  private:
   std::atomic<bool> gone_{false};
+  std::atomic<bool> closed_{false};
   std::string reason_;
   std::function<void()> nudge_;
   std::atomic<bool> pending_{false};
@@ -129,6 +135,8 @@ class PeerWatch {
   PeerWatch& operator=(const PeerWatch&) = delete;
 
   const PeerState& state() const noexcept { return *state_; }
+  // The recovery-epoch frames the peer sent since the last call (PeerState::take_epoch_frames).
+  std::vector<EpochFrame> take_epoch_frames() { return state_->take_epoch_frames(); }
 
   // Sends a frame (encode_epoch_frame's bytes) to the peer on the kept socket, without waiting:
   // what the socket does not take at once is sent by the watcher's thread as it drains. Fails

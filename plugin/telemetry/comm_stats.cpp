@@ -40,6 +40,8 @@ CommStatsSnapshot CommStats::snapshot(bool closed) const {
   s.bytes = bytes_.load(std::memory_order_relaxed);
   s.errors = errors_.load(std::memory_order_relaxed);
   s.stalls = stalls_.load(std::memory_order_relaxed);
+  s.recoveries = recoveries_.load(std::memory_order_relaxed);
+  s.recovery_us = recovery_us_.load(std::memory_order_relaxed);
   s.completion = completion_.snapshot(scale);
   s.messages = messages_.load(std::memory_order_relaxed);
   s.cts_wait = cts_wait_.snapshot(scale);
@@ -59,6 +61,10 @@ std::string summary_line(const CommStatsSnapshot& s) {
       s.identity.qps, s.identity.qps == 1 ? "" : "s", s.identity.traffic_class, s.messages,
       bytes_text(s.bytes), s.errors, s.stalls, s.age_s, micros(s.completion.percentile_ns(50)),
       micros(s.completion.percentile_ns(99)));
+  if (s.recoveries > 0) {
+    line += fmt::format("; {} recover{} in {:.1f} ms", s.recoveries,
+                        s.recoveries == 1 ? "y" : "ies", static_cast<double>(s.recovery_us) / 1e3);
+  }
   if (send) {
     line += fmt::format("; clear-to-send wait p50 {} p99 {}", micros(s.cts_wait.percentile_ns(50)),
                         micros(s.cts_wait.percentile_ns(99)));

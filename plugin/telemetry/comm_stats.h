@@ -38,6 +38,8 @@ struct CommStatsSnapshot {
   uint64_t bytes = 0;
   uint64_t errors = 0;
   uint64_t stalls = 0;                    // stall warnings given
+  uint64_t recoveries = 0;                // recovery epochs that ended with the comm carrying on
+  uint64_t recovery_us = 0;               // their time in all, failure to carrying on
   LatencyHistogram::Snapshot completion;  // post to completion (isend or irecv)
   LatencyHistogram::Snapshot cts_wait;    // sends only: time until the clear-to-send was there
 };
@@ -90,6 +92,15 @@ class CommStats {
   void stall_reported() noexcept {
     bump(stalls_);
   }
+  // A recovery epoch ended with the comm carrying on, `us` after its failure.
+  void recovered(uint64_t us) noexcept {
+    bump(recoveries_);
+    recovery_us_.store(recovery_us_.load(std::memory_order_relaxed) + us,
+                       std::memory_order_relaxed);
+  }
+  uint64_t messages() const noexcept {
+    return messages_.load(std::memory_order_relaxed);
+  }
 
   uint64_t id() const noexcept {
     return id_;
@@ -111,6 +122,8 @@ class CommStats {
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> stalls_{0};
+  std::atomic<uint64_t> recoveries_{0};
+  std::atomic<uint64_t> recovery_us_{0};
   uint32_t sample_every_;
   uint32_t until_sample_ = 1;    // the first request is sampled
   LatencyHistogram completion_;  // one request in sample_every_

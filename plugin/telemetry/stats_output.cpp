@@ -100,6 +100,8 @@ std::string json_line(const CommStatsSnapshot& s, const ProcessInfo& process,
       {"bytes", s.bytes},
       {"errors", s.errors},
       {"stall_warnings", s.stalls},
+      {"recoveries", s.recoveries},
+      {"recovery_us", s.recovery_us},
       {"completion_us", percentiles_us(s.completion)},
       {"completion_buckets_ns", buckets(s.completion)},
   };

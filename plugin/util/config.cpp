@@ -351,6 +351,20 @@ bool read_plumbing(Reader& reader, Config* config) {
   }
   assign(watch, &config->peer_watch);
   assign(keepalive, &config->peer_keepalive_s);
+  std::optional<bool> failover;
+  std::optional<bool> ib_failover;
+  std::optional<int> recovery_timeout;
+  if (!reader.boolean("NCCL_ROCE_FAILOVER", &failover) ||
+      !reader.boolean("NCCL_IB_RESILIENCY_PORT_FAILOVER", &ib_failover) ||
+      !reader.integer("NCCL_ROCE_RECOVERY_TIMEOUT_S", &recovery_timeout)) {
+    return false;
+  }
+  if (failover) {
+    config->failover = *failover;
+  } else if (ib_failover) {
+    config->failover = *ib_failover;
+  }
+  assign(recovery_timeout, &config->recovery_timeout_s);
   // The listener's interface when the GID's address is not one of this namespace (core/
   // listen_address.h); its syntax is checked at init.
   if (const auto ifname = reader.text("NCCL_SOCKET_IFNAME")) {

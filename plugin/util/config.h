@@ -75,6 +75,10 @@ struct Config {
   std::string socket_ifname;        // NCCL_SOCKET_IFNAME: the listener's fallback interface
   bool peer_watch = true;           // NCCL_ROCE_PEER_WATCH: net/peer_watch.h
   int peer_keepalive_s = 20;        // NCCL_ROCE_PEER_KEEPALIVE_S: silent peer host bound
+  // NCCL_ROCE_FAILOVER (else NCCL_IB_RESILIENCY_PORT_FAILOVER): recovery epochs
+  // (core/datapath/recovery_epoch.h) keep a connection whose QPs failed.
+  bool failover = true;
+  int recovery_timeout_s = 300;  // NCCL_ROCE_RECOVERY_TIMEOUT_S: the wait for a port to come back
 
   // Telemetry (plugin/telemetry/)
   bool stats_summary = false;     // NCCL_ROCE_STATS: one INFO line per comm at close

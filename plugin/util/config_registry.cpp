@@ -279,6 +279,30 @@ constexpr Setting kRegistry[] = {
      K::Integer,
      2,
      3600},
+    {{"NCCL_ROCE_FAILOVER", "1", "0, 1",
+      "Recovery epochs: a connection whose data QPs fail with RETRY_EXC or a flush error (a "
+      "member port of a virtual NIC lost, or the only port down past the retry budget) is not "
+      "failed: both ends fence their QPs, make new ones on the members whose ports are ACTIVE "
+      "(waiting up to NCCL_ROCE_RECOVERY_TIMEOUT_S for one), agree which messages arrived and "
+      "send the others again; NCCL sees a stall and one WARN. A member left out rejoins when "
+      "its port is ACTIVE again. Needs the peer watch on both ends and a peer of this version "
+      "(said once otherwise). 0: such a failure fails the comm, as net_ib does by default.",
+      "boolean", "NCCL_IB_RESILIENCY_PORT_FAILOVER",
+      "Wins over NCCL_IB_RESILIENCY_PORT_FAILOVER; net_ib's default is off, ours on."},
+     K::Boolean},
+    {{"NCCL_IB_RESILIENCY_PORT_FAILOVER", "unset: NCCL_ROCE_FAILOVER applies", "0, 1",
+      "net_ib's name for failing over to a surviving port of a virtual NIC, same meaning here "
+      "(it also covers the one-port recovery of NCCL_ROCE_RECOVERY_TIMEOUT_S).",
+      "boolean", "NCCL_IB_RESILIENCY_PORT_FAILOVER", "Used when NCCL_ROCE_FAILOVER is unset."},
+     K::Boolean},
+    {{"NCCL_ROCE_RECOVERY_TIMEOUT_S", "300", "0..86400",
+      "How long a connection being recovered waits for a port of its NIC to be ACTIVE again "
+      "(a switch reload, a cable swap), and for the peer's answer, before it fails with the "
+      "cause. 0: no wait; a connection with no member up fails at once.",
+      "integer", "", ""},
+     K::Integer,
+     0,
+     86400},
     // Telemetry.
     {{"NCCL_ROCE_STATS", "0", "0, 1",
       "1 logs one summary line per comm when it closes (INFO, subsystem NET): messages, bytes, "
@@ -324,8 +348,9 @@ constexpr Setting kRegistry[] = {
      K::Recognised},
     {{"NCCL_IB_RETURN_ASYNC_EVENTS", "", "",
       "Ignored: asynchronous events are always read. DEVICE_FATAL, CQ_ERR and the QP errors "
-      "fail the comms they concern; PORT_ERR and PORT_ACTIVE are logged only, as in NCCL (RC "
-      "retransmission rides out a link flap shorter than the retry budget).",
+      "fail the comms they concern; PORT_ERR and PORT_ACTIVE are logged, as in NCCL (RC "
+      "retransmission rides out a link flap shorter than the retry budget; a longer one is a "
+      "recovery epoch, NCCL_ROCE_FAILOVER).",
       "", "NCCL_IB_RETURN_ASYNC_EVENTS", "", false},
      K::Recognised},
     {{"NCCL_IB_ROUTABLE_FLID_GID_INDEX", "", "",

@@ -30,6 +30,8 @@ ConnectionSettings ConnectionSettings::from_config() {
   s.ar_threshold = static_cast<uint32_t>(cfg.ar_threshold);
   s.peer_watch = cfg.peer_watch;
   s.peer_keepalive_s = cfg.peer_keepalive_s;
+  s.failover = cfg.failover;
+  s.recovery_timeout_s = cfg.recovery_timeout_s;
   return s;
 }
 

@@ -40,6 +40,8 @@ struct ConnectionSettings {
   uint32_t ar_threshold = 8192;   // NCCL_IB_AR_THRESHOLD
   bool peer_watch = true;         // NCCL_ROCE_PEER_WATCH (net/peer_watch.h)
   int peer_keepalive_s = 20;      // NCCL_ROCE_PEER_KEEPALIVE_S
+  bool failover = true;           // NCCL_ROCE_FAILOVER (core/datapath/recovery_epoch.h)
+  int recovery_timeout_s = 300;   // NCCL_ROCE_RECOVERY_TIMEOUT_S
   static ConnectionSettings from_config();
 };
 

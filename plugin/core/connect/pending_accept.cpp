@@ -46,6 +46,9 @@ PendingAccept::Status PendingAccept::step(RecvComm** comm) {
       case State::Done:
         setup_.peer = peer_text_;
         setup_.peer_watch = watch_peer(channel_, nonce_, settings_, *device_, peer_text_);
+        setup_.recovery =
+            make_recovery_setup(settings_, peer_version_, setup_.peer_watch != nullptr, nonce_,
+                                std::move(remaker_links_));
         *comm = new RecvComm(device_, std::move(setup_));
         ROCE_INFO(NCCL_NET, "accepted on {} from {}: {} qp{}, tc {}{}, inline {}, {}{}",
                   devices_name(devices_.members), peer_text_, (*comm)->qp_count(),
@@ -179,6 +182,10 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
                                      const ClassAgreement& agreed) {
   const size_t nqps = request.endpoint.qps.size();
   const size_t members = devices_.members.size();
+  peer_version_ = request.endpoint.plugin_version;
+  remaker_links_.members = devices_.members;
+  remaker_links_.recv_depth = kRecvQueueDepth;
+  remaker_links_.inline_data = settings_.use_inline;
   const size_t per_member = nqps / members;  // the codec checked that it divides
   setup_.members = devices_.members;
   setup_.device_id = devices_.id;
@@ -215,7 +222,11 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
       link.access = IBV_ACCESS_REMOTE_WRITE;  // the sender writes data and sizes
       link.ece = peer_ece;
       ece_set = connect_qp(*setup_.qps.back(), member, link) && ece_set;
+      if (i == 0) {
+        remaker_links_.links.push_back(link);
+      }
     }
+    remaker_links_.cqs.push_back(cq);
     if (m == 0) {
       setup_.cq = std::move(cq);
     } else {
@@ -232,6 +243,8 @@ void PendingAccept::create_resources(const net::ConnectRequest& request,
   for (size_t m = 1; m < members; ++m) {
     setup_.sizes_area.register_also(devices_.members[m]->pd(),
                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    // Clear-to-send writes leave through QP 0, on member 0 until a recovery epoch leaves it out.
+    setup_.cts_staging.register_also(devices_.members[m]->pd(), IBV_ACCESS_LOCAL_WRITE);
   }
   setup_.remote_ring_addr = request.cts_ring.address;
   setup_.remote_ring_rkey = request.cts_ring.rkey;

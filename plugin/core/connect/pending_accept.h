@@ -18,6 +18,7 @@
 
 #include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
+#include "core/connect/qp_remaker.h"
 #include "core/datapath/recv_comm_setup.h"
 #include "nccl_net/types.h"
 #include "net/socket.h"
@@ -86,6 +87,10 @@ class PendingAccept {
   RecvCommSetup setup_;
   std::vector<uint32_t> psns_;
   std::optional<ibv_ece> ece_in_force_;
+  // How the comm's recovery epochs make QPs again, and the peer's version, which says whether it
+  // speaks them (core/connect/qp_remaker.h).
+  QpRemakerLinks remaker_links_;
+  uint32_t peer_version_ = 0;
   bool authenticated_ =
       false;  // the request carried the listen nonce  // the sender's ECE as this device reduced it
 };

@@ -122,9 +122,13 @@ void SendConnector::create_resources() {
   }
   setup_.members = devices_.members;
   setup_.device_id = devices_.id;
+  remaker_links_.members = devices_.members;
+  remaker_links_.recv_depth = 1;
+  remaker_links_.inline_data = settings_.use_inline;
   for (int m = 0; m < members; ++m) {
     DeviceRuntime& member = *devices_.members[static_cast<size_t>(m)];
     std::shared_ptr<verbs::CompletionQueue> cq = create_comm_cq(member, per_member);
+    remaker_links_.cqs.push_back(cq);
     for (int q = 0; q < per_member; ++q) {
       // The sender's QPs receive nothing (the receiver only writes into the ring).
       setup_.qps.push_back(create_data_qp(member, cq, 1, settings_.use_inline));
@@ -137,15 +141,18 @@ void SendConnector::create_resources() {
     }
   }
   // The receiver writes the clear-to-send ring through its QPs on member 0, which reach ours on
-  // member 0; the sizes of a multi-receive leave through the member that carries it.
+  // member 0 (after a recovery epoch that left member 0 out: on the first member in use, whose
+  // key EpochStart carries); the sizes of a multi-receive leave through the member that carries
+  // it.
   setup_.ring = RegisteredBuffer(device_->pd(), kCtsRingBytes,
                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   setup_.sizes_staging =
       RegisteredBuffer(device_->pd(), size_t{kMaxSendRequests} * kMaxRecvs * sizeof(int32_t),
                        IBV_ACCESS_LOCAL_WRITE);
   for (int m = 1; m < members; ++m) {
-    setup_.sizes_staging.register_also(devices_.members[static_cast<size_t>(m)]->pd(),
-                                       IBV_ACCESS_LOCAL_WRITE);
+    const auto& pd = devices_.members[static_cast<size_t>(m)]->pd();
+    setup_.ring.register_also(pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    setup_.sizes_staging.register_also(pd, IBV_ACCESS_LOCAL_WRITE);
   }
   setup_.traffic_class = offer_.traffic_class;
   setup_.split_data = settings_.split_data;
@@ -179,6 +186,9 @@ ncclResult_t SendConnector::step(Comm** comm) {
       case State::Done: {
         setup_.peer = peer_text_;
         setup_.peer_watch = watch_peer(*channel_, nonce_, settings_, *device_, peer_text_);
+        setup_.recovery =
+            make_recovery_setup(settings_, peer_endpoint_ ? peer_endpoint_->plugin_version : 0,
+                                setup_.peer_watch != nullptr, nonce_, std::move(remaker_links_));
         auto* connected = new SendComm(device_, std::move(setup_));
         *comm = connected;
         ROCE_INFO(NCCL_NET, "connected on {} to {}: {} qp{}, tc {}, sl {}, inline {}, {}{}{}",
@@ -328,6 +338,9 @@ SendConnector::Step SendConnector::on_await_reply() {
       link.access = IBV_ACCESS_REMOTE_WRITE;  // the receiver writes clear-to-send slots
       link.ece = reduced;
       ece_set = connect_qp(*setup_.qps[q], member, link) && ece_set;
+      if (q % per_member == 0) {
+        remaker_links_.links.push_back(link);
+      }
     }
   } catch (const std::exception& e) {
     return fail(ncclSystemError, net::RejectReason::ResourceFailure, e.what());

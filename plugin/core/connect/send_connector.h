@@ -19,6 +19,7 @@
 
 #include "core/connect/class_negotiation.h"
 #include "core/connect/connection_setup.h"
+#include "core/connect/qp_remaker.h"
 #include "core/datapath/send_comm_setup.h"
 #include "nccl_net/types.h"
 #include "net/listen_handle.h"
@@ -75,6 +76,8 @@ class SendConnector {
   std::optional<ibv_ece> local_ece_;     // offered in the request (NCCL_IB_ECE_ENABLE)
   std::optional<ibv_ece> ece_in_force_;  // the reduced ECE set on every QP
   std::optional<net::EndpointInfo> peer_endpoint_;
+  // How the comm's recovery epochs make QPs again (core/connect/qp_remaker.h).
+  QpRemakerLinks remaker_links_;
   std::string peer_text_;
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/datapath/recovery_epoch.h"
+
 namespace roce {
 
 class DeviceRuntime;
@@ -42,6 +44,9 @@ struct ConnectionSetup {
   // The handshake's socket, watched for the peer process's death (net/peer_watch.h); null with
   // NCCL_ROCE_PEER_WATCH=0 or when the watch could not start.
   std::unique_ptr<net::PeerWatch> peer_watch;
+  // Recovery epochs (recovery_epoch.h): on when both ends speak them and a peer watch carries
+  // their frames.
+  RecoverySetup recovery;
 };
 
 }  // namespace roce

@@ -21,6 +21,7 @@
 #include "core/comm.h"
 #include "core/datapath/comm_setup.h"
 #include "core/datapath/data_path_limits.h"
+#include "core/datapath/recovery_epoch.h"
 #include "core/datapath/request.h"
 #include "core/device/async_events.h"
 #include "net/peer_watch.h"
@@ -88,7 +89,8 @@ class ConnectedComm : public Comm {
   }
   [[gnu::noinline]] int poll_members() noexcept;
 
-  // The member of a virtual NIC that QP q is on (0 for a port's QPs): QPs go member by member.
+  // The member of a virtual NIC that QP q is on (0 for a port's QPs): QPs go member by member,
+  // over the members in use (all of them, until a recovery epoch leaves one out).
   uint8_t member_of_qp(int q) const noexcept { return qp_member_[static_cast<size_t>(q)]; }
 
   // A side's progress(): one poll, and `handle(got)` (the side's out-of-line on_completions) only
@@ -127,13 +129,56 @@ class ConnectedComm : public Comm {
   // "to" or "from" the peer, for messages.
   const char* direction() const noexcept { return kind() == CommKind::Send ? "to" : "from"; }
 
+  // Recovery epochs (recovery_epoch.h; each side's state machine is in send_recovery.cpp or
+  // recv_recovery.cpp). All cold: the data path reaches them only through a failed completion or
+  // a health check.
+  bool recovering() const noexcept {
+    return recovery_ != nullptr && recovery_->phase != EpochPhase::Normal;
+  }
+  // Whether a completion that failed is one an epoch recovers (RETRY_EXC or a flush of a data
+  // QP, with recovery on); when recovery is off for this comm the reason is said once.
+  bool can_recover(const ibv_wc& wc) noexcept;
+  // The text fail_completion() would log for wc.
+  std::string completion_text(const ibv_wc& wc) const;
+  // Moves every data QP to ERR and drains the CQs until a marker posted behind each QP's queues
+  // comes back: each successful completion found on the way is handled (absorb_fenced), so what
+  // this side has completed is final. Fails the comm when a QP cannot be moved.
+  ncclResult_t fence_data_qps() noexcept;
+  virtual ncclResult_t absorb_fenced(const ibv_wc& wc) noexcept = 0;
+  // The members (bit m: member m) whose port is ACTIVE now (ibv_query_port).
+  uint8_t members_up() const noexcept;
+  // The same, looked at again at most every millisecond (a wait for a port, or a rejoin, is
+  // stepped at every call).
+  uint8_t members_up_paced() noexcept;
+  // All members' bits, and those the current QPs are on.
+  uint8_t all_members_mask() const noexcept {
+    return static_cast<uint8_t>((1U << member_count_) - 1U);
+  }
+  uint8_t lanes_mask() const noexcept;
+  // Makes `qps` (on `members`, qps_per_member_ each, member by member) the comm's data QPs; the
+  // old ones are destroyed.
+  void install_qps(std::vector<std::unique_ptr<verbs::QueuePair>> qps,
+                   const std::vector<uint8_t>& members);
+  // Encodes and sends an epoch frame on the peer watch's socket; false (logged) when it cannot.
+  bool send_epoch_frame(const net::EpochFrame& frame) noexcept;
+  // Makes the next check_health() run the health checks again, whatever the device's counter
+  // says: an epoch in progress is stepped at every test(), isend() and irecv() until it ends.
+  void keep_checking() noexcept { checks_seen_ = ~checks_due_->load(std::memory_order_relaxed); }
+  // The side's step of an epoch in progress, or of a frame that came; run by the health check.
+  virtual ncclResult_t step_recovery() noexcept = 0;
+  // The WARN at the end of an epoch, and its count in the telemetry.
+  void report_recovered(const char* what, uint64_t resent, uint64_t marked) noexcept;
+  // "member 1 (vroce1)" style names of the members in `mask`.
+  std::string members_text(uint8_t mask) const;
+
   // Hot members first.
   const std::atomic<uint64_t>* checks_due_;  // the device's AsyncEventMonitor::checks_due()
   uint64_t checks_seen_ = 0;
   int nqps_;
   int more_cqs_count_;  // the members after the first (0 for a port)
   int member_count_;    // 1 for a port
-  int qps_per_member_;  // nqps_ / member_count_
+  int lane_count_;      // the members the data QPs are on now (member_count_ until an epoch)
+  int qps_per_member_;  // nqps_ / lane_count_
   int device_id_;
   bool split_data_;  // each message over all QPs (of its member), else on qp_of_message(seq) only
   // NCCL passed a profiler callback to init (which comes before any comm): QP events are due.
@@ -151,6 +196,9 @@ class ConnectedComm : public Comm {
   int next_member_cq_ = 0;  // where poll_members() starts, in turn, so no member's CQ waits
   std::vector<std::shared_ptr<DeviceRuntime>> members_;
   std::vector<std::unique_ptr<verbs::QueuePair>> qps_;
+  // Recovery epochs (setup.enabled: whether they run for this comm; see can_recover). Declared
+  // after qps_, so that an epoch's QPs not yet installed go first.
+  std::unique_ptr<RecoveryState> recovery_;
   int traffic_class_;
   std::string peer_;
   telemetry::ConnectionTelemetry telemetry_;

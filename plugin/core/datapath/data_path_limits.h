@@ -51,6 +51,14 @@ inline constexpr uint32_t kRefusedSendSizeMask = kRefusedSendImm - 1;
 static_assert(kMaxMessageBytes <= kRefusedSendSizeMask,
               "a message size must never look like a refusal");
 
+// A recovery epoch's "already complete" marker (docs/design.md, "Recovery epochs"): a zero-length
+// WRITE WITH IMMEDIATE in the place of a message the receiver had completed before the epoch, so
+// that every new QP carries every sequence of its stride. No size (at most kMaxMessageBytes), no
+// count (at most kMaxRecvs) and no refusal (kRefusedSendImm | a size) can be all ones.
+inline constexpr uint32_t kAlreadyCompleteImm = UINT32_MAX;
+static_assert((kRefusedSendImm | kMaxMessageBytes) < kAlreadyCompleteImm,
+              "a refusal must never look like a marker");
+
 // Receives are posted ahead of the irecvs, kPrePostedRecvs per data QP at connection, and given
 // back in batches of kRecvRepostBatch as their completions are handled. At any time at most
 // kRecvRepostBatch - 1 handled ones wait to be posted again, and the sender has at most

@@ -28,6 +28,14 @@ class PendingMultiRecv {
   }
 
   bool loaded() const noexcept { return count_ > 0; }
+  // A recovery epoch rewrote the receive's entries (keys of another member): takes them, keeping
+  // what is matched.
+  void refresh(const CtsEntry* entries) noexcept {
+    for (int i = 0; i < count_; ++i) {
+      entries_[static_cast<size_t>(i)] = entries[i];
+    }
+  }
+  const CtsEntry* entries() const noexcept { return entries_.data(); }
   void clear() noexcept { count_ = 0; }
 
   // Index of the first unmatched entry carrying `tag`, or -1.

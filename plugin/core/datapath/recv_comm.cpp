@@ -70,7 +70,7 @@ RecvComm::RecvComm(std::shared_ptr<DeviceRuntime> device, RecvCommSetup setup)
   // NIC: its member's turn) or every nqps-th one, from sequence 1 on; its receives are posted
   // before any irecv, so the sender's first immediate finds one.
   if (split_data_) {
-    recv_seq_step_ = static_cast<uint64_t>(member_count_);
+    recv_seq_step_ = static_cast<uint64_t>(lane_count_);
   } else {
     recv_seq_step_ = nqps_ <= 1 ? 1 : static_cast<uint64_t>(nqps_);
   }
@@ -116,7 +116,8 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
       return r;
     }
     if (!cts_credits_.can_post(1)) {
-      return ncclSuccess;
+      // NCCL retries. A recovery epoch holds every irecv this way: its health check steps it.
+      return check_health();
     }
   }
   const uint16_t index = requests_.take();
@@ -126,10 +127,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
   RecvRequest& r = requests_[index];
   // The member of a virtual NIC that will carry this message, whose registration's rkey the
   // sender must write with (0 for a port).
-  const uint8_t member = member_count_ == 1 ? 0
-                         : split_data_
-                             ? static_cast<uint8_t>(qp_of_message(next_seq_, member_count_))
-                             : member_of_qp(qp_of_message(next_seq_, nqps_));
+  const uint8_t member = member_count_ == 1 ? 0 : member_of_message(next_seq_);
 
   // One pass over the buffers: each is checked, staged as its CTS entry and remembered as posted.
   // Nothing is posted before every buffer has passed, so a bad one only gives the slot back.
@@ -144,6 +142,7 @@ ncclResult_t RecvComm::irecv(int n, void** data, const Size* sizes, const int* t
         return false;
       }
       rkey = mh->rkeys[member];
+      r.mhs[static_cast<size_t>(i)] = mh;
     }
     fill_cts_entry(staged[i], CtsBuffer{addr, size, rkey, tags[i]}, next_seq_, index,
                    static_cast<uint8_t>(n));
@@ -265,8 +264,13 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
   // have written yet, so running out of flush slots or send-queue entries is an error, never a
   // skipped flush. (NCCL keeps far fewer flushes in flight; this is a caller that never tests.)
   // On a virtual NIC every member's NIC wrote messages of this comm, so each member flushes.
+  // A member a recovery epoch left out carries no message, and its port may be down.
+  const uint8_t lanes = member_count_ == 1 ? uint8_t{1} : lanes_mask();
   for (int m = 0; m < member_count_; ++m) {
     SendQueueCredits& credits = flush_credits_[static_cast<size_t>(m)];
+    if (((lanes >> m) & 1U) == 0) {
+      continue;
+    }
     if (!credits.can_post(1)) [[unlikely]] {
       if (ncclResult_t r = progress(); r != ncclSuccess) {
         return r;
@@ -281,11 +285,15 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
     return flush_exhausted("flush requests", kMaxRequests);
   }
   FlushRequest& f = flushes_[index];
-  f.remaining = static_cast<uint8_t>(member_count_);
+  f.remaining = static_cast<uint8_t>(member_count_ == 1 ? 1 : __builtin_popcount(lanes));
   const auto* mh = static_cast<const MrHandle*>(mhandles[last]);
   flush_wr_.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(data[last]);
+  bool posted_any = false;
   for (int m = 0; m < member_count_; ++m) {
     const auto i = static_cast<size_t>(m);
+    if (((lanes >> m) & 1U) == 0) {
+      continue;
+    }
     flush_wr_.wr.rdma.rkey = mh->rkeys[i];
     flush_sge_.addr = flush_addr_ + i * kFlushWordStride;
     flush_sge_.lkey = flush_lkeys_[i];
@@ -294,12 +302,13 @@ ncclResult_t RecvComm::iflush(int n, void* const* data, const int* sizes, void* 
     flush_wr_.wr_id = pack_wr_id(WrKind::Flush, static_cast<uint8_t>(m), index, pos);
     ibv_send_wr* bad = nullptr;
     if (int rc = flush_qp_ptrs_[i]->post_send(&flush_wr_, &bad); rc != 0) [[unlikely]] {
-      if (m == 0) {
-        flushes_.give_back(index);
+      if (!posted_any) {
+        flushes_.give_back(index);  // nothing of it posted
       }
       return fail(ncclSystemError, "ibv_post_send (flush read) on qp 0x{:x} failed: {}",
                   flush_qp_ptrs_[i]->qp_num(), verbs::errno_text(rc));
     }
+    posted_any = true;
   }
   f.state = RequestState::Pending;
   *request = static_cast<RequestHeader*>(&f);
@@ -496,47 +505,68 @@ ncclResult_t RecvComm::on_sampled_completion(const RecvRequest& r, int k, int go
   return k + 1 < got ? handle_completions(k + 1, got) : ncclSuccess;
 }
 
+ncclResult_t RecvComm::handle_completion(const ibv_wc& wc) noexcept {
+  // Most completions are the data's immediates: those first, without unpacking the rest. A QP's
+  // receives complete in the order of the messages it carries, so the next one it was due
+  // names the request.
+  if (wr_id_is(wc.wr_id, WrKind::Recv)) [[likely]] {
+    const uint8_t q = wr_id_qp(wc.wr_id);
+    if (q >= nqps_) [[unlikely]] {
+      return fail_unexpected_wr_id(wc);
+    }
+    if (wc.imm_data == kAlreadyCompleteImm) [[unlikely]] {
+      return skip_marker(q);
+    }
+    const uint16_t index = request_due(q);
+    if (index == kNoRequest) [[unlikely]] {
+      return fail_unmatched_receive(wc, next_recv_seq_[q]);
+    }
+    return retire_receive<false>(wc, q, index);
+  }
+  const WrId id = unpack_wr_id(wc.wr_id);
+  switch (id.kind) {
+    case WrKind::CtsWrite:
+      cts_credits_.retire(id.sq_pos);
+      return ncclSuccess;
+    case WrKind::Flush:
+      if (flushes_.in_use(id.index) && id.qp < member_count_) {
+        flush_credits_[id.qp].retire(id.sq_pos);
+        if (--flushes_[id.index].remaining == 0) {
+          flushes_[id.index].state = RequestState::Done;
+        }
+        return ncclSuccess;
+      }
+      break;
+    default:
+      break;
+  }
+  return fail_unexpected_wr_id(wc);
+}
+
 ncclResult_t RecvComm::handle_completions(int first, int got) noexcept {
   for (int k = first; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
-      return fail_completion(wc);
+      return on_failed_completion(k, got);
     }
-    // Most completions are the data's immediates: those first, without unpacking the rest. A QP's
-    // receives complete in the order of the messages it carries, so the next one it was due
-    // names the request.
-    if (wr_id_is(wc.wr_id, WrKind::Recv)) [[likely]] {
-      const uint8_t q = wr_id_qp(wc.wr_id);
-      if (q >= nqps_) [[unlikely]] {
-        return fail_unexpected_wr_id(wc);
-      }
-      const uint16_t index = request_due(q);
-      if (index == kNoRequest) [[unlikely]] {
-        return fail_unmatched_receive(wc, next_recv_seq_[q]);
-      }
-      if (ncclResult_t res = retire_receive<false>(wc, q, index); res != ncclSuccess) {
-        return res;
-      }
-      continue;
+    if (ncclResult_t res = handle_completion(wc); res != ncclSuccess) {
+      return res;
     }
-    const WrId id = unpack_wr_id(wc.wr_id);
-    switch (id.kind) {
-      case WrKind::CtsWrite:
-        cts_credits_.retire(id.sq_pos);
-        continue;
-      case WrKind::Flush:
-        if (flushes_.in_use(id.index) && id.qp < member_count_) {
-          flush_credits_[id.qp].retire(id.sq_pos);
-          if (--flushes_[id.index].remaining == 0) {
-            flushes_[id.index].state = RequestState::Done;
-          }
-          continue;
-        }
-        break;
-      default:
-        break;
-    }
-    return fail_unexpected_wr_id(wc);
+  }
+  return ncclSuccess;
+}
+
+// A recovery epoch's fence (recv_recovery.cpp) hands each successful completion here.
+ncclResult_t RecvComm::absorb_fenced(const ibv_wc& wc) noexcept {
+  return handle_completion(wc);
+}
+
+ncclResult_t RecvComm::skip_marker(uint8_t q) noexcept {
+  // The message of the QP's next sequence was complete before the epoch (its request may be
+  // given back already): the QP only moves on to the next one it carries.
+  next_recv_seq_[q] += recv_seq_step_;
+  if (++recvs_to_repost_[q] == kRecvRepostBatch) {
+    return repost_receives(q);
   }
   return ncclSuccess;
 }

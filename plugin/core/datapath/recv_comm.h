@@ -25,6 +25,7 @@
 #include "core/datapath/request.h"
 #include "core/datapath/request_pool.h"
 #include "core/datapath/send_queue_credits.h"
+#include "core/datapath/size_split.h"
 #include "core/memory/gdr_staging.h"
 #include "core/memory/mr_handle.h"
 #include "core/memory/registered_buffer.h"
@@ -77,6 +78,29 @@ class RecvComm final : public ConnectedComm {
   [[gnu::noinline]] ncclResult_t on_sampled_completion(const RecvRequest& r, int k,
                                                        int got) noexcept;
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
+  // One completion of handle_completions (any kind, successful), also taken by a recovery
+  // epoch's fence.
+  // Inline (defined in recv_comm.cpp), so that handle_completions' loop keeps its one frame.
+  [[gnu::always_inline]] inline ncclResult_t handle_completion(const ibv_wc& wc) noexcept;
+  // Completion k failed: a recovery epoch (the completions after k are taken first), or the
+  // comm fails as before.
+  [[gnu::cold, gnu::noinline]] ncclResult_t on_failed_completion(int k, int got) noexcept;
+  // Receive completion wc of data QP q carried an "already complete" marker: the QP moves on.
+  ncclResult_t skip_marker(uint8_t q) noexcept;
+
+  // The receiver's side of a recovery epoch (recv_recovery.cpp): it answers the sender's.
+  ncclResult_t absorb_fenced(const ibv_wc& wc) noexcept override;
+  ncclResult_t step_recovery() noexcept override;
+  // Fences the QPs and holds every irecv (no clear-to-send credit) until the epoch's EpochGo.
+  ncclResult_t fence_and_hold() noexcept;
+  // Answers `start` over the members in `live`: new QPs connected to the sender's, receives
+  // posted, the record of what completed and the entries of the receives in flight.
+  ncclResult_t answer_start(const net::EpochStart& start, uint8_t live) noexcept;
+  // The member that carries message `seq` over the current QPs.
+  uint8_t member_of_message(uint64_t seq) const noexcept {
+    return split_data_ ? member_of_qp(qp_of_message(seq, lane_count_) * qps_per_member_)
+                       : member_of_qp(qp_of_message(seq, nqps_));
+  }
   // The flush QP's fatal mark and the stall check of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
   // The request whose message data QP q delivers next (a QP's receives complete in the order

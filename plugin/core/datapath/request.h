@@ -28,6 +28,8 @@ struct RequestHeader {
 
 // One isend. The request that matched entry 0 of a multi-receive leads the group: the group's
 // signaled completions carry its index, and it lists the members to complete with it.
+struct MrHandle;
+
 struct SendRequest : RequestHeader {
   uint32_t size = 0;
   // The buffer, kept only where the work requests are built from the request after isend
@@ -36,6 +38,10 @@ struct SendRequest : RequestHeader {
   uint64_t addr = 0;
   bool host_memory = true;    // may be posted inline (the CPU reads it at post time)
   uint64_t posted_ticks = 0;  // when isend took it (telemetry)
+  // The message's sequence and the buffer's handle: a recovery epoch posts the send again,
+  // through another member's key when its member left.
+  uint64_t seq = 0;
+  const MrHandle* mh = nullptr;
   telemetry::ProfilerEvent event;
   uint8_t group_count = 0;                    // lead only: n
   uint8_t remaining_qps = 0;                  // lead only: signaled completions still to come
@@ -48,6 +54,9 @@ struct RecvRequest : RequestHeader {
   uint8_t count = 0;
   uint8_t remaining_qps = 0;                 // WRITE WITH IMMEDIATE completions still to come
   std::array<uint32_t, kMaxRecvs> posted{};  // buffer sizes, to check what the peer reports
+  // Each buffer's handle (null for an empty one): a recovery epoch rewrites the clear-to-send
+  // entries with the keys of the member that carries the message from then on.
+  std::array<const MrHandle*, kMaxRecvs> mhs{};
   std::array<int32_t, kMaxRecvs> received{};
   uint64_t posted_ticks = 0;  // when irecv posted it (telemetry)
   bool profiled = false;      // events were started; false again once they are stopped

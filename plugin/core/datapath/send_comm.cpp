@@ -80,12 +80,12 @@ ncclResult_t SendComm::isend(void* data, size_t size, int tag, const MrHandle* m
     return ncclSuccess;  // this send belongs to a later multi-receive
   }
   SendRequest* r = nullptr;
-  const auto [q_begin, q_end] = qps_of_message();
+  const auto [q_begin, q_end] = qps_of_message(next_seq_);
   if (ncclResult_t res = start_send(pending_.entry(i), data, size, mh, phandle, q_begin, q_end, &r);
       res != ncclSuccess || r == nullptr) {
     return res;
   }
-  set_buffer(*r, data, mh, member_of_qp(q_begin));
+  set_buffer(*r, member_of_qp(q_begin));
   pending_.match(i, r->index, r->size);
   *request = static_cast<RequestHeader*>(r);
   if (pending_.complete()) {
@@ -126,7 +126,8 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
         return r;
       }
       if (!credits_[static_cast<size_t>(q)].can_post(kMaxRecvs + 1)) {
-        return ncclSuccess;
+        // NCCL retries. A recovery epoch holds every send this way: its health check steps it.
+        return check_health();
       }
     }
   }
@@ -143,15 +144,16 @@ ncclResult_t SendComm::start_send(const CtsEntry& entry, void* data, size_t size
   }
   r.state = RequestState::Pending;
   r.size = static_cast<uint32_t>(size);
+  r.seq = next_seq_;
+  r.addr = addr;
+  r.mh = mh;
   *out = &r;
   return ncclSuccess;
 }
 
-void SendComm::set_buffer(SendRequest& r, const void* data, const MrHandle* mh,
-                          uint8_t member) noexcept {
-  r.addr = reinterpret_cast<uintptr_t>(data);
-  r.lkey = r.size > 0 ? mh->lkeys[member] : 0;
-  r.host_memory = r.size == 0 || !mh->gpu_memory();
+void SendComm::set_buffer(SendRequest& r, uint8_t member) noexcept {
+  r.lkey = r.size > 0 ? r.mh->lkeys[member] : 0;
+  r.host_memory = r.size == 0 || !r.mh->gpu_memory();
 }
 
 ncclResult_t SendComm::larger_than_receive(size_t size, int tag, uint32_t receive_size,
@@ -205,6 +207,7 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
   r->group_count = 1;
   r->remaining_qps = 1;
   r->members[0] = r->index;
+  lead_of_seq_[cts_slot_of(next_seq_)] = r->index;
   const ibv_send_wr* posted = nullptr;
   if (size <= ar_threshold_) [[likely]] {
     // One signaled WRITE WITH IMMEDIATE from the preset work request: only what differs from
@@ -231,7 +234,7 @@ ncclResult_t SendComm::isend_single(const CtsEntry& entry, void* data, size_t si
     }
     posted = &single_wr_;
   } else {
-    set_buffer(*r, data, mh, member_of_qp(q));
+    set_buffer(*r, member_of_qp(q));
     const int w = add_single_wrs(*r, entry, Chunk{0, r->size}, q, credits);
     if (ncclResult_t res = post_wrs(q, w, credits); res != ncclSuccess) [[unlikely]] {
       return res;
@@ -307,26 +310,39 @@ ncclResult_t SendComm::post(int q, ibv_send_wr* wrs) noexcept {
 ncclResult_t SendComm::post_group() noexcept {
   const int n = pending_.count();
   SendRequest& lead = requests_[pending_.send_request(0)];
-  const auto [q_begin, q_end] = qps_of_message();
   lead.group_count = static_cast<uint8_t>(n);
-  lead.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
   for (int i = 0; i < n; ++i) {
     lead.members[static_cast<size_t>(i)] = pending_.send_request(i);
   }
+  lead_of_seq_[cts_slot_of(next_seq_)] = lead.index;
+  if (ncclResult_t r = post_message(next_seq_, lead, pending_.entries(), false); r != ncclSuccess)
+      [[unlikely]] {
+    return r;
+  }
+  pending_.clear();
+  ++next_seq_;
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::post_message(uint64_t seq, SendRequest& lead, const CtsEntry* entries,
+                                    bool again) noexcept {
+  const int n = lead.group_count;
+  const auto [q_begin, q_end] = qps_of_message(seq);
+  lead.remaining_qps = static_cast<uint8_t>(q_end - q_begin);
   uint64_t sizes_remote = 0;
   int32_t* staged = nullptr;
   if (n > 1) {
-    const uint16_t receiver_request = pending_.entry(0).request;
+    const uint16_t receiver_request = entries[0].request;
     if (receiver_request >= kMaxRequests) [[unlikely]] {
       return fail(ncclRemoteError,
                   "clear-to-send slot {} from {} names receive request {}, beyond the {} a comm "
                   "holds",
-                  next_seq_, peer_, receiver_request, kMaxRequests);
+                  seq, peer_, receiver_request, kMaxRequests);
     }
     sizes_remote = remote_sizes_addr_ + uint64_t{receiver_request} * kMaxRecvs * sizeof(int32_t);
     staged = sizes_staging_ + size_t{lead.index} * kMaxRecvs;
     for (int i = 0; i < n; ++i) {
-      staged[i] = static_cast<int32_t>(pending_.send_size(i));
+      staged[i] = static_cast<int32_t>(requests_[lead.members[static_cast<size_t>(i)]].size);
     }
   }
 
@@ -341,11 +357,11 @@ ncclResult_t SendComm::post_group() noexcept {
     };
     int w = 0;
     if (n == 1) {
-      w = add_single_wrs(lead, pending_.entry(0), part(lead.size), q, credits);
+      w = add_single_wrs(lead, entries[0], part(lead.size), q, credits);
     } else {
       for (int i = 0; i < n; ++i) {
-        const SendRequest& r = requests_[pending_.send_request(i)];
-        const CtsEntry& e = pending_.entry(i);
+        const SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
+        const CtsEntry& e = entries[i];
         const Chunk c = part(r.size);
         if (c.length > 0) {
           add_wr(w++, IBV_WR_RDMA_WRITE, r.addr + c.offset, static_cast<uint32_t>(c.length), r.lkey,
@@ -367,16 +383,18 @@ ncclResult_t SendComm::post_group() noexcept {
     }
   }
   // One profiler event per send, for the signaled WRITE WITH IMMEDIATE that completes it (on the
-  // message's last QP), as net_ib reports its QP events.
+  // message's last QP), as net_ib reports its QP events. A recovery epoch's resend ends the
+  // event on the failed QP and starts one on the new QP, so a profiler shows the replay.
   if (profiling_) [[unlikely]] {
     const uint32_t qpn = qp_ptrs_[static_cast<size_t>(q_end - 1)]->qp_num();
     for (int i = 0; i < n; ++i) {
-      SendRequest& r = requests_[pending_.send_request(i)];
+      SendRequest& r = requests_[lead.members[static_cast<size_t>(i)]];
+      if (again) {
+        r.event.stop();
+      }
       r.event.start(device().index(), last_signaled_wr_id, IBV_WR_RDMA_WRITE_WITH_IMM, qpn, r.size);
     }
   }
-  pending_.clear();
-  ++next_seq_;
   return ncclSuccess;
 }
 
@@ -438,7 +456,7 @@ ncclResult_t SendComm::handle_completions(int first, int got) noexcept {
   for (int k = first; k < got; ++k) {
     const ibv_wc& wc = wcs_[static_cast<size_t>(k)];
     if (wc.status != IBV_WC_SUCCESS) [[unlikely]] {
-      return fail_completion(wc);
+      return on_failed_completion(k, got);
     }
     // Only signaled WRITE WITH IMMEDIATEs complete here; anything else is a bug or corruption.
     if (!names_send_group(wc.wr_id)) [[unlikely]] {
@@ -505,6 +523,34 @@ ncclResult_t SendComm::check_side_health() noexcept {
     check_completion_stall();
   }
   return ncclSuccess;
+}
+
+// The parts of the sender's recovery epochs (send_recovery.cpp) that use the inline helpers above.
+
+ncclResult_t SendComm::absorb_fenced(const ibv_wc& wc) noexcept {
+  if (!names_send_group(wc.wr_id)) {
+    return fail_unexpected_wr_id(wc);
+  }
+  retire_send<false>(wc, requests_[wr_id_index(wc.wr_id)]);
+  return ncclSuccess;
+}
+
+ncclResult_t SendComm::post_marker(int q) noexcept {
+  auto& credits = credits_[static_cast<size_t>(q)];
+  ibv_send_wr marker{};
+  marker.wr_id =
+      pack_wr_id(WrKind::SendGroup, static_cast<uint8_t>(q), requests_.kNoSlot, credits.post());
+  marker.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  marker.num_sge = 0;
+  marker.imm_data = kAlreadyCompleteImm;
+  // Unsignaled: it completes nothing here; the next signaled request of the QP retires it.
+  return post(q, &marker);
+}
+
+void SendComm::rebind_buffers(SendRequest& lead, uint8_t member) noexcept {
+  for (size_t i = 0; i < lead.group_count; ++i) {
+    set_buffer(requests_[lead.members[i]], member);
+  }
 }
 
 }  // namespace roce

@@ -76,16 +76,21 @@ class SendComm final : public ConnectedComm {
                                                         size_t size, const MrHandle* mh,
                                                         void* phandle, int q_begin, int q_end,
                                                         SendRequest** out) noexcept;
-  // The buffer of a request start_send took, for the paths that build its work requests later
-  // from the request (multi-receives, split messages, adaptive routing).
-  [[gnu::always_inline]] inline void set_buffer(SendRequest& r, const void* data,
-                                                const MrHandle* mh, uint8_t member) noexcept;
+  // The key and kind of the buffer of a request start_send took (which keeps its address and
+  // handle), for the paths that build its work requests later from the request (multi-receives,
+  // split messages, adaptive routing, a recovery epoch's resend): member's key.
+  [[gnu::always_inline]] inline void set_buffer(SendRequest& r, uint8_t member) noexcept;
   // An isend matched to a receive of one buffer carried by one QP (every message on one QP:
   // single_qp_messages_): posted at once.
   ncclResult_t isend_single(const CtsEntry& entry, void* data, size_t size, const MrHandle* mh,
                             void* phandle, void** request) noexcept;
   // A multi-receive (or a message split over QPs) all of whose entries are matched.
   ncclResult_t post_group() noexcept;
+  // The work requests of message `seq`, whose sends lead.members (lead.group_count of them,
+  // their buffers set: set_buffer) matched `entries`, on the QPs that carry it. `again`: a
+  // recovery epoch posts it again (its profiler events and sizes are already there).
+  ncclResult_t post_message(uint64_t seq, SendRequest& lead, const CtsEntry* entries,
+                            bool again) noexcept;
   // Work request w of the list posted next on QP q, for the group led by request `lead`.
   [[gnu::always_inline]] inline void add_wr(int w, ibv_wr_opcode opcode, uint64_t local,
                                             uint32_t length, uint32_t lkey, uint64_t remote,
@@ -114,15 +119,15 @@ class SendComm final : public ConnectedComm {
   // The QPs [first, last) that carry the message of sequence next_seq_: when splitting, all of
   // them, or on a virtual NIC all of the member's whose turn it is (a message stays on one
   // member, so one key of each registration serves it); else the one qp_of_message names.
-  std::pair<int, int> qps_of_message() const noexcept {
+  std::pair<int, int> qps_of_message(uint64_t seq) const noexcept {
     if (split_data_) {
-      if (member_count_ == 1) {
+      if (lane_count_ == 1) {
         return {0, nqps_};
       }
-      const int m = qp_of_message(next_seq_, member_count_);
+      const int m = qp_of_message(seq, lane_count_);
       return {m * qps_per_member_, (m + 1) * qps_per_member_};
     }
-    const int q = qp_of_message(next_seq_, nqps_);
+    const int q = qp_of_message(seq, nqps_);
     return {q, q + 1};
   }
   // IBV_SEND_INLINE for a payload of `length` bytes that the QPs may copy into the work request
@@ -154,6 +159,28 @@ class SendComm final : public ConnectedComm {
   [[gnu::noinline]] ncclResult_t on_sampled_completion(const SendRequest& lead, int k,
                                                        int got) noexcept;
   [[gnu::noinline]] ncclResult_t handle_completions(int first, int got) noexcept;
+  // Completion k failed: a recovery epoch begins (the completions after k are taken first), or
+  // the comm fails as before.
+  [[gnu::cold, gnu::noinline]] ncclResult_t on_failed_completion(int k, int got) noexcept;
+
+  // The sender's recovery epochs (send_recovery.cpp): it starts them, the receiver answers.
+  ncclResult_t absorb_fenced(const ibv_wc& wc) noexcept override;
+  ncclResult_t step_recovery() noexcept override;
+  // step_recovery's body; what it throws (an allocation) fails the comm there.
+  ncclResult_t step_epoch();
+  // Fences the QPs, holds every isend (no send-queue credit) and waits for a port.
+  ncclResult_t begin_epoch(std::string cause) noexcept;
+  // New QPs on the members in `usable`, and EpochStart.
+  ncclResult_t start_epoch(uint8_t usable) noexcept;
+  // The receiver's answer: the QPs connected and installed, its entries taken, the messages it
+  // lacks sent again, EpochGo.
+  ncclResult_t on_ready(const net::EpochReady& ready) noexcept;
+  // Message `seq` is complete at the receiver: its sends are done here too.
+  void complete_locally(uint64_t seq) noexcept;
+  // The "already complete" marker of message `seq` on QP q (kAlreadyCompleteImm).
+  ncclResult_t post_marker(int q) noexcept;
+  // The buffers of message lead's sends, to go through `member` (set_buffer).
+  void rebind_buffers(SendRequest& lead, uint8_t member) noexcept;
   // The stall checks of a health check (connected_comm.h).
   ncclResult_t check_side_health() noexcept override;
   // Retires completion wc of the group led by `lead` (its wr_id passed names_send_group): the
@@ -195,6 +222,9 @@ class SendComm final : public ConnectedComm {
   PendingMultiRecv pending_;
   RequestPool<SendRequest, kMaxSendRequests> requests_;
   std::array<SendQueueCredits, kMaxQpsPerConnection> credits_{};
+  // The request that leads the message of each sequence in flight (by ring slot), for a
+  // recovery epoch's resend.
+  std::array<uint16_t, kCtsRingSlots> lead_of_seq_{};
   std::array<ibv_send_wr, kMaxRecvs + 1> wrs_{};
   std::array<ibv_sge, kMaxRecvs + 1> sges_{};
   // isend_single's one WRITE WITH IMMEDIATE: its constant fields are set once.

@@ -18,6 +18,7 @@ enum class WrKind : uint8_t {
   SendGroup = 2,  // the signaled WRITE WITH IMMEDIATE that ends one matched multi-receive
   CtsWrite = 3,   // a periodically signaled CTS write (only to retire send-queue entries)
   Flush = 4,      // the 1-byte RDMA READ of an iflush
+  Fence = 5,      // a recovery epoch's marker behind a failed QP's queue (recovery_epoch.h)
 };
 
 struct WrId {
@@ -52,7 +53,7 @@ constexpr WrId unpack_wr_id(uint64_t wr_id) noexcept {
   id.index = wr_id_index(wr_id);
   id.qp = wr_id_qp(wr_id);
   const auto kind = static_cast<uint8_t>((wr_id >> 24) & 0xff);
-  id.kind = kind >= 1 && kind <= 4 ? static_cast<WrKind>(kind) : WrKind::Invalid;
+  id.kind = kind >= 1 && kind <= 5 ? static_cast<WrKind>(kind) : WrKind::Invalid;
   id.sq_pos = wr_id_sq_pos(wr_id);
   return id;
 }

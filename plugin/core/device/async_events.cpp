@@ -6,7 +6,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <mutex>
+#include <vector>
 
 #include "util/log.h"
 #include "verbs/completion_queue.h"
@@ -14,6 +17,32 @@
 #include "verbs/queue_pair.h"
 
 namespace roce {
+
+namespace {
+
+// Every monitor of the process: a port's event moves them all on, so that a comm on a virtual
+// NIC, which looks only at its first member's monitor, sees a member's port come back (a
+// recovery epoch's rejoin) at its next call. Port events are rare; each costs every comm one
+// health check. Never destroyed: monitors may outlive the static destructors of this file (the
+// plugin's own static goes at exit, after them).
+struct MonitorRegistry {
+  std::mutex mutex;
+  std::vector<AsyncEventMonitor*> monitors;
+};
+MonitorRegistry& monitor_registry() {
+  static auto* registry = new MonitorRegistry;
+  return *registry;
+}
+
+void nudge_all_monitors() {
+  MonitorRegistry& registry = monitor_registry();
+  const std::lock_guard lock(registry.mutex);
+  for (AsyncEventMonitor* monitor : registry.monitors) {
+    monitor->nudge_checks();
+  }
+}
+
+}  // namespace
 namespace {
 
 enum class Element { Device, Port, Qp, Cq, Srq, Wq };
@@ -130,10 +159,21 @@ AsyncEventMonitor::AsyncEventMonitor(std::shared_ptr<verbs::Context> context,
                                         context_->name(), verbs::errno_text(err)),
                             err);
   }
+  {
+    MonitorRegistry& registry = monitor_registry();
+    const std::lock_guard lock(registry.mutex);
+    registry.monitors.push_back(this);
+  }
   thread_ = std::thread([this] { run(); });
 }
 
 AsyncEventMonitor::~AsyncEventMonitor() {
+  {
+    MonitorRegistry& registry = monitor_registry();
+    const std::lock_guard lock(registry.mutex);
+    auto& monitors = registry.monitors;
+    monitors.erase(std::remove(monitors.begin(), monitors.end(), this), monitors.end());
+  }
   stop();
   if (stop_fd_ >= 0) {
     close(stop_fd_);
@@ -273,11 +313,15 @@ void AsyncEventMonitor::handle(const ibv_async_event& event) {
     ROCE_WARN(NCCL_NET,
               "dev {} {}: async event {} ({}): the link is down; connections on it retransmit "
               "until it comes back, and fail with IBV_WC_RETRY_EXC_ERR if it stays down longer "
-              "than their retry budget (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT)",
+              "than their retry budget (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT); with "
+              "NCCL_ROCE_FAILOVER (on by default) they then move to another member of their "
+              "NIC, or wait for this port to come back (a bounded wait)",
               context_->name(), where, name, description != nullptr ? description : "?");
+    nudge_all_monitors();
   } else if (type == IBV_EVENT_PORT_ACTIVE) {
     ROCE_WARN(NCCL_NET, "dev {} {}: async event {} ({}): the link is up again", context_->name(),
               where, name, description != nullptr ? description : "?");
+    nudge_all_monitors();
   } else {
     ROCE_INFO(NCCL_NET, "dev {} {}: async event {} ({})", context_->name(), where, name,
               description != nullptr ? description : "?");

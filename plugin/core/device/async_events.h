@@ -5,9 +5,11 @@
 // DEVICE_FATAL the device; CQ_ERR the CompletionQueue; QP_FATAL, QP_REQ_ERR and QP_ACCESS_ERR
 // the QueuePair (through the cq_context/qp_context the verbs layer set). PORT_ERR and
 // PORT_ACTIVE are warnings only, as in NCCL's IB transport: a link flap is ridden out by RC
-// retransmission, and one longer than the retry budget fails the connections that had traffic in
-// flight through their completions (IBV_WC_RETRY_EXC_ERR); nothing is marked, so comms opened
-// after the link is back are not touched.
+// retransmission, and one longer than the retry budget reaches the connections that had traffic
+// in flight through their completions (IBV_WC_RETRY_EXC_ERR: a recovery epoch, or the comm's
+// failure with NCCL_ROCE_FAILOVER=0); nothing is marked, so comms opened after the link is back
+// are not touched. A port event moves every monitor's checks_due() of the process, so that a
+// comm on a virtual NIC (which watches its first member's monitor) sees a member come back.
 // rdma-core makes ibv_destroy_qp/cq wait until events naming them are acked, so a marked object
 // is alive while we mark it.
 // The same thread paces the comms' health checks: checks_due() moves on with every event and,

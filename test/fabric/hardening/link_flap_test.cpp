@@ -1,9 +1,10 @@
 // Link flaps (IBV_EVENT_PORT_ERR, later IBV_EVENT_PORT_ACTIVE, injected through vroce's test
 // hook; vroce's port sends and receives nothing while it is DOWN). As in NCCL's IB transport the
 // events are logged, not fatal: a connection with traffic in flight rides out an outage shorter
-// than its retry budget through RC retransmission and delivers every byte right; one that stays
-// down longer fails with IBV_WC_RETRY_EXC_ERR, as a silent peer does; and a connection made after
-// the link is back works (no stale mark of the port).
+// than its retry budget through RC retransmission and delivers every byte right; with recovery off
+// (NCCL_ROCE_FAILOVER=0) one that stays down longer fails with IBV_WC_RETRY_EXC_ERR, as a silent
+// peer does (with recovery on it waits for the port and recovers: recovery_test.cpp); and a
+// connection made after the link is back works (no stale mark of the port).
 #include <infiniband/verbs.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,32 @@ using namespace roce::test;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Sets an environment variable for a scope (before the plugin's init, which reads it) and puts
+// back what was there: ctest runs each case in its own process, a run of the whole binary does
+// not.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      old_ = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 PlanShape flap_shape(int groups) {
   PlanShape shape;
@@ -154,9 +182,13 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a link that stays down longer than the retry budget fails the transfer with "
-    "IBV_WC_RETRY_EXC_ERR, and connections made once it is back work",
+    "with recovery off (NCCL_ROCE_FAILOVER=0), a link that stays down longer than the retry "
+    "budget fails the transfer with IBV_WC_RETRY_EXC_ERR, and connections made once it is back "
+    "work",
     "[hardening][link-flap][vroce]") {
+  // The behaviour without recovery epochs: a failed QP fails its comm. (With them, the default,
+  // the comm waits for the port and recovers: recovery_test.cpp.)
+  ScopedEnv recovery_off("NCCL_ROCE_FAILOVER", "0");
   // 67 ms x 0.25 per attempt, 3 retries: 67 ms in all before RETRY_EXC.
   constexpr int kIbTimeout = 14;
   constexpr int kRetryCnt = 3;
@@ -199,6 +231,7 @@ TEST_CASE(
   CHECK(warned("IBV_WC_RETRY_EXC_ERR"));
   CHECK(warned("NCCL_IB_TIMEOUT"));
   CHECK(warned("dev lfc port 1", "IBV_EVENT_PORT_ERR"));
+  CHECK_FALSE(warned("recovered", "epoch"));
 
   REQUIRE(inject_port_event("lfc", IBV_EVENT_PORT_ACTIVE) >= 1);
   const auto fresh = open_pairs(plugin, c, d, 1);
