@@ -489,6 +489,18 @@ void SendComm::check_completion_stall() noexcept {
     return;
   }
   if (const auto ms = telemetry_.stall().warn_after(oldest->posted_ticks, telemetry::now_ticks())) {
+    if (recovering()) {
+      telemetry_.warn_stall(
+          "a " + std::to_string(oldest->size) + "-byte send is waiting for recovery epoch " +
+              std::to_string(recovery_->phase == EpochPhase::WaitingForPort ? recovery_->epoch + 1
+                                                                            : recovery_->epoch) +
+              " (" + epoch_phase_name(recovery_->phase) + ")",
+          *ms,
+          "the connection's QPs failed and are being made again (see the WARN or INFO line of "
+          "the epoch's start); it waits for a port to be ACTIVE, or for the receiver, which "
+          "answers at its next call into NCCL");
+      return;
+    }
     telemetry_.warn_stall(
         "a " + std::to_string(oldest->size) + "-byte send is waiting for its completion", *ms,
         "its RDMA WRITE is not being acknowledged: packet loss, a link down or PFC pauses on "

@@ -166,8 +166,14 @@ ncclResult_t SendComm::step_epoch() {
       keep_checking();
       return ncclSuccess;
     case EpochPhase::Normal:
-      // A rejoin: a member left out has its port back.
-      if (st.setup.enabled && lanes_mask() != all_members_mask() && now >= st.next_rejoin) {
+      // A rejoin: a member left out has its port back. Only when the receiver is sure to call
+      // again: with sends in flight whose data all landed it may have nothing left to wait for
+      // and make no call that would answer the epoch (docs/design.md, "A receiver NCCL does not
+      // call"). With no send in flight, the next send waits for the answer and the receiver
+      // calls for it; with a clear-to-send for the next message in the ring, the receiver
+      // waits for that one.
+      if (st.setup.enabled && lanes_mask() != all_members_mask() && now >= st.next_rejoin &&
+          (oldest_pending(requests_) == nullptr || begun_cts_slot() != nullptr)) {
         const uint8_t back = static_cast<uint8_t>(members_up_paced() & ~lanes_mask());
         if (back != 0) {
           return begin_epoch(fmt::format("{} ACTIVE again: the member rejoins the connection",
