@@ -1150,3 +1150,48 @@ TEST_CASE(
     "[hardening][recovery][vroce][vnic][quick]") {
   receiver_member_down({"rre", "rrf", "rrg", "rrh"}, 0, 255);
 }
+
+TEST_CASE(
+    "VROCE_PORT_EVENTS: a port taken down and back on a schedule, as NCCL's own processes get it: "
+    "the events arrive in order, and a stream they cross recovers with every byte right",
+    "[hardening][recovery][vroce][quick]") {
+  small_retry_budget();
+  // 0.5 s after vroce's devices come up (the plugin's init) the sender's port goes down, 1.5 s
+  // later it is back: the stream below is under way then on any machine this suite runs on, and
+  // whether it was is checked, not assumed.
+  ScopedEnv schedule("VROCE_PORT_EVENTS", "rsea:down@500,rsea:up@2000");
+  use_test_devices({"rsea", "rseb"});
+  PluginDriver plugin(plugin_path_from_env(), Api::V11);
+  REQUIRE(plugin.init() == ncclSuccess);
+  const auto pairs =
+      open_pairs(plugin, require_device(plugin, "rsea"), require_device(plugin, "rseb"), 1);
+  reset_warn_count();
+  const std::string before = vroce_stats();
+  bool crossed = false;
+  {
+    Traffic traffic(plugin, pairs[0], 231, flap_shape(20000));
+    const auto give_up = Clock::now() + kHangBound;
+    while (!warned("dev rsea port 1", "IBV_EVENT_PORT_ERR") && Clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    crossed = !traffic.finished();
+    traffic.join();
+    INFO("sender: " << traffic.run.sent.error << "; receiver: " << traffic.run.received.error);
+    CHECK(traffic.run.sent.ok);
+    CHECK(traffic.run.received.ok);
+  }
+  const auto give_up = Clock::now() + kHangBound;
+  while (!warned("dev rsea port 1", "IBV_EVENT_PORT_ACTIVE") && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::string after = vroce_stats();
+  std::printf("RECOVERY scheduled crossed=%d lost=%lld ack_timeouts=%lld\n", crossed ? 1 : 0,
+              static_cast<long long>(grown(before, after, "drops.link_down")),
+              static_cast<long long>(grown(before, after, "ack_timeouts")));
+  CHECK(warned("dev rsea port 1", "IBV_EVENT_PORT_ERR"));
+  CHECK(warned("dev rsea port 1", "IBV_EVENT_PORT_ACTIVE"));
+  if (crossed) {
+    CHECK(grown(before, after, "drops.link_down") > 0);
+    CHECK(warned("recovered", "epoch"));
+  }
+}

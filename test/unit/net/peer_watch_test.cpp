@@ -272,6 +272,7 @@ roce::net::EpochStart epoch_start(uint32_t epoch) {
   f.next_seq = 77;
   f.live_members = 1;
   f.qps = {{0, 0x321, 9}};
+  f.ring_rkeys = {0x5151};
   return f;
 }
 

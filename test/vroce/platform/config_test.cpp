@@ -410,3 +410,24 @@ TEST_CASE("parse_config: a malformed variable keeps its default and says so once
   CHECK(mentions("VROCE_TC_OVERRIDE", "300", "keeping no traffic-class override"));
   CHECK(mentions("VROCE_SYSFS_ROOT", "", "keeping no fake sysfs"));
 }
+
+TEST_CASE("VROCE_PORT_EVENTS: link changes scheduled by device and time, in time order",
+          "[config]") {
+  auto events = vroce::parse_port_events(" pfb:up@9000, pfb : down @ 3000 ,pfa:down@0");
+  REQUIRE(events);
+  REQUIRE(events->size() == 3);
+  CHECK((*events)[0].device == "pfa");
+  CHECK((*events)[0].at_ms == 0);
+  CHECK_FALSE((*events)[0].up);
+  CHECK((*events)[1].device == "pfb");
+  CHECK((*events)[1].at_ms == 3000);
+  CHECK_FALSE((*events)[1].up);
+  CHECK((*events)[2].at_ms == 9000);
+  CHECK((*events)[2].up);
+  CHECK(vroce::parse_port_events("")->empty());
+  CHECK(contains(failure_of(vroce::parse_port_events("pfa@3000")), "DEVICE:down@MS"));
+  CHECK(contains(failure_of(vroce::parse_port_events("pfa:sideways@3000")), "neither down nor up"));
+  CHECK(contains(failure_of(vroce::parse_port_events("pfa:down@soon")), "milliseconds"));
+  CHECK(contains(failure_of(vroce::parse_port_events("pfa:down@-1")), "milliseconds"));
+  CHECK(contains(failure_of(vroce::parse_port_events("p/x:down@1")), "not a vroce device name"));
+}

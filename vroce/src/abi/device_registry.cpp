@@ -1,10 +1,12 @@
 // The process-wide device registry built from config().devices.
 #include "abi/device_registry.h"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config.h"
@@ -49,6 +51,28 @@ void place_pci_functions(const std::vector<device::Device*>& devices, const Conf
   }
 }
 
+// VROCE_PORT_EVENTS: one thread raises the scheduled port events, each at its time after the
+// devices came up, as vroce_inject_port_event does. Detached: it holds nothing at exit but the
+// devices, which are never freed.
+void schedule_port_events(const std::vector<device::Device*>& devices, const Config& cfg) {
+  if (cfg.port_events.empty()) {
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::thread([devices, events = cfg.port_events, start] {
+    for (const PortEventSpec& event : events) {
+      std::this_thread::sleep_until(start + std::chrono::milliseconds(event.at_ms));
+      for (device::Device* device : devices) {
+        if (device->name() == event.device) {
+          VROCE_LOG(Info, "VROCE_PORT_EVENTS: %s port %s at %u ms", event.device.c_str(),
+                    event.up ? "up" : "down", event.at_ms);
+          device->raise_port_event(event.up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+        }
+      }
+    }
+  }).detach();
+}
+
 struct Registry {
   std::vector<device::Device*> devices;  // never freed: handed-out pointers stay valid until exit
 };
@@ -80,6 +104,7 @@ Registry& registry() {
       built->devices.push_back(device.release());
     }
     place_pci_functions(built->devices, cfg);
+    schedule_port_events(built->devices, cfg);
     if (cfg.sysfs_root) {
       std::vector<std::string> errors =
           sysfs::write_fake_sysfs(*cfg.sysfs_root, built->devices, cfg);

@@ -42,6 +42,16 @@ struct FaultSpec {
 
 enum class GpuCopyKernel : uint32_t { Off = 0, Auto = 1, On = 2 };
 
+// One scheduled link change: VROCE_PORT_EVENTS="vroce1:down@3000,vroce1:up@9000" takes vroce1's
+// port DOWN 3 s after vroce's devices come up and ACTIVE again at 9 s, as
+// vroce_inject_port_event does (PORT_ERR, PORT_ACTIVE), for programs that cannot call the hook
+// (NCCL's own processes).
+struct PortEventSpec {
+  std::string device;
+  bool up = false;
+  uint32_t at_ms = 0;
+};
+
 struct Config {
   std::vector<DeviceSpec> devices;  // VROCE_DEVICES; default when unset: vroce0..vroce7 on
                                     // 127.0.0.11..127.0.0.18 (loopback, one address each)
@@ -116,6 +126,7 @@ struct Config {
   // sys_image_guid (VROCE_SYS_IMAGE_GUID, when set, still wins). A device in no group keeps a
   // bus of its own, as a separate card.
   std::vector<std::vector<std::string>> pci_functions;
+  std::vector<PortEventSpec> port_events;  // VROCE_PORT_EVENTS, in time order
   bool ece_enabled = true;
   uint32_t ece_options = 0x30000002;
 };
@@ -131,5 +142,6 @@ uint32_t spin_after_activity_us();
 Result<std::vector<DeviceSpec>> parse_device_specs(const std::string& text);
 Result<FaultSpec> parse_fault_spec(const std::string& text);
 Result<std::vector<std::vector<std::string>>> parse_pci_functions(const std::string& text);
+Result<std::vector<PortEventSpec>> parse_port_events(const std::string& text);
 
 }  // namespace vroce

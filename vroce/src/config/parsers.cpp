@@ -191,6 +191,45 @@ Result<std::vector<std::vector<std::string>>> parse_pci_functions(const std::str
   return groups;
 }
 
+Result<std::vector<PortEventSpec>> parse_port_events(const std::string& text) {
+  std::vector<PortEventSpec> events;
+  for (std::string_view entry : split(text, ',')) {
+    entry = trim(entry);
+    if (entry.empty()) {
+      continue;
+    }
+    const size_t colon = entry.find(':');
+    const size_t at = entry.find('@');
+    if (colon == std::string_view::npos || at == std::string_view::npos || at < colon) {
+      return failure(quoted(entry) + " is not DEVICE:down@MS or DEVICE:up@MS (example: " +
+                     "vroce1:down@3000,vroce1:up@9000)");
+    }
+    PortEventSpec event;
+    const std::string_view name = trim(entry.substr(0, colon));
+    const std::string_view what = trim(entry.substr(colon + 1, at - colon - 1));
+    const std::string_view when = trim(entry.substr(at + 1));
+    if (!valid_device_name(name)) {
+      return failure("device name " + quoted(name) + " in " + quoted(entry) +
+                     " is not a vroce device name");
+    }
+    if (what != "down" && what != "up") {
+      return failure(quoted(what) + " in " + quoted(entry) + " is neither down nor up");
+    }
+    auto [end, ec] = std::from_chars(when.data(), when.data() + when.size(), event.at_ms);
+    if (when.empty() || ec != std::errc() || end != when.data() + when.size()) {
+      return failure(quoted(when) + " in " + quoted(entry) +
+                     " is not a time in milliseconds (0..4294967295)");
+    }
+    event.device = std::string(name);
+    event.up = what == "up";
+    events.push_back(std::move(event));
+  }
+  std::stable_sort(
+      events.begin(), events.end(),
+      [](const PortEventSpec& a, const PortEventSpec& b) { return a.at_ms < b.at_ms; });
+  return events;
+}
+
 Result<FaultSpec> parse_fault_spec(const std::string& text) {
   FaultSpec spec;
   if (trim(text).empty()) {
@@ -506,6 +545,19 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
             }
           }
           config.pci_functions = std::move(v);
+        });
+  apply("VROCE_PORT_EVENTS", "no scheduled port event", parse_port_events,
+        [&](std::vector<PortEventSpec> v) {
+          for (const PortEventSpec& event : v) {
+            if (std::none_of(config.devices.begin(), config.devices.end(),
+                             [&](const DeviceSpec& d) { return d.name == event.device; })) {
+              errors->push_back("VROCE_PORT_EVENTS names " + event.device +
+                                ", which is not a device of VROCE_DEVICES; keeping no scheduled "
+                                "port event");
+              return;
+            }
+          }
+          config.port_events = std::move(v);
         });
   return config;
 }
