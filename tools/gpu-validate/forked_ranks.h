@@ -7,6 +7,9 @@
 // functions of one PCI device (VROCE_PCI_FUNCTIONS): a multi-port NIC that NCCL fuses into one
 // virtual NIC at its default NCCL_NET_MERGE_LEVEL. Device k of rank r is vroce<M*r+k> at
 // base + M*r + k, the names and addresses in_vroce_sysfs.sh writes for M*NRANKS devices.
+// With ROCE_EXAMPLE_PORT_EVENTS_RANK=R, only rank R keeps VROCE_PORT_EVENTS (the others' vroce
+// would refuse a schedule naming devices they lack): a link change inside one rank's NIC, as
+// VROCE_PORT_EVENTS="vroce1:down@5000,vroce1:up@15000" takes rank 0's second member down.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -67,6 +70,10 @@ inline void set_rank_identity(const char* program, int rank) {
     if (members > 1) {
       setenv("VROCE_PCI_FUNCTIONS", functions.c_str(), 1);
     }
+    if (const char* events_rank = std::getenv("ROCE_EXAMPLE_PORT_EVENTS_RANK");
+        events_rank != nullptr && std::atoi(events_rank) != rank) {
+      unsetenv("VROCE_PORT_EVENTS");
+    }
   }
 }
 
@@ -105,7 +112,9 @@ inline int run(int nranks, const char* program,
     const pid_t pid = fork();
     if (pid == 0) {
       set_rank_identity(program, rank);
-      _exit(rank_main(rank, id_file));
+      const int rc = rank_main(rank, id_file);
+      std::fflush(nullptr);  // _exit skips stdio's buffers: a rank's printed lines would be lost
+      _exit(rc);
     }
     children.push_back(pid);
   }
