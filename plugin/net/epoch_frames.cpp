@@ -33,8 +33,11 @@ std::string check_qps(const std::vector<EpochQp>& qps, uint8_t live_members) {
   return {};
 }
 
-std::string check(const EpochWanted&) {
-  return {};  // any epoch number (0: none seen) and any mask of down members
+std::string check(const EpochWanted& f) {
+  // Any epoch number (0: none seen) and any mask of down members; a member is not both.
+  return (f.down_members & f.back_members) != 0
+             ? fmt::format("members 0x{:x} both down and back", f.down_members & f.back_members)
+             : std::string();
 }
 
 std::string check(const EpochGo& f) {
@@ -104,6 +107,7 @@ bool read_qps(ByteReader& in, std::vector<EpochQp>* qps) {
 
 void write_body(ByteWriter& out, const EpochWanted& f) {
   out.u8(f.down_members);
+  out.u8(f.back_members);
 }
 void write_body(ByteWriter& /*out*/, const EpochGo& /*f*/) {}
 void write_body(ByteWriter& out, const EpochStart& f) {
@@ -127,7 +131,7 @@ void write_body(ByteWriter& out, const EpochReady& f) {
 }
 
 bool read_body(ByteReader& in, EpochWanted* f) {
-  return in.u8(&f->down_members);
+  return in.u8(&f->down_members) && in.u8(&f->back_members);
 }
 bool read_body(ByteReader& /*in*/, EpochGo* /*f*/) {
   return true;  // nonce and epoch only

@@ -4,7 +4,9 @@
 // validation, no sockets and no verbs: the watcher reads the bytes (peer_watch.h), the comms act
 // on the decoded frames.
 //
-//   receiver -> sender  EpochWanted  (its QPs failed: please start an epoch)
+//   receiver -> sender  EpochWanted  (its QPs failed: please start an epoch; or, its QPs
+//                                      fine, a member it left out has its port back: please
+//                                      take it back when you can)
 //   sender -> receiver  EpochStart   (the sender's new QPs, its live members, the first
 //                                      sequence it has not posted)
 //   receiver -> sender  EpochReady   (the receiver's new QPs, what it completed below that
@@ -56,11 +58,13 @@ struct EpochQp {
 };
 
 // Body after nonce and epoch: down_members u8 (a bitmask of the receiver's members whose ports
-// it saw go down; may be 0 when only QPs failed).
+// it saw go down; may be 0 when only QPs failed), back_members u8 (non-zero: a rejoin request,
+// the members the receiver left out for their ports, now ACTIVE again; its QPs did not fail).
 struct EpochWanted {
   uint64_t nonce = 0;
   uint32_t epoch = 0;  // the newest epoch the receiver has seen (0: none yet)
   uint8_t down_members = 0;
+  uint8_t back_members = 0;
   bool operator==(const EpochWanted&) const = default;
 };
 

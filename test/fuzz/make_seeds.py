@@ -70,7 +70,7 @@ def epoch_qps(qps):
                                                  for m, qpn, psn in qps)
 
 
-write("handshake", "epoch_wanted", message(7, struct.pack("<QIB", nonce, 0, 0b01)))
+write("handshake", "epoch_wanted", message(7, struct.pack("<QIBB", nonce, 0, 0b01, 0)))
 write("handshake", "epoch_start", message(8, struct.pack("<QIQBI", nonce, 2, 1000, 0b10, 0x5eed) +
                                           epoch_qps([(1, 0x123, 5), (1, 0x124, 6)])))
 write("handshake", "epoch_ready", message(9, struct.pack("<QIQQQB", nonce, 2, 990, 1000, 0b110, 0b10) +

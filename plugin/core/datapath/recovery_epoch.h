@@ -81,7 +81,14 @@ struct RecoveryState {
   std::chrono::steady_clock::time_point began;     // the failure that opened this recovery
   std::chrono::steady_clock::time_point deadline;  // waiting for a port ends here
   std::string cause;                               // that failure, for the WARN and errors
-  uint8_t down_members = 0;                        // members seen without an ACTIVE port
+  // Members left out for their ports: the sender's, down when it started the epoch; the
+  // receiver's, those the sender offered and it left out (it asks for them back, EpochWanted).
+  uint8_t down_members = 0;
+  // The sender's record of members the receiver left out for its own ports: not taken back
+  // blindly (the sender cannot see those ports), only once the receiver asks (back_members),
+  // which it also records for the WARN.
+  uint8_t peer_left_out = 0;
+  uint8_t peer_back = 0;
   // Epochs in a row that ended before any message completed again; past kMaxFruitlessEpochs the
   // comm fails (a path that loses everything with every port up).
   int fruitless = 0;
@@ -90,6 +97,8 @@ struct RecoveryState {
   // A member left out is taken back (a rejoin epoch) once its port is ACTIVE, but not before
   // this time: after an epoch that left members out, 1 s, doubling up to a minute while the
   // peer keeps leaving them out (its own port down), so a rejoin it cannot take costs little.
+  // The receiver, whose own ports the sender cannot see, asks for its members back on the same
+  // backoff; the sender takes such a request at once.
   std::chrono::steady_clock::time_point next_rejoin;
   // The last look at the ports (ConnectedComm::members_up_paced): while a comm waits for one,
   // NCCL calls test() in a loop, and each look is a query to the device.

@@ -96,6 +96,9 @@ class RecvComm final : public ConnectedComm {
   // Answers `start` over the members in `live`: new QPs connected to the sender's, receives
   // posted, the record of what completed and the entries of the receives in flight.
   ncclResult_t answer_start(const net::EpochStart& start, uint8_t live) noexcept;
+  // Between epochs: asks the sender (EpochWanted with back_members) to take back a member this
+  // side left out once its port is ACTIVE again, at most once per rejoin backoff.
+  ncclResult_t ask_for_rejoin(std::chrono::steady_clock::time_point now) noexcept;
   // The member that carries message `seq` over the current QPs.
   uint8_t member_of_message(uint64_t seq) const noexcept {
     return split_data_ ? member_of_qp(qp_of_message(seq, lane_count_) * qps_per_member_)

@@ -169,9 +169,41 @@ ncclResult_t RecvComm::step_recovery() noexcept {
       }
       keep_checking();
       return ncclSuccess;
+    case EpochPhase::Normal:
+      return ask_for_rejoin(now);
     default:
       return ncclSuccess;
   }
+}
+
+ncclResult_t RecvComm::ask_for_rejoin(std::chrono::steady_clock::time_point now) noexcept {
+  // Members this side left out for their ports (answer_start) whose ports are back. The sender
+  // cannot see them come back: its own ports were up all along, and its blind rejoins back off to
+  // a minute apart. It takes the member back at its next call that may start an epoch.
+  RecoveryState& st = *recovery_;
+  if (!st.setup.enabled || st.down_members == 0 || now < st.next_rejoin) {
+    return ncclSuccess;
+  }
+  const auto back = static_cast<uint8_t>(members_up_paced() & st.down_members);
+  if (back == 0) {
+    return ncclSuccess;
+  }
+  net::EpochWanted wanted;
+  wanted.nonce = st.setup.nonce;
+  wanted.epoch = st.epoch;
+  wanted.down_members = static_cast<uint8_t>(st.down_members & ~back);
+  wanted.back_members = back;
+  st.rejoin_backoff = std::clamp(st.rejoin_backoff * 2, std::chrono::milliseconds(1000),
+                                 std::chrono::milliseconds(60000));
+  st.next_rejoin = now + st.rejoin_backoff;
+  if (!send_epoch_frame(wanted)) {
+    st.down_members = 0;  // the watch is closed: no epoch can be agreed; the comm carries on
+    return ncclSuccess;
+  }
+  ROCE_INFO(NCCL_NET,
+            "recv comm on {}: connection from {} asks the sender to take back {}: ACTIVE again",
+            device().name(), peer_, members_text(back));
+  return ncclSuccess;
 }
 
 ncclResult_t RecvComm::answer_start(const net::EpochStart& start, uint8_t live) noexcept {
@@ -281,6 +313,13 @@ ncclResult_t RecvComm::answer_start(const net::EpochStart& start, uint8_t live) 
     return fail(ncclSystemError, "{}", e.what());
   }
   st.epoch = start.epoch;
+  // The members the sender offered that this side leaves out for their ports: it asks for them
+  // back when their ports are (ask_for_rejoin).
+  st.down_members = static_cast<uint8_t>(start.live_members & ~live & all_members_mask());
+  if (st.down_members == 0) {
+    st.rejoin_backoff = std::chrono::milliseconds(0);
+    st.next_rejoin = {};
+  }
   if (!send_epoch_frame(ready)) {
     return fail(ncclRemoteError, "{}; recovery epoch {}: EpochReady could not be sent to {}",
                 st.cause, st.epoch, peer_);

@@ -110,6 +110,18 @@ ncclResult_t SendComm::step_epoch() {
         if (!st.setup.enabled) {
           continue;  // recovery is off here: the receiver's failure ends the comm on its side
         }
+        if (wanted->back_members != 0) {
+          // A rejoin request: the receiver's ports are back, its QPs fine. Taken as the
+          // sender's own rejoins are, at once if the receiver is sure to call (below), and with
+          // the backoff started again (the receiver's port may flap).
+          if (st.phase == EpochPhase::Normal && lanes_mask() != all_members_mask()) {
+            st.peer_left_out = static_cast<uint8_t>(st.peer_left_out & ~wanted->back_members);
+            st.peer_back = static_cast<uint8_t>(st.peer_back | wanted->back_members);
+            st.next_rejoin = Clock::now();
+            st.rejoin_backoff = std::chrono::milliseconds(0);
+          }
+          continue;
+        }
         if (st.phase == EpochPhase::Normal && wanted->epoch >= st.epoch) {
           const std::string cause =
               fmt::format("the receiver's QPs failed (it asks for an epoch after epoch {}{}{})",
@@ -171,13 +183,25 @@ ncclResult_t SendComm::step_epoch() {
       // and make no call that would answer the epoch (docs/design.md, "A receiver NCCL does not
       // call"). With no send in flight, the next send waits for the answer and the receiver
       // calls for it; with a clear-to-send for the next message in the ring, the receiver
-      // waits for that one.
-      if (st.setup.enabled && lanes_mask() != all_members_mask() && now >= st.next_rejoin &&
-          (oldest_pending(requests_) == nullptr || begun_cts_slot() != nullptr)) {
-        const uint8_t back = static_cast<uint8_t>(members_up_paced() & ~lanes_mask());
-        if (back != 0) {
-          return begin_epoch(fmt::format("{} ACTIVE again: the member rejoins the connection",
-                                         members_text(back)));
+      // waits for that one. Members the receiver left out for its ports wait for its word
+      // (peer_left_out).
+      if (st.setup.enabled && lanes_mask() != all_members_mask() && now >= st.next_rejoin) {
+        const auto back =
+            static_cast<uint8_t>(members_up_paced() & ~lanes_mask() & ~st.peer_left_out);
+        const bool receiver_will_call =
+            oldest_pending(requests_) == nullptr || begun_cts_slot() != nullptr;
+        if (back != 0 && !receiver_will_call) {
+          keep_checking();  // due: at the first call where the receiver is sure to call again
+        } else if (back != 0) {
+          const auto theirs = static_cast<uint8_t>(back & st.peer_back);
+          st.peer_back = 0;
+          return begin_epoch(
+              theirs != 0
+                  ? fmt::format("the receiver's member(s) {} ACTIVE again (it asked): the member "
+                                "rejoins the connection",
+                                fmt::join(members_of_mask(theirs), ", "))
+                  : fmt::format("{} ACTIVE again: the member rejoins the connection",
+                                members_text(back)));
         }
       }
       return ncclSuccess;
@@ -385,6 +409,9 @@ ncclResult_t SendComm::on_ready(const net::EpochReady& ready) noexcept {
                 st.epoch, peer_);
   }
   st.phase = EpochPhase::Normal;
+  // What the sender offered and the receiver left out: its ports (it asks for them back).
+  st.peer_left_out =
+      static_cast<uint8_t>(all_members_mask() & ~st.down_members & ~ready.live_members);
   if (lanes_mask() != all_members_mask()) {
     st.rejoin_backoff = std::clamp(st.rejoin_backoff * 2, std::chrono::milliseconds(1000),
                                    std::chrono::milliseconds(60000));

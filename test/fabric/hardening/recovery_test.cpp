@@ -608,6 +608,14 @@ void release_and_close(PluginDriver& plugin, StreamArenas& arenas, const CommPai
   CHECK(plugin.close_recv(pair.recv) == ncclSuccess);
 }
 
+// The plugin's WARN lines so far, printed when a stream failed: where each side's epoch stood.
+void print_warns(const char* why) {
+  std::printf("%s; the plugin's WARN lines:\n", why);
+  for (const auto& line : warn_lines()) {
+    std::printf("  %s\n", line.c_str());
+  }
+}
+
 // vroce's fake sysfs tree (VROCE_SYSFS_ROOT, which the plugin reads through
 // NCCL_ROCE_SYSFS_ROOT), for its per-port counters (port_xmit_packets: what one device sent).
 // Set before the plugin loads vroce.
@@ -692,6 +700,9 @@ void plan_and_close(PluginDriver& plugin, StreamArenas& arenas, const CommPair& 
   Traffic traffic(plugin, pair, seed, flap_shape(groups));
   traffic.join();
   INFO("plan: sender: " << traffic.run.sent.error << "; receiver: " << traffic.run.received.error);
+  if (!traffic.run.sent.ok || !traffic.run.received.ok) {
+    print_warns("the plan failed");
+  }
   CHECK(traffic.run.sent.ok);
   CHECK(traffic.run.received.ok);
   CHECK(traffic.run.sent.close_result == ncclSuccess);
@@ -758,6 +769,7 @@ void sender_members_all_down(const std::array<const char*, 4>& names, size_t bac
     CHECK(stream.received.ok);  // every size, byte and canary checked
     CHECK(stream.received.bytes == stream.sent.bytes);
     if (!stream.ok()) {
+      print_warns("the stream failed");
       release_and_close(plugin, arenas, pair);
       return;
     }
@@ -803,11 +815,12 @@ void sender_members_all_down(const std::array<const char*, 4>& names, size_t bac
 }
 
 // Member `down_member` of the receiver's virtual NIC (names[2], names[3]; the sender's names[0],
-// names[1]) DOWN under a stream and left down: the sender's QPs on that member fail, the epoch
-// keeps the members both ends have up, and the stream finishes over the other with every byte
-// right; then the traffic plan on the same comms, the member still down.
+// names[1]) DOWN under a stream: the sender's QPs on that member fail, the epoch keeps the members
+// both ends have up, and the stream finishes over the other with every byte right. With
+// `comes_back`, the port is ACTIVE again and the member rejoins at the receiver's request (the
+// sender's own ports never went down); then the traffic plan on the same comms.
 void receiver_member_down(const std::array<const char*, 4>& names, size_t down_member,
-                          uint64_t seed) {
+                          uint64_t seed, bool comes_back) {
   small_retry_budget();
   use_test_devices({names[0], names[1], names[2], names[3]});
   PluginDriver plugin(plugin_path_from_env(), Api::V11);
@@ -831,6 +844,7 @@ void receiver_member_down(const std::array<const char*, 4>& names, size_t down_m
     CHECK(stream.received.ok);  // every size, byte and canary checked
     CHECK(stream.received.bytes == stream.sent.bytes);
     if (!stream.ok()) {
+      print_warns("the stream failed");
       release_and_close(plugin, arenas, pair);
       return;
     }
@@ -852,8 +866,22 @@ void receiver_member_down(const std::array<const char*, 4>& names, size_t down_m
   // The receiver's WARN names its member left out.
   CHECK(any_line_contains(warn_lines(), {"recovered", "left out", down}));
   CHECK_FALSE(warned("NCCL_ROCE_RECOVERY_TIMEOUT_S"));
+  // The sender's ports were up all along: it tries no rejoin that the receiver would refuse.
+  CHECK_FALSE(warned("the member rejoins"));
 
-  // The member still down: the traffic plan (multi-receives) on the same comms, which closes them.
+  if (comes_back) {
+    // ACTIVE again: the receiver asks for the member back and the sender takes it.
+    reset_warn_count();
+    REQUIRE(inject_port_event(kDown, IBV_EVENT_PORT_ACTIVE) >= 1);
+    const Rejoin rejoin = stream_until_rejoin(plugin, arenas, seed + 100);
+    std::printf("RECOVERY vnic-receiver-back rounds=%d\n", rejoin.rounds);
+    CHECK(rejoin.streams_ok);
+    CHECK(rejoin.logged);
+    CHECK(any_line_contains(warn_lines(), {"recovered", "all members",
+                                           "the receiver's member(s) " +
+                                               std::to_string(down_member) + " ACTIVE again"}));
+  }
+  // The traffic plan (multi-receives) on the same comms, which closes them.
   plan_and_close(plugin, arenas, pair, seed + 2, 300);
 }
 
@@ -958,6 +986,7 @@ TEST_CASE(
     CHECK(stream.received.ok);  // every size, byte and canary checked
     CHECK(stream.received.bytes == stream.sent.bytes);
     if (!stream.ok()) {
+      print_warns("the stream failed");
       release_and_close(plugin, arenas, pair);
       return;
     }
@@ -1080,6 +1109,7 @@ TEST_CASE(
     stream_bytes = stream.received.bytes;
     plan_bytes = plan.run.received.bytes;
     if (!stream.ok()) {
+      print_warns("the stream failed");
       release_and_close(plugin, arenas, pairs[0]);
       return;
     }
@@ -1138,17 +1168,17 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "virtual NIC, a receiver member down: member 1 of the receiver's NIC goes down under a stream "
-    "and stays down, and the connection carries on over member 0 with every byte right",
+    "virtual NIC, a receiver member down: member 1 of the receiver's NIC goes down under a stream, "
+    "the connection carries on over member 0, and the member rejoins when the receiver asks",
     "[hardening][recovery][vroce][vnic][quick]") {
-  receiver_member_down({"rra", "rrb", "rrc", "rrd"}, 1, 251);
+  receiver_member_down({"rra", "rrb", "rrc", "rrd"}, 1, 251, true);
 }
 
 TEST_CASE(
     "virtual NIC, a receiver member down: member 0 of the receiver's NIC goes down under a stream "
     "and stays down, and the connection carries on over member 1 with every byte right",
     "[hardening][recovery][vroce][vnic][quick]") {
-  receiver_member_down({"rre", "rrf", "rrg", "rrh"}, 0, 255);
+  receiver_member_down({"rre", "rrf", "rrg", "rrh"}, 0, 255, false);
 }
 
 TEST_CASE(

@@ -86,6 +86,12 @@ TEST_CASE("each epoch frame decodes to what was encoded", "[unit][epoch]") {
   const EpochDecodeResult w = round_trip(wanted);
   REQUIRE(w.ok());
   CHECK(std::get<EpochWanted>(w.frame) == wanted);
+  EpochWanted rejoin = wanted;  // a rejoin request: member 1 back, nothing down
+  rejoin.down_members = 0;
+  rejoin.back_members = 0b10;
+  const EpochDecodeResult j = round_trip(rejoin);
+  REQUIRE(j.ok());
+  CHECK(std::get<EpochWanted>(j.frame) == rejoin);
 
   const EpochDecodeResult s = round_trip(start_frame());
   REQUIRE(s.ok());
@@ -136,6 +142,11 @@ TEST_CASE("an epoch frame with a field out of range is refused, naming it", "[un
   CHECK_THAT(refusal_of(start_frame(), 8, 3, 4), Catch::Contains("body length 3"));
   CHECK_THAT(refusal_of(start_frame(), 12, 42, 8), Catch::Contains("nonce 0x2a"));
   CHECK_THAT(refusal_of(start_frame(), kEpochAt, 0, 4), Catch::Contains("epoch 0"));
+  EpochWanted both;
+  both.nonce = kNonce;
+  both.down_members = 0b11;
+  both.back_members = 0b10;
+  CHECK_THAT(validate_epoch_frame(both), Catch::Contains("members 0x2 both down and back"));
   // EpochStart: next_seq u64, live members u8, a ring rkey u32 per live member (one here), QP
   // count u16, QPs (member u8, qpn u32, psn u32).
   static_cast<void>(refusal_of(start_frame(), kBodyAt + 8, 0, 1));  // refused, for some field
