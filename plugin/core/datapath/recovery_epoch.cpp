@@ -1,6 +1,8 @@
 // Recovery epochs: see recovery_epoch.h.
 #include "core/datapath/recovery_epoch.h"
 
+#include <algorithm>
+
 #include "core/datapath/size_split.h"
 #include "verbs/queue_pair.h"
 
@@ -8,6 +10,17 @@ namespace roce {
 
 RecoveryState::RecoveryState(RecoverySetup s) : setup(std::move(s)) {}
 RecoveryState::~RecoveryState() = default;
+
+void RecoveryState::delay_next_rejoin(std::chrono::steady_clock::time_point now) noexcept {
+  rejoin_backoff = std::clamp(rejoin_backoff * 2, std::chrono::milliseconds(1000),
+                              std::chrono::milliseconds(60000));
+  next_rejoin = now + rejoin_backoff;
+}
+
+void RecoveryState::rejoin_at_once(std::chrono::steady_clock::time_point now) noexcept {
+  rejoin_backoff = std::chrono::milliseconds(0);
+  next_rejoin = now;
+}
 
 const char* epoch_phase_name(EpochPhase phase) noexcept {
   switch (phase) {

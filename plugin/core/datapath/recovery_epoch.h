@@ -105,6 +105,10 @@ struct RecoveryState {
   std::chrono::steady_clock::time_point ports_seen_at;
   uint8_t ports_up = 0;
   std::chrono::milliseconds rejoin_backoff{0};
+  // The next rejoin (or the receiver's next request for one) no sooner than the backoff, which
+  // doubles from 1 s up to a minute; and the backoff started again, a rejoin due at once.
+  void delay_next_rejoin(std::chrono::steady_clock::time_point now) noexcept;
+  void rejoin_at_once(std::chrono::steady_clock::time_point now) noexcept;
   bool told_off = false;  // the off_reason was said
   // The sender's new QPs between EpochStart and EpochReady, their members and starting PSNs.
   std::vector<std::unique_ptr<verbs::QueuePair>> new_qps;

@@ -193,9 +193,7 @@ ncclResult_t RecvComm::ask_for_rejoin(std::chrono::steady_clock::time_point now)
   wanted.epoch = st.epoch;
   wanted.down_members = static_cast<uint8_t>(st.down_members & ~back);
   wanted.back_members = back;
-  st.rejoin_backoff = std::clamp(st.rejoin_backoff * 2, std::chrono::milliseconds(1000),
-                                 std::chrono::milliseconds(60000));
-  st.next_rejoin = now + st.rejoin_backoff;
+  st.delay_next_rejoin(now);
   if (!send_epoch_frame(wanted)) {
     st.down_members = 0;  // the watch is closed: no epoch can be agreed; the comm carries on
     return ncclSuccess;
@@ -317,8 +315,7 @@ ncclResult_t RecvComm::answer_start(const net::EpochStart& start, uint8_t live) 
   // back when their ports are (ask_for_rejoin).
   st.down_members = static_cast<uint8_t>(start.live_members & ~live & all_members_mask());
   if (st.down_members == 0) {
-    st.rejoin_backoff = std::chrono::milliseconds(0);
-    st.next_rejoin = {};
+    st.rejoin_at_once(Clock::now());
   }
   if (!send_epoch_frame(ready)) {
     return fail(ncclRemoteError, "{}; recovery epoch {}: EpochReady could not be sent to {}",

@@ -117,8 +117,7 @@ ncclResult_t SendComm::step_epoch() {
           if (st.phase == EpochPhase::Normal && lanes_mask() != all_members_mask()) {
             st.peer_left_out = static_cast<uint8_t>(st.peer_left_out & ~wanted->back_members);
             st.peer_back = static_cast<uint8_t>(st.peer_back | wanted->back_members);
-            st.next_rejoin = Clock::now();
-            st.rejoin_backoff = std::chrono::milliseconds(0);
+            st.rejoin_at_once(Clock::now());
           }
           continue;
         }
@@ -413,11 +412,9 @@ ncclResult_t SendComm::on_ready(const net::EpochReady& ready) noexcept {
   st.peer_left_out =
       static_cast<uint8_t>(all_members_mask() & ~st.down_members & ~ready.live_members);
   if (lanes_mask() != all_members_mask()) {
-    st.rejoin_backoff = std::clamp(st.rejoin_backoff * 2, std::chrono::milliseconds(1000),
-                                   std::chrono::milliseconds(60000));
-    st.next_rejoin = Clock::now() + st.rejoin_backoff;
+    st.delay_next_rejoin(Clock::now());
   } else {
-    st.rejoin_backoff = std::chrono::milliseconds(0);
+    st.rejoin_at_once(Clock::now());
   }
   report_recovered(lanes_mask() != all_members_mask() ? "a member left out" : "all members", resent,
                    marked);

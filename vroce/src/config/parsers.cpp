@@ -529,14 +529,18 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
     config.ece_enabled = v.enabled;
     config.ece_options = v.options;
   });
+  // Settings that name devices name those of VROCE_DEVICES (parsed above).
+  auto is_device = [&](const std::string& name) {
+    return std::any_of(config.devices.begin(), config.devices.end(),
+                       [&](const DeviceSpec& d) { return d.name == name; });
+  };
   apply("VROCE_PCI_FUNCTIONS", "one PCI device per vroce device", parse_pci_functions,
         [&](std::vector<std::vector<std::string>> v) {
           // A name that is not one of VROCE_DEVICES is a typo that would leave a card
           // half-built; refuse the whole setting, as every other malformed variable.
           for (const auto& group : v) {
             for (const std::string& name : group) {
-              if (std::none_of(config.devices.begin(), config.devices.end(),
-                               [&](const DeviceSpec& d) { return d.name == name; })) {
+              if (!is_device(name)) {
                 errors->push_back("VROCE_PCI_FUNCTIONS names " + name +
                                   ", which is not a device of VROCE_DEVICES; keeping one PCI "
                                   "device per vroce device");
@@ -549,8 +553,7 @@ Config parse_config(const EnvLookup& lookup, std::vector<std::string>* errors) {
   apply("VROCE_PORT_EVENTS", "no scheduled port event", parse_port_events,
         [&](std::vector<PortEventSpec> v) {
           for (const PortEventSpec& event : v) {
-            if (std::none_of(config.devices.begin(), config.devices.end(),
-                             [&](const DeviceSpec& d) { return d.name == event.device; })) {
+            if (!is_device(event.device)) {
               errors->push_back("VROCE_PORT_EVENTS names " + event.device +
                                 ", which is not a device of VROCE_DEVICES; keeping no scheduled "
                                 "port event");
